@@ -1,0 +1,432 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * iowarden: per-cgroup block I/O accounting on the block_rq_* tracepoints.
+ *
+ * Every request is attributed to the cgroup of its bio (never the current
+ * task: completions run in whatever context the interrupt hit, writeback in
+ * kworkers). The hot path uses only the timestamps the request already
+ * carries, array lookups (inlined by the verifier) and per-CPU counters: no
+ * hash map keyed by request, no shared atomics per I/O.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "iowarden.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Load-time switches (set by the loader before load). */
+const volatile bool enable_latency = true;
+const volatile bool enable_hwq = true;
+/* Trace only this dev_t (major << 20 | minor); 0 = every device. */
+const volatile __u32 filter_devt = 0;
+/* Number of series slots in use minus one (a power of two minus one). */
+const volatile __u32 slot_mask = 511;
+/* Bit number of QUEUE_FLAG_STATS in request_queue->queue_flags (an anonymous
+ * enum, so the loader reads it from kernel BTF); >= 64 = unknown, always stamp. */
+const volatile __u32 queue_flag_stats_bit = 64;
+
+struct iow_tables tables;
+
+/* Never read: referencing the layout enums puts them in the object's BTF, so
+ * the Rust side gets their values from the skeleton instead of a copy. */
+const volatile struct iow_enums iow_enums_btf;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 512); /* resized by the loader to slot_mask + 1 */
+	__type(key, __u32);
+	__type(value, struct iow_io_stats);
+} io_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, IOW_MAX_DEVS * IOW_MAX_HWQ);
+	__type(key, __u32);
+	__type(value, struct iow_hwq_stats);
+} hwq_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct iow_drops);
+} drops SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, IOW_STAMP_SLOTS);
+	__type(key, __u32);
+	__type(value, struct iow_stamp);
+} issue_stamps SEC(".maps");
+
+/* Kernels before 5.16 kept the disk in the request. */
+struct request___old {
+	struct gendisk *rq_disk;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u64 hash64(__u64 v)
+{
+	return v * 0x9E3779B97F4A7C15ULL;
+}
+
+static __always_inline void count_drop(__u32 what)
+{
+	__u32 zero = 0;
+	struct iow_drops *d = bpf_map_lookup_elem(&drops, &zero);
+
+	if (d && what < IOW_NR_DROPS)
+		d->n[what]++;
+}
+
+static __always_inline struct gendisk *rq_disk(struct request *rq)
+{
+	if (bpf_core_field_exists(rq->q->disk))
+		return rq->q->disk;
+	return BPF_CORE_READ((struct request___old *)rq, rq_disk);
+}
+
+static __always_inline __u32 rq_devt(struct request *rq)
+{
+	struct gendisk *disk = rq_disk(rq);
+
+	if (!disk)
+		return 0;
+	return ((__u32)disk->major << 20) | (__u32)disk->first_minor;
+}
+
+/*
+ * Index of the device in tables.dev_devt, claiming a free entry the first
+ * time a device is seen. Returns IOW_MAX_DEVS when the table is full.
+ */
+static __always_inline __u32 dev_index(__u32 devt)
+{
+	__u32 start = hash64(devt) >> (64 - IOW_DEV_BITS);
+
+	for (int i = 0; i < IOW_SLOT_PROBES; i++) {
+		__u32 idx = (start + i) & (IOW_MAX_DEVS - 1);
+		__u32 cur = tables.dev_devt[idx];
+
+		if (cur == devt)
+			return idx;
+		if (cur == 0) {
+			cur = __sync_val_compare_and_swap(&tables.dev_devt[idx], 0, devt);
+			if (cur == 0 || cur == devt)
+				return idx;
+		}
+	}
+	return IOW_MAX_DEVS;
+}
+
+static __always_inline __u64 rq_cgroup_id(struct request *rq)
+{
+	struct bio *bio = rq->bio;
+	struct blkcg_gq *blkg;
+	struct cgroup *cgrp;
+
+	if (!bio)
+		return 0;
+	blkg = bio->bi_blkg;
+	if (!blkg || !blkg->blkcg)
+		return 0;
+	cgrp = blkg->blkcg->css.cgroup;
+	if (!cgrp || !cgrp->kn)
+		return 0;
+	return cgrp->kn->id;
+}
+
+static __always_inline __u32 rq_op(struct request *rq)
+{
+	switch (rq->cmd_flags & 0xff) { /* REQ_OP_MASK */
+	case REQ_OP_READ:
+		return IOW_OP_READ;
+	case REQ_OP_FLUSH:
+		return IOW_OP_FLUSH;
+	case REQ_OP_DISCARD:
+	case REQ_OP_SECURE_ERASE:
+	case REQ_OP_WRITE_ZEROES:
+		return IOW_OP_DISCARD;
+	case REQ_OP_WRITE:
+		return IOW_OP_WRITE;
+	default:
+		/* zone management and driver-private ops: by data direction */
+		return (rq->cmd_flags & 1) ? IOW_OP_WRITE : IOW_OP_READ;
+	}
+}
+
+/*
+ * Per-CPU statistics of the request's (cgroup, device, op) series, claiming a
+ * slot on first sight. NULL (and a counted drop) when the request cannot be
+ * recorded.
+ */
+static __always_inline struct iow_io_stats *series_stats(struct request *rq, __u32 dev_idx)
+{
+	__u64 key = (rq_cgroup_id(rq) << IOW_KEY_CGID_SHIFT) |
+		    ((__u64)dev_idx << IOW_KEY_DEV_SHIFT) |
+		    ((__u64)rq_op(rq) << IOW_KEY_OP_SHIFT) | 1;
+	__u32 start = hash64(key) >> 32;
+	__u32 free = IOW_MAX_SLOTS;
+
+	for (int i = 0; i < IOW_SLOT_PROBES; i++) {
+		__u32 idx = (start + i) & slot_mask & (IOW_MAX_SLOTS - 1);
+		__u64 cur = tables.slot_key[idx];
+
+		if (cur == key)
+			return bpf_map_lookup_elem(&io_stats, &idx);
+		if (cur == 0 && free == IOW_MAX_SLOTS)
+			free = idx;
+	}
+	/* Not present: claim the first free slot of the probe window. Two CPUs
+	 * racing on a new key may claim two slots; user space merges them. */
+	if (free < IOW_MAX_SLOTS) {
+		__u64 cur = __sync_val_compare_and_swap(&tables.slot_key[free], 0, key);
+
+		if (cur == 0 || cur == key)
+			return bpf_map_lookup_elem(&io_stats, &free);
+	}
+	count_drop(IOW_DROP_SLOT_FULL);
+	return NULL;
+}
+
+static __always_inline __u32 log2_u64(__u64 v)
+{
+	__u32 r = 0;
+
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8)  { v >>= 8;  r += 8; }
+	if (v >> 4)  { v >>= 4;  r += 4; }
+	if (v >> 2)  { v >>= 2;  r += 2; }
+	if (v >> 1)  { r += 1; }
+	return r;
+}
+
+/* Log-linear bucket of a latency; see enum iow_const for the layout. */
+static __always_inline __u32 hist_bucket(__u64 ns)
+{
+	__u64 us = ns / 1000;
+	__u32 p, idx;
+
+	if (us < (1 << IOW_HIST_SUB_BITS))
+		return us;
+	p = log2_u64(us);
+	idx = ((p - IOW_HIST_SUB_BITS + 1) << IOW_HIST_SUB_BITS) +
+	      ((us >> (p - IOW_HIST_SUB_BITS)) & ((1 << IOW_HIST_SUB_BITS) - 1));
+	return idx < IOW_HIST_BUCKETS ? idx : IOW_HIST_BUCKETS - 1;
+}
+
+static __always_inline void record(struct iow_io_stats *s, __u32 stage, __u64 ns)
+{
+	__u32 b = hist_bucket(ns);
+
+	if (stage >= IOW_NR_STAGES || b >= IOW_HIST_BUCKETS)
+		return;
+	s->lat_sum_ns[stage] += ns;
+	s->hist[stage * IOW_HIST_BUCKETS + b]++;
+}
+
+static __always_inline struct iow_hwq_stats *hwq(struct request *rq, __u32 dev_idx)
+{
+	__u32 q = rq->mq_hctx ? rq->mq_hctx->queue_num : 0;
+	__u32 idx;
+
+	if (q >= IOW_MAX_HWQ)
+		q = IOW_MAX_HWQ - 1;
+	idx = dev_idx * IOW_MAX_HWQ + q;
+	return bpf_map_lookup_elem(&hwq_stats, &idx);
+}
+
+/* A request in flight is identified by (device, hardware queue, driver tag). */
+static __always_inline __u64 rq_ident(struct request *rq, __u32 dev_idx)
+{
+	__u32 q = rq->mq_hctx ? rq->mq_hctx->queue_num : 0;
+
+	return ((__u64)dev_idx << 48) | ((__u64)(q & 0xffff) << 32) | (__u32)rq->tag;
+}
+
+static __always_inline struct iow_stamp *stamp_slot(__u64 ident)
+{
+	__u32 idx = (hash64(ident) >> 32) & (IOW_STAMP_SLOTS - 1);
+
+	return bpf_map_lookup_elem(&issue_stamps, &idx);
+}
+
+/* The device index of a traced request, or IOW_MAX_DEVS to skip it. */
+static __always_inline __u32 traced_dev(struct request *rq)
+{
+	__u32 devt = rq_devt(rq);
+	__u32 idx;
+
+	if (!devt || (filter_devt && devt != filter_devt))
+		return IOW_MAX_DEVS;
+	idx = dev_index(devt);
+	if (idx >= IOW_MAX_DEVS)
+		count_drop(IOW_DROP_DEV_FULL);
+	return idx;
+}
+
+SEC("tp_btf/block_rq_insert")
+int BPF_PROG(block_rq_insert, struct request *rq)
+{
+	__u32 dev = traced_dev(rq);
+	struct iow_hwq_stats *h;
+
+	if (dev >= IOW_MAX_DEVS || !enable_hwq)
+		return 0;
+	h = hwq(rq, dev);
+	if (h)
+		h->inserted++;
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(block_rq_issue, struct request *rq)
+{
+	__u32 dev = traced_dev(rq);
+	struct iow_hwq_stats *h;
+
+	if (dev >= IOW_MAX_DEVS)
+		return 0;
+	if (enable_hwq) {
+		h = hwq(rq, dev);
+		if (h)
+			h->issued++;
+	}
+	/* blk_mq_start_request() stamps io_start_time_ns right after this
+	 * tracepoint when the queue collects stats (iocost, wbt, ...). Only
+	 * when it will not do we keep a stamp of our own. */
+	if (queue_flag_stats_bit >= 64 ||
+	    !(rq->q->queue_flags & (1ULL << (queue_flag_stats_bit & 63)))) {
+		__u64 ident = rq_ident(rq, dev);
+		struct iow_stamp *st = stamp_slot(ident);
+
+		if (st) {
+			st->ident = ident;
+			st->issue_ns = bpf_ktime_get_ns();
+		}
+	}
+	return 0;
+}
+
+/* When was this request issued to the driver? 0 if unknown. */
+static __always_inline __u64 issue_time(struct request *rq, __u32 dev_idx)
+{
+	__u64 kts = rq->io_start_time_ns;
+	__u32 stats_flag = 0;
+
+	/* Keep the kernel stamp's load apart from the map value's below:
+	 * the verifier refuses one instruction reading two kinds of pointer. */
+	barrier_var(kts);
+	if (bpf_core_enum_value_exists(enum rqf_flags, __RQF_STATS))
+		stats_flag = 1U << bpf_core_enum_value(enum rqf_flags, __RQF_STATS);
+	if ((rq->rq_flags & stats_flag) && kts)
+		return kts;
+
+	__u64 ident = rq_ident(rq, dev_idx);
+	struct iow_stamp *st = stamp_slot(ident);
+
+	if (st && st->ident == ident) {
+		__u64 t = st->issue_ns;
+
+		barrier_var(t);
+		return t;
+	}
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	__u32 dev = traced_dev(rq);
+	struct iow_io_stats *s;
+	struct iow_hwq_stats *h;
+	__u64 now, issued, start;
+	bool last;
+
+	if (dev >= IOW_MAX_DEVS)
+		return 0;
+	s = series_stats(rq, dev);
+	if (!s)
+		return 0;
+	s->bytes += nr_bytes;
+	/* A request may complete in parts; it is one I/O when the last part
+	 * completes (the remaining length is what this completion covers). */
+	last = nr_bytes >= rq->__data_len;
+	if (!last)
+		return 0;
+	s->ios++;
+
+	now = bpf_ktime_get_ns();
+	issued = issue_time(rq, dev);
+	start = rq->start_time_ns;
+	if (enable_hwq) {
+		h = hwq(rq, dev);
+		if (h) {
+			h->completed++;
+			if (issued && issued <= now)
+				h->busy_ns += now - issued;
+		}
+	}
+	if (!enable_latency)
+		return 0;
+	if (issued && issued <= now)
+		record(s, IOW_STAGE_DEVICE, now - issued);
+	else
+		count_drop(IOW_DROP_NO_ISSUE_STAMP);
+	if (start && start <= now) {
+		record(s, IOW_STAGE_TOTAL, now - start);
+		if (issued >= start)
+			record(s, IOW_STAGE_QUEUE, issued - start);
+	} else {
+		count_drop(IOW_DROP_NO_START_STAMP);
+	}
+	return 0;
+}
+
+SEC("tp_btf/block_rq_requeue")
+int BPF_PROG(block_rq_requeue, struct request *rq)
+{
+	__u32 dev = traced_dev(rq);
+	struct iow_io_stats *s;
+	struct iow_hwq_stats *h;
+
+	if (dev >= IOW_MAX_DEVS)
+		return 0;
+	s = series_stats(rq, dev);
+	if (s)
+		s->requeued++;
+	if (enable_hwq) {
+		h = hwq(rq, dev);
+		if (h)
+			h->requeued++;
+	}
+	return 0;
+}
+
+/* rq is merged into another request and freed without completing: its bytes
+ * complete with the surviving request. */
+SEC("tp_btf/block_rq_merge")
+int BPF_PROG(block_rq_merge, struct request *rq)
+{
+	__u32 dev = traced_dev(rq);
+	struct iow_io_stats *s;
+
+	if (dev >= IOW_MAX_DEVS)
+		return 0;
+	s = series_stats(rq, dev);
+	if (s)
+		s->merged++;
+	return 0;
+}
+
+/* Not attached: run on demand (BPF_PROG_RUN) by the tests. */
+SEC("syscall")
+int hist_bucket_selftest(struct iow_bucket_probe *p)
+{
+	/* Unrolled: the context may only be accessed at constant offsets. */
+#pragma unroll
+	for (int i = 0; i < IOW_SELFTEST_N; i++)
+		p->bucket[i] = hist_bucket(p->ns[i]);
+	return 0;
+}

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Shared between iowarden.bpf.c and the Rust loader (which gets these types
+ * from the generated skeleton): the single source of truth for map layouts.
+ * Fixed-width types only.
+ */
+#ifndef IOWARDEN_H
+#define IOWARDEN_H
+
+/*
+ * Layout constants. An enum (not #define) so that they are in the object's
+ * BTF and reach Rust through the skeleton.
+ */
+enum iow_const {
+	/* Latency histograms are log-linear in microseconds: values below 4 us get
+	 * a bucket each, then every power of two is split in 4 sub-buckets. */
+	IOW_HIST_SUB_BITS = 2,
+	IOW_HIST_BUCKETS = 88, /* up to [7 << 20 us, inf): ~7.3 s and above */
+	IOW_NR_OPS = 4,
+	IOW_NR_STAGES = 3,
+	/* Series table: open addressing over (cgroup, device, op) keys. */
+	IOW_MAX_SLOTS = 8192, /* compile-time capacity; the loader uses a power of two <= this */
+	IOW_SLOT_PROBES = 8,
+	IOW_DEV_BITS = 6,
+	IOW_MAX_DEVS = 64,
+	IOW_MAX_HWQ = 64,
+	/* Fallback issue stamps when the kernel does not stamp io_start_time_ns. */
+	IOW_STAMP_SLOTS = 16384,
+};
+
+enum iow_op {
+	IOW_OP_READ = 0,
+	IOW_OP_WRITE = 1,
+	IOW_OP_DISCARD = 2,
+	IOW_OP_FLUSH = 3,
+};
+
+enum iow_stage {
+	IOW_STAGE_QUEUE = 0,  /* allocation -> issue */
+	IOW_STAGE_DEVICE = 1, /* issue -> completion */
+	IOW_STAGE_TOTAL = 2,  /* allocation -> completion */
+};
+
+enum iow_drop {
+	IOW_DROP_SLOT_FULL = 0,
+	IOW_DROP_DEV_FULL = 1,
+	IOW_DROP_NO_ISSUE_STAMP = 2,
+	IOW_DROP_NO_START_STAMP = 3,
+	IOW_NR_DROPS = 4,
+};
+
+/*
+ * A series key packs (cgroup id, device index, op) into one u64 so that a
+ * slot can be claimed with a single compare-and-swap:
+ *   key = cgid << 9 | dev_idx << 3 | op << 1 | 1
+ * Bit 0 is always set, so 0 means "free". Cgroup ids are kernfs ids, far
+ * below 2^55.
+ */
+#define IOW_KEY_CGID_SHIFT 9
+#define IOW_KEY_DEV_SHIFT 3
+#define IOW_KEY_OP_SHIFT 1
+
+/* Per-CPU statistics of one series, indexed by slot. */
+struct iow_io_stats {
+	__u64 ios;      /* completed requests */
+	__u64 bytes;    /* completed bytes (partial completions included) */
+	__u64 merged;   /* requests merged into another one */
+	__u64 requeued; /* requests handed back by the driver */
+	__u64 lat_sum_ns[IOW_NR_STAGES];
+	/* u32 per CPU per bucket: user space reads deltas with wrapping
+	 * subtraction every poll, far more often than a bucket can wrap.
+	 * Flat [stage * IOW_HIST_BUCKETS + bucket]: the skeleton generator
+	 * cannot derive Default for nested arrays. */
+	__u32 hist[IOW_NR_STAGES * IOW_HIST_BUCKETS];
+};
+
+/* Per-CPU counters of one hardware queue, indexed by dev_idx * IOW_MAX_HWQ + hctx. */
+struct iow_hwq_stats {
+	__u64 inserted;  /* into the I/O scheduler (only with a scheduler) */
+	__u64 issued;
+	__u64 completed;
+	__u64 requeued;
+	__u64 busy_ns;   /* sum of issue -> completion times: mean occupancy by Little's law */
+};
+
+struct iow_drops {
+	__u64 n[IOW_NR_DROPS];
+};
+
+/* Fallback issue stamp, direct-mapped by (device, hardware queue, tag). */
+struct iow_stamp {
+	__u64 ident;
+	__u64 issue_ns;
+};
+
+/* Tables the BPF side fills and user space reads through the mmapped .bss. */
+struct iow_tables {
+	__u64 slot_key[IOW_MAX_SLOTS];  /* 0 = free */
+	__u32 dev_devt[IOW_MAX_DEVS];   /* kernel dev_t (major << 20 | minor), 0 = free */
+};
+
+struct iow_enums {
+	enum iow_const c;
+	enum iow_op op;
+	enum iow_stage stage;
+	enum iow_drop drop;
+};
+
+/* Context of the hist_bucket_selftest program: user space fills ns[], the
+ * kernel writes the bucket of each, so tests check the real bucketing code. */
+#define IOW_SELFTEST_N 64
+struct iow_bucket_probe {
+	__u64 ns[IOW_SELFTEST_N];
+	__u32 bucket[IOW_SELFTEST_N];
+};
+
+#endif /* IOWARDEN_H */

@@ -1,0 +1,11 @@
+//! iowarden's exporters: the snapshot data model and its encodings
+//! (OpenMetrics text for Prometheus, JSON for `/snapshot.json` and
+//! `iowarden snapshot --json`).
+
+pub mod json;
+pub mod model;
+pub mod openmetrics;
+
+pub use json::{decode_json, encode_json};
+pub use model::*;
+pub use openmetrics::{collapse_buckets, encode_openmetrics, SelfMetrics};

@@ -1,0 +1,297 @@
+//! OpenMetrics text encoding of a [`Snapshot`], through prometheus-client's
+//! collector API (it escapes label values and writes the exposition format).
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Registry, Unit};
+
+use crate::model::{Histogram, Snapshot, Stage};
+
+/// Facts about the exporter itself.
+#[derive(Debug, Clone, Default)]
+pub struct SelfMetrics {
+    pub poll_duration_seconds: f64,
+    pub polls_total: u64,
+    pub scrape_count: u64,
+    pub build_version: String,
+}
+
+type Labels = Vec<(String, String)>;
+
+/// Collapses the fine log-linear buckets to power-of-two boundaries in
+/// microseconds, keeping Prometheus cardinality sane (about 24 series per
+/// histogram instead of 88). Returns (upper bound, count in bucket) pairs,
+/// non-cumulative, ending with +Inf.
+pub fn collapse_buckets(h: &Histogram, lower_bounds: &[f64]) -> Vec<(f64, u64)> {
+    let is_pow2_us = |s: f64| {
+        let us = (s * 1e6).round() as u64;
+        us > 0 && us.is_power_of_two()
+    };
+    let mut out: Vec<(f64, u64)> = Vec::new();
+    let mut acc = 0u64;
+    for (i, &c) in h.counts.iter().enumerate() {
+        // Bucket i ends where bucket i+1 starts; close a group there if that is a power of two.
+        match lower_bounds.get(i + 1) {
+            Some(&next) if is_pow2_us(next) => {
+                out.push((next, acc + c));
+                acc = 0;
+            }
+            _ => acc += c,
+        }
+    }
+    out.push((f64::INFINITY, acc));
+    out
+}
+
+#[derive(Debug)]
+struct SnapshotCollector {
+    snap: Snapshot,
+    extra: SelfMetrics,
+}
+
+fn io_labels(s: &crate::model::IoSeries) -> Labels {
+    vec![
+        ("cgroup".into(), s.cgroup.path.clone()),
+        ("cgroup_id".into(), s.cgroup.id.to_string()),
+        ("device".into(), s.device.name.clone()),
+        ("devt".into(), s.device.devt()),
+        ("op".into(), s.op.as_str().into()),
+    ]
+}
+
+fn counter(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    unit: Option<Unit>,
+    rows: &[(Labels, f64)],
+) -> std::fmt::Result {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let mut d = enc.encode_descriptor(name, help, unit.as_ref(), MetricType::Counter)?;
+    for (l, v) in rows {
+        d.encode_family(l)?
+            .encode_counter::<Labels, f64, f64>(v, None)?;
+    }
+    Ok(())
+}
+
+fn gauge(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    unit: Option<Unit>,
+    rows: &[(Labels, f64)],
+) -> std::fmt::Result {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let mut d = enc.encode_descriptor(name, help, unit.as_ref(), MetricType::Gauge)?;
+    for (l, v) in rows {
+        d.encode_family(l)?.encode_gauge(v)?;
+    }
+    Ok(())
+}
+
+impl Collector for SnapshotCollector {
+    fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
+        let s = &self.snap;
+        let per_io = |f: &dyn Fn(&crate::model::IoSeries) -> f64| -> Vec<(Labels, f64)> {
+            s.io.iter().map(|x| (io_labels(x), f(x))).collect()
+        };
+        counter(
+            &mut enc,
+            "iowarden_io_requests",
+            "Completed block requests",
+            None,
+            &per_io(&|x| x.ios as f64),
+        )?;
+        counter(
+            &mut enc,
+            "iowarden_io",
+            "Completed bytes",
+            Some(Unit::Bytes),
+            &per_io(&|x| x.bytes as f64),
+        )?;
+        counter(
+            &mut enc,
+            "iowarden_io_merged",
+            "Requests merged into another request",
+            None,
+            &per_io(&|x| x.merged as f64),
+        )?;
+        counter(
+            &mut enc,
+            "iowarden_io_requeued",
+            "Requests requeued by the driver",
+            None,
+            &per_io(&|x| x.requeued as f64),
+        )?;
+        counter(
+            &mut enc,
+            "iowarden_io_device",
+            "Sum of issue-to-completion time of completed requests (device time)",
+            Some(Unit::Seconds),
+            &per_io(&|x| x.latency.device.sum_seconds),
+        )?;
+        if !s.io.is_empty() {
+            let mut d = enc.encode_descriptor(
+                "iowarden_io_latency",
+                "Request latency by stage: queue (allocation to issue), device (issue to completion), total",
+                Some(&Unit::Seconds),
+                MetricType::Histogram,
+            )?;
+            for x in &s.io {
+                for stage in Stage::ALL {
+                    let h = x.latency.get(stage);
+                    let mut l = io_labels(x);
+                    l.push(("stage".into(), stage.as_str().into()));
+                    let buckets = collapse_buckets(h, &s.hist_lower_bounds_seconds);
+                    d.encode_family(&l)?.encode_histogram::<Labels>(
+                        h.sum_seconds,
+                        h.count(),
+                        &buckets,
+                        None,
+                    )?;
+                }
+            }
+        }
+        let per_q = |f: &dyn Fn(&crate::model::QueueSeries) -> f64| -> Vec<(Labels, f64)> {
+            s.queues
+                .iter()
+                .map(|q| {
+                    let l = vec![
+                        ("device".into(), q.device.name.clone()),
+                        ("devt".into(), q.device.devt()),
+                        ("hctx".into(), q.hctx.to_string()),
+                    ];
+                    (l, f(q))
+                })
+                .collect()
+        };
+        counter(
+            &mut enc,
+            "iowarden_hwq_inserted",
+            "Requests inserted into the I/O scheduler",
+            None,
+            &per_q(&|q| q.inserted as f64),
+        )?;
+        counter(
+            &mut enc,
+            "iowarden_hwq_issued",
+            "Requests issued on the hardware queue",
+            None,
+            &per_q(&|q| q.issued as f64),
+        )?;
+        counter(
+            &mut enc,
+            "iowarden_hwq_completed",
+            "Requests completed on the hardware queue",
+            None,
+            &per_q(&|q| q.completed as f64),
+        )?;
+        counter(
+            &mut enc,
+            "iowarden_hwq_requeued",
+            "Requests requeued on the hardware queue",
+            None,
+            &per_q(&|q| q.requeued as f64),
+        )?;
+        counter(
+            &mut enc,
+            "iowarden_hwq_busy",
+            "Sum of in-flight time on the hardware queue; its rate is the mean occupancy",
+            Some(Unit::Seconds),
+            &per_q(&|q| q.busy_seconds),
+        )?;
+        gauge(
+            &mut enc,
+            "iowarden_hwq_inflight",
+            "Requests in flight on the hardware queue",
+            None,
+            &per_q(&|q| q.inflight as f64),
+        )?;
+
+        let probes: Vec<(Labels, f64)> = s
+            .probes
+            .iter()
+            .map(|p| {
+                (
+                    vec![
+                        ("probe".into(), p.name.clone()),
+                        ("reason".into(), p.reason.clone()),
+                    ],
+                    if p.active { 1.0 } else { 0.0 },
+                )
+            })
+            .collect();
+        gauge(
+            &mut enc,
+            "iowarden_probe_active",
+            "Whether a BPF probe is attached (1) or not (0, with the reason)",
+            None,
+            &probes,
+        )?;
+        let drops: Vec<(Labels, f64)> = [
+            ("slot_table_full", s.drops.slot_table_full),
+            ("device_table_full", s.drops.device_table_full),
+            ("no_issue_stamp", s.drops.no_issue_stamp),
+            ("no_start_stamp", s.drops.no_start_stamp),
+        ]
+        .iter()
+        .map(|(r, v)| (vec![("reason".to_string(), r.to_string())], *v as f64))
+        .collect();
+        counter(
+            &mut enc,
+            "iowarden_dropped",
+            "Events the BPF side could not record fully",
+            None,
+            &drops,
+        )?;
+        gauge(
+            &mut enc,
+            "iowarden_poll_duration",
+            "Duration of the last map poll",
+            Some(Unit::Seconds),
+            &[(vec![], self.extra.poll_duration_seconds)],
+        )?;
+        counter(
+            &mut enc,
+            "iowarden_polls",
+            "Map polls",
+            None,
+            &[(vec![], self.extra.polls_total as f64)],
+        )?;
+        let info = vec![
+            ("version".to_string(), self.extra.build_version.clone()),
+            ("kernel".to_string(), s.kernel.clone()),
+            ("hostname".to_string(), s.hostname.clone()),
+        ];
+        gauge(
+            &mut enc,
+            "iowarden_build_info",
+            "iowarden build and host",
+            None,
+            &[(info, 1.0)],
+        )?;
+        Ok(())
+    }
+}
+
+/// The snapshot as OpenMetrics text, ending in `# EOF`.
+pub fn encode_openmetrics(snap: &Snapshot, extra: &SelfMetrics) -> Result<String, std::fmt::Error> {
+    let mut reg = Registry::default();
+    reg.register_collector(Box::new(SnapshotCollector {
+        snap: snap.clone(),
+        extra: extra.clone(),
+    }));
+    let mut out = String::new();
+    prometheus_client::encoding::text::encode(&mut out, &reg)?;
+    Ok(out)
+}
+
+// Keep the trait in scope for readers looking for how metrics are encoded.
+#[allow(dead_code)]
+fn _uses(_: &dyn EncodeMetric) {}

@@ -1,0 +1,131 @@
+//! `iowarden run`: polls the maps at an interval and serves the latest
+//! snapshot as OpenMetrics (/metrics) and JSON (/snapshot.json).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Result};
+use iowarden_exporters::{encode_json, encode_openmetrics, SelfMetrics, Snapshot};
+
+use crate::monitor::Monitor;
+
+#[derive(Default)]
+struct Shared {
+    snapshot: Mutex<Snapshot>,
+    poll_duration_ns: AtomicU64,
+    polls: AtomicU64,
+    scrapes: AtomicU64,
+}
+
+/// Binds the HTTP listener, with a message that says what to do when the
+/// port is taken.
+pub fn bind(addr: SocketAddr) -> Result<tiny_http::Server> {
+    tiny_http::Server::http(addr).map_err(|e| {
+        let in_use = e
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::AddrInUse);
+        if in_use {
+            anyhow!("cannot listen on {addr}: the address is already in use (another iowarden?). Stop it or pick another port with --listen")
+        } else {
+            anyhow!("cannot listen on {addr}: {e}")
+        }
+    })
+}
+
+fn serve(server: tiny_http::Server, shared: Arc<Shared>, stop: Arc<AtomicBool>) {
+    while !stop.load(Ordering::Relaxed) {
+        let req = match server.recv_timeout(Duration::from_millis(200)) {
+            Ok(Some(r)) => r,
+            Ok(None) => continue,
+            Err(_) => break,
+        };
+        let header =
+            |v: &str| tiny_http::Header::from_bytes("Content-Type", v).expect("static header");
+        let path = req.url().split('?').next().unwrap_or("").to_string();
+        let resp = match path.as_str() {
+            "/metrics" => {
+                shared.scrapes.fetch_add(1, Ordering::Relaxed);
+                let snap = shared.snapshot.lock().unwrap().clone();
+                let extra = SelfMetrics {
+                    poll_duration_seconds: shared.poll_duration_ns.load(Ordering::Relaxed) as f64
+                        / 1e9,
+                    polls_total: shared.polls.load(Ordering::Relaxed),
+                    scrape_count: shared.scrapes.load(Ordering::Relaxed),
+                    build_version: env!("CARGO_PKG_VERSION").to_string(),
+                };
+                match encode_openmetrics(&snap, &extra) {
+                    Ok(text) => tiny_http::Response::from_string(text).with_header(header(
+                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    )),
+                    Err(e) => tiny_http::Response::from_string(format!("encoding failed: {e}"))
+                        .with_status_code(500),
+                }
+            }
+            "/snapshot.json" => {
+                let snap = shared.snapshot.lock().unwrap().clone();
+                tiny_http::Response::from_string(encode_json(&snap))
+                    .with_header(header("application/json"))
+            }
+            "/" => tiny_http::Response::from_string(
+                "iowarden: /metrics (OpenMetrics), /snapshot.json\n",
+            ),
+            _ => tiny_http::Response::from_string("not found\n").with_status_code(404),
+        };
+        let _ = req.respond(resp);
+    }
+}
+
+pub struct RunOptions {
+    pub listen: SocketAddr,
+    pub interval: Duration,
+    pub duration: Option<Duration>,
+}
+
+/// Runs until `stop` is set or `duration` elapses.
+pub fn run(
+    mut monitor: Monitor,
+    server: tiny_http::Server,
+    opts: &RunOptions,
+    stop: Arc<AtomicBool>,
+) -> Result<()> {
+    let shared = Arc::new(Shared::default());
+    *shared.snapshot.lock().unwrap() = monitor.poll()?;
+    let http = {
+        let (shared, stop) = (shared.clone(), stop.clone());
+        std::thread::spawn(move || serve(server, shared, stop))
+    };
+    eprintln!(
+        "iowarden: serving http://{}/metrics and /snapshot.json, polling every {:?}",
+        opts.listen, opts.interval
+    );
+    for p in monitor.probe_report() {
+        eprintln!("iowarden: {p}");
+    }
+    let started = Instant::now();
+    let mut next = Instant::now() + opts.interval;
+    let result = loop {
+        if stop.load(Ordering::Relaxed) || opts.duration.is_some_and(|d| started.elapsed() >= d) {
+            break Ok(());
+        }
+        let now = Instant::now();
+        if now < next {
+            std::thread::sleep((next - now).min(Duration::from_millis(100)));
+            continue;
+        }
+        next += opts.interval;
+        let t0 = Instant::now();
+        match monitor.poll() {
+            Ok(s) => *shared.snapshot.lock().unwrap() = s,
+            Err(e) => break Err(e),
+        }
+        shared
+            .poll_duration_ns
+            .store(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        shared.polls.fetch_add(1, Ordering::Relaxed);
+    };
+    stop.store(true, Ordering::Relaxed);
+    let _ = http.join();
+    result
+}

@@ -1,0 +1,112 @@
+//! Block device names and numbers from sysfs.
+
+use std::collections::HashMap;
+
+use anyhow::{bail, Result};
+use iowarden_exporters::DeviceRef;
+
+/// Kernel-internal dev_t (MKDEV) as the BPF side packs it.
+pub fn kernel_devt(major: u32, minor: u32) -> u32 {
+    (major << 20) | minor
+}
+
+/// Caches dev_t -> device name lookups in /sys/dev/block.
+#[derive(Default)]
+pub struct DeviceNames {
+    cache: HashMap<u32, DeviceRef>,
+}
+
+impl DeviceNames {
+    pub fn get(&mut self, devt: u32) -> DeviceRef {
+        self.cache
+            .entry(devt)
+            .or_insert_with(|| {
+                let (major, minor) = (devt >> 20, devt & 0xfffff);
+                let name = std::fs::read_link(format!("/sys/dev/block/{major}:{minor}"))
+                    .ok()
+                    .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .unwrap_or_else(|| format!("{major}:{minor}"));
+                DeviceRef { name, major, minor }
+            })
+            .clone()
+    }
+}
+
+/// Whole block devices on this host: (name, major, minor).
+pub fn list_block_devices() -> Vec<(String, u32, u32)> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir("/sys/block") {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Ok(dev) = std::fs::read_to_string(e.path().join("dev")) {
+                if let Some((ma, mi)) = parse_majmin(dev.trim()) {
+                    out.push((name, ma, mi));
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+pub fn parse_majmin(s: &str) -> Option<(u32, u32)> {
+    let (a, b) = s.split_once(':')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+/// Resolves a user's device filter: a name ("loop3", "/dev/nvme0n1") or
+/// "MAJ:MIN". Partitions are refused: requests are accounted to whole disks.
+pub fn resolve_device(spec: &str) -> Result<DeviceRef> {
+    let devs = list_block_devices();
+    let name = spec.trim_start_matches("/dev/");
+    let found = match parse_majmin(spec) {
+        Some((ma, mi)) => devs.iter().find(|d| d.1 == ma && d.2 == mi),
+        None => devs.iter().find(|d| d.0 == name),
+    };
+    match found {
+        Some((n, ma, mi)) => Ok(DeviceRef {
+            name: n.clone(),
+            major: *ma,
+            minor: *mi,
+        }),
+        None => {
+            let names: Vec<&str> = devs.iter().map(|d| d.0.as_str()).collect();
+            bail!(
+                "unknown block device '{spec}': give a whole disk by name or MAJ:MIN; this host has: {}",
+                names.join(", ")
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_majmin() {
+        assert_eq!(parse_majmin("259:0"), Some((259, 0)));
+        assert_eq!(parse_majmin("x:0"), None);
+        assert_eq!(parse_majmin("7"), None);
+    }
+
+    #[test]
+    fn unknown_device_names_the_alternatives() {
+        let e = resolve_device("no-such-disk").unwrap_err().to_string();
+        assert!(e.contains("unknown block device 'no-such-disk'"), "{e}");
+        // This host's real devices are listed (every Linux host has /sys/block entries here).
+        assert!(e.contains("this host has:"), "{e}");
+    }
+
+    #[test]
+    fn resolves_a_real_device_by_name_and_number() {
+        let (name, ma, mi) = list_block_devices()
+            .into_iter()
+            .next()
+            .expect("a block device");
+        let d = resolve_device(&name).unwrap();
+        assert_eq!((d.major, d.minor), (ma, mi));
+        assert_eq!(resolve_device(&format!("{ma}:{mi}")).unwrap().name, name);
+        assert_eq!(resolve_device(&format!("/dev/{name}")).unwrap().name, name);
+    }
+}

@@ -1,0 +1,142 @@
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+
+use iowarden::devices::{kernel_devt, resolve_device};
+use iowarden::duration::parse_duration;
+use iowarden::monitor::Monitor;
+use iowarden::tracer::TracerConfig;
+use iowarden::{daemon, preflight};
+
+#[derive(Parser)]
+#[command(
+    name = "iowarden",
+    version,
+    about = "Per-cgroup block I/O isolation observability (eBPF)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Args, Clone)]
+struct TraceArgs {
+    /// Only this device: a whole disk by name (nvme0n1, loop3) or MAJ:MIN
+    #[arg(long)]
+    device: Option<String>,
+    /// Capacity of the (cgroup, device, op) series table
+    #[arg(long, default_value_t = 1024)]
+    max_series: u32,
+    /// Do not record latency histograms (counts and bytes only)
+    #[arg(long)]
+    no_latency: bool,
+    /// Do not record per-hardware-queue counters
+    #[arg(long)]
+    no_hwq: bool,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run the daemon: poll the BPF maps, serve /metrics and /snapshot.json
+    Run {
+        #[command(flatten)]
+        trace: TraceArgs,
+        /// Address for the HTTP endpoint
+        #[arg(long, default_value = "127.0.0.1:9617")]
+        listen: SocketAddr,
+        /// Poll interval (e.g. 500ms, 1s)
+        #[arg(long, default_value = "1s", value_parser = parse_duration)]
+        interval: Duration,
+        /// Exit after this long (default: run until SIGINT/SIGTERM)
+        #[arg(long, value_parser = parse_duration)]
+        duration: Option<Duration>,
+    },
+    /// Trace for a while, print one snapshot and exit
+    Snapshot {
+        #[command(flatten)]
+        trace: TraceArgs,
+        /// Print JSON (the /snapshot.json schema)
+        #[arg(long)]
+        json: bool,
+        /// How long to trace before printing
+        #[arg(long, default_value = "1s", value_parser = parse_duration)]
+        wait: Duration,
+    },
+}
+
+fn tracer_config(t: &TraceArgs) -> Result<TracerConfig> {
+    let filter_devt = match &t.device {
+        Some(spec) => {
+            let d = resolve_device(spec)?;
+            Some(kernel_devt(d.major, d.minor))
+        }
+        None => None,
+    };
+    Ok(TracerConfig {
+        max_series: t.max_series,
+        filter_devt,
+        latency: !t.no_latency,
+        hwq: !t.no_hwq,
+    })
+}
+
+fn stop_flag() -> Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    ctrlc::set_handler(move || s.store(true, Ordering::Relaxed))
+        .context("installing the SIGINT/SIGTERM handler")?;
+    Ok(stop)
+}
+
+fn main() {
+    let cli = Cli::parse();
+    if let Err(e) = real_main(cli) {
+        eprintln!("iowarden: error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn real_main(cli: Cli) -> Result<()> {
+    match cli.cmd {
+        Cmd::Run {
+            trace,
+            listen,
+            interval,
+            duration,
+        } => {
+            let cfg = tracer_config(&trace)?;
+            preflight::check()?;
+            // Bind first: a taken port should fail before BPF is loaded.
+            let server = daemon::bind(listen)?;
+            let monitor = Monitor::start(&cfg)?;
+            daemon::run(
+                monitor,
+                server,
+                &daemon::RunOptions {
+                    listen,
+                    interval,
+                    duration,
+                },
+                stop_flag()?,
+            )
+        }
+        Cmd::Snapshot { trace, json, wait } => {
+            let cfg = tracer_config(&trace)?;
+            preflight::check()?;
+            let mut monitor = Monitor::start(&cfg)?;
+            std::thread::sleep(wait);
+            let snap = monitor.poll()?;
+            if json {
+                println!("{}", iowarden_exporters::encode_json(&snap));
+            } else {
+                let extra = iowarden_exporters::SelfMetrics::default();
+                print!("{}", iowarden_exporters::encode_openmetrics(&snap, &extra)?);
+            }
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! Ties the tracer, the accumulator and the cgroup resolver together: one
+//! `poll` reads the maps and returns a cumulative snapshot.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use anyhow::Result;
+use iowarden_exporters::Snapshot;
+
+use crate::cgroups::CgroupResolver;
+use crate::collect::{Accumulator, SeriesKey};
+use crate::devices::DeviceNames;
+use crate::tracer::{Tracer, TracerConfig};
+
+/// Polls a cgroup must stay unresolvable before its slots are released.
+const RELEASE_AFTER_POLLS: u32 = 3;
+
+pub struct Monitor {
+    tracer: Tracer,
+    acc: Accumulator,
+    resolver: CgroupResolver,
+    devices: DeviceNames,
+    started: Instant,
+    /// cgroup id -> consecutive polls it could not be resolved
+    missing: HashMap<u64, u32>,
+}
+
+impl Monitor {
+    pub fn start(cfg: &TracerConfig) -> Result<Monitor> {
+        let resolver = CgroupResolver::for_host()?;
+        let tracer = Tracer::start(cfg)?;
+        Ok(Monitor {
+            tracer,
+            acc: Accumulator::default(),
+            resolver,
+            devices: DeviceNames::default(),
+            started: Instant::now(),
+            missing: HashMap::new(),
+        })
+    }
+
+    pub fn resolver(&self) -> &CgroupResolver {
+        &self.resolver
+    }
+
+    /// Reads the maps and returns the cumulative snapshot.
+    pub fn poll(&mut self) -> Result<Snapshot> {
+        let raw = self.tracer.read()?;
+        self.acc.add(&raw);
+
+        // New cgroups appear between polls: walk the hierarchy again when an
+        // id is unknown (at most once per poll).
+        let unknown: Vec<u64> = self
+            .acc
+            .cgroup_ids()
+            .filter(|&id| id != 0 && self.resolver.path_of(id).is_none())
+            .collect();
+        if !unknown.is_empty() {
+            self.resolver.refresh();
+        }
+        // Release the slots of cgroups that stay gone, so a host with
+        // short-lived cgroups does not fill the table.
+        for s in &raw.series {
+            let id = SeriesKey::decode(s.key).cgroup_id;
+            if id == 0 || self.resolver.path_of(id).is_some() {
+                self.missing.remove(&id);
+                continue;
+            }
+            let n = self.missing.entry(id).or_default();
+            *n += 1;
+            if *n > RELEASE_AFTER_POLLS {
+                self.tracer.release_slot(s.slot)?;
+                self.acc.forget(s.slot, s.key);
+            }
+        }
+        self.missing.retain(|_, n| *n <= RELEASE_AFTER_POLLS);
+
+        let resolver = &self.resolver;
+        let path = |id: u64| resolver.path_of(id).map(str::to_string);
+        Ok(self.acc.snapshot(
+            &path,
+            &mut self.devices,
+            self.tracer.probes(),
+            self.started.elapsed().as_secs_f64(),
+        ))
+    }
+}
+
+impl Monitor {
+    /// One line per optional probe that is not active, saying why.
+    pub fn probe_report(&self) -> Vec<String> {
+        self.tracer
+            .probes()
+            .iter()
+            .filter(|p| !p.active)
+            .map(|p| format!("{} inactive: {}", p.name, p.reason))
+            .collect()
+    }
+}

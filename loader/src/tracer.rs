@@ -1,0 +1,319 @@
+//! Loads and attaches the BPF programs of bpf/iowarden.bpf.c and reads their
+//! maps. Everything that touches the kernel's BPF interface lives here.
+
+use std::mem::MaybeUninit;
+
+use anyhow::{Context, Result};
+use iowarden_exporters::ProbeStatus;
+use libbpf_rs::btf::types::Enum;
+use libbpf_rs::btf::Btf;
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
+
+use crate::skel::types::{iow_const, iow_drops, iow_hwq_stats, iow_io_stats};
+use crate::skel::{IowardenSkel, IowardenSkelBuilder};
+
+pub const MAX_SLOTS: u32 = iow_const::IOW_MAX_SLOTS.0;
+pub const MAX_DEVS: u32 = iow_const::IOW_MAX_DEVS.0;
+pub const MAX_HWQ: u32 = iow_const::IOW_MAX_HWQ.0;
+
+#[derive(Debug, Clone)]
+pub struct TracerConfig {
+    /// Capacity of the (cgroup, device, op) series table; rounded up to a power of two.
+    pub max_series: u32,
+    /// Trace only this device (kernel dev_t: major << 20 | minor).
+    pub filter_devt: Option<u32>,
+    pub latency: bool,
+    pub hwq: bool,
+}
+
+impl Default for TracerConfig {
+    fn default() -> Self {
+        TracerConfig {
+            max_series: 1024,
+            filter_devt: None,
+            latency: true,
+            hwq: true,
+        }
+    }
+}
+
+/// The tracepoints the programs attach to, by program name.
+const TRACEPOINTS: &[(&str, &str, bool)] = &[
+    // (program, tracepoint, required)
+    ("block_rq_issue", "block_rq_issue", true),
+    ("block_rq_complete", "block_rq_complete", true),
+    ("block_rq_insert", "block_rq_insert", false),
+    ("block_rq_requeue", "block_rq_requeue", false),
+    ("block_rq_merge", "block_rq_merge", false),
+];
+
+/// Raw per-CPU contents of one occupied series slot.
+pub struct RawSeries {
+    pub slot: u32,
+    pub key: u64,
+    pub per_cpu: Vec<iow_io_stats>,
+}
+
+pub struct RawHwq {
+    pub devt: u32,
+    pub hctx: u32,
+    pub per_cpu: Vec<iow_hwq_stats>,
+}
+
+#[derive(Default)]
+pub struct RawSample {
+    pub series: Vec<RawSeries>,
+    pub hwqs: Vec<RawHwq>,
+    pub drops: Vec<iow_drops>,
+    /// Device table: index -> kernel dev_t, for occupied entries.
+    pub devs: Vec<(u32, u32)>,
+}
+
+pub struct Tracer {
+    skel: IowardenSkel<'static>,
+    _links: Vec<Link>,
+    probes: Vec<ProbeStatus>,
+    slots: u32,
+}
+
+fn from_bytes<T: Copy + Default>(b: &[u8]) -> T {
+    if b.len() < std::mem::size_of::<T>() {
+        return T::default();
+    }
+    // SAFETY: T is a plain-old-data skeleton type; the length was checked.
+    unsafe { std::ptr::read_unaligned(b.as_ptr() as *const T) }
+}
+
+/// Value of an enumerator in the running kernel's BTF, searching every enum
+/// (QUEUE_FLAG_* live in an anonymous one).
+fn kernel_enum_value(btf: &Btf<'_>, name: &str) -> Option<i64> {
+    btf.type_by_kind::<Enum<'_>>().find_map(|e| {
+        e.iter()
+            .find(|m| m.name.is_some_and(|n| n == name))
+            .map(|m| m.value)
+    })
+}
+
+fn tracepoint_exists(btf: &Btf<'_>, tp: &str) -> bool {
+    btf.type_by_name::<libbpf_rs::btf::types::Typedef<'_>>(&format!("btf_trace_{tp}"))
+        .is_some()
+}
+
+impl Tracer {
+    /// Opens, configures, loads and attaches the programs. Optional
+    /// tracepoints missing from the kernel are skipped and reported in
+    /// [`Tracer::probes`]; a missing required one is an error.
+    pub fn start(cfg: &TracerConfig) -> Result<Tracer> {
+        let btf = Btf::from_vmlinux().context(
+            "cannot read kernel BTF (/sys/kernel/btf/vmlinux): iowarden needs a kernel built with CONFIG_DEBUG_INFO_BTF=y",
+        )?;
+        let slots = cfg
+            .max_series
+            .clamp(64, MAX_SLOTS)
+            .next_power_of_two()
+            .min(MAX_SLOTS);
+        // The open object must outlive the skeleton, which lives as long as the process.
+        let obj: &'static mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
+        let mut open = IowardenSkelBuilder::default()
+            .open(obj)
+            .context("opening the BPF object")?;
+
+        let rodata = open
+            .maps
+            .rodata_data
+            .as_deref_mut()
+            .context("BPF object has no .rodata")?;
+        rodata.enable_latency = cfg.latency;
+        rodata.enable_hwq = cfg.hwq;
+        rodata.filter_devt = cfg.filter_devt.unwrap_or(0);
+        rodata.slot_mask = slots - 1;
+        rodata.queue_flag_stats_bit = kernel_enum_value(&btf, "QUEUE_FLAG_STATS")
+            .and_then(|v| u32::try_from(v).ok())
+            .filter(|&v| v < 64)
+            .unwrap_or(64);
+        open.maps.io_stats.set_max_entries(slots)?;
+
+        let mut probes = Vec::new();
+        open.progs.hist_bucket_selftest.set_autoload(false);
+        for &(prog, tp, required) in TRACEPOINTS {
+            let exists = tracepoint_exists(&btf, tp);
+            if !exists && required {
+                anyhow::bail!("the kernel has no {tp} tracepoint in its BTF; iowarden cannot account block I/O on it");
+            }
+            if !exists {
+                probes.push(ProbeStatus {
+                    name: prog.into(),
+                    active: false,
+                    reason: format!("kernel has no tracepoint {tp}"),
+                });
+                Self::prog_mut(&mut open, prog).set_autoload(false);
+            }
+        }
+        let skel = open.load().map_err(|e| {
+            anyhow::anyhow!(
+                "loading the BPF programs failed: {e}. Run as root (or with CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE)"
+            )
+        })?;
+
+        let mut links = Vec::new();
+        for &(prog, _, required) in TRACEPOINTS {
+            if probes.iter().any(|p| p.name == prog) {
+                continue;
+            }
+            match Self::prog(&skel, prog).attach() {
+                Ok(l) => {
+                    links.push(l);
+                    probes.push(ProbeStatus {
+                        name: prog.into(),
+                        active: true,
+                        reason: String::new(),
+                    });
+                }
+                Err(e) if !required => probes.push(ProbeStatus {
+                    name: prog.into(),
+                    active: false,
+                    reason: format!("attach failed: {e}"),
+                }),
+                Err(e) => return Err(e).with_context(|| format!("attaching {prog}")),
+            }
+        }
+        if !cfg.latency {
+            probes.push(ProbeStatus {
+                name: "latency".into(),
+                active: false,
+                reason: "disabled by --no-latency".into(),
+            });
+        }
+        if !cfg.hwq {
+            probes.push(ProbeStatus {
+                name: "hwq".into(),
+                active: false,
+                reason: "disabled by --no-hwq".into(),
+            });
+        }
+        Ok(Tracer {
+            skel,
+            _links: links,
+            probes,
+            slots,
+        })
+    }
+
+    fn prog_mut<'a>(
+        open: &'a mut crate::skel::OpenIowardenSkel<'static>,
+        name: &str,
+    ) -> &'a mut libbpf_rs::OpenProgramMut<'static> {
+        let p = &mut open.progs;
+        match name {
+            "block_rq_issue" => &mut p.block_rq_issue,
+            "block_rq_complete" => &mut p.block_rq_complete,
+            "block_rq_insert" => &mut p.block_rq_insert,
+            "block_rq_requeue" => &mut p.block_rq_requeue,
+            _ => &mut p.block_rq_merge,
+        }
+    }
+
+    fn prog<'a>(skel: &'a IowardenSkel<'static>, name: &str) -> &'a libbpf_rs::ProgramMut<'static> {
+        let p = &skel.progs;
+        match name {
+            "block_rq_issue" => &p.block_rq_issue,
+            "block_rq_complete" => &p.block_rq_complete,
+            "block_rq_insert" => &p.block_rq_insert,
+            "block_rq_requeue" => &p.block_rq_requeue,
+            _ => &p.block_rq_merge,
+        }
+    }
+
+    pub fn probes(&self) -> &[ProbeStatus] {
+        &self.probes
+    }
+
+    /// Reads every occupied slot, hardware queue and the drop counters.
+    pub fn read(&self) -> Result<RawSample> {
+        let bss = self
+            .skel
+            .maps
+            .bss_data
+            .as_deref()
+            .context("BPF object has no .bss")?;
+        let mut out = RawSample::default();
+        for slot in 0..self.slots {
+            // The BPF side writes keys concurrently; a torn read is impossible for an aligned u64.
+            let key = unsafe { std::ptr::read_volatile(&bss.tables.slot_key[slot as usize]) };
+            if key == 0 {
+                continue;
+            }
+            let Some(vals) = self
+                .skel
+                .maps
+                .io_stats
+                .lookup_percpu(&slot.to_ne_bytes(), MapFlags::ANY)?
+            else {
+                continue;
+            };
+            out.series.push(RawSeries {
+                slot,
+                key,
+                per_cpu: vals.iter().map(|b| from_bytes(b)).collect(),
+            });
+        }
+        for idx in 0..MAX_DEVS {
+            let devt = unsafe { std::ptr::read_volatile(&bss.tables.dev_devt[idx as usize]) };
+            if devt == 0 {
+                continue;
+            }
+            out.devs.push((idx, devt));
+            for hctx in 0..MAX_HWQ {
+                let i = idx * MAX_HWQ + hctx;
+                let Some(vals) = self
+                    .skel
+                    .maps
+                    .hwq_stats
+                    .lookup_percpu(&i.to_ne_bytes(), MapFlags::ANY)?
+                else {
+                    continue;
+                };
+                let per_cpu: Vec<iow_hwq_stats> = vals.iter().map(|b| from_bytes(b)).collect();
+                if per_cpu
+                    .iter()
+                    .any(|h| h.issued != 0 || h.inserted != 0 || h.completed != 0)
+                {
+                    out.hwqs.push(RawHwq {
+                        devt,
+                        hctx,
+                        per_cpu,
+                    });
+                }
+            }
+        }
+        if let Some(vals) = self
+            .skel
+            .maps
+            .drops
+            .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)?
+        {
+            out.drops = vals.iter().map(|b| from_bytes(b)).collect();
+        }
+        Ok(out)
+    }
+
+    /// Frees a series slot whose cgroup is gone: zeroes its counters, then
+    /// releases the key so the BPF side can claim it again.
+    pub fn release_slot(&mut self, slot: u32) -> Result<()> {
+        let ncpu = libbpf_rs::num_possible_cpus()?;
+        let zero = vec![vec![0u8; std::mem::size_of::<iow_io_stats>()]; ncpu];
+        self.skel
+            .maps
+            .io_stats
+            .update_percpu(&slot.to_ne_bytes(), &zero, MapFlags::ANY)?;
+        let bss = self
+            .skel
+            .maps
+            .bss_data
+            .as_deref_mut()
+            .context("BPF object has no .bss")?;
+        unsafe { std::ptr::write_volatile(&mut bss.tables.slot_key[slot as usize], 0) };
+        Ok(())
+    }
+}

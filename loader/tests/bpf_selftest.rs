@@ -1,0 +1,66 @@
+//! Runs the kernel's copy of the histogram bucketing (a BPF syscall program)
+//! and checks it against the bounds user space reports.
+
+use std::mem::MaybeUninit;
+
+use iowarden::hist::{lower_us, NBUCKETS};
+use iowarden::skel::types::iow_bucket_probe;
+use iowarden::skel::IowardenSkelBuilder;
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+
+#[test]
+fn bpf_bucketing_matches_user_space_bounds() {
+    let mut obj = MaybeUninit::uninit();
+    let mut open = IowardenSkelBuilder::default().open(&mut obj).unwrap();
+    for mut p in open.open_object_mut().progs_mut() {
+        p.set_autoload(false);
+    }
+    open.progs.hist_bucket_selftest.set_autoload(true);
+    let skel = open
+        .load()
+        .expect("loading the selftest program (needs root)");
+
+    // Every bucket boundary, one ns below it, and values far past the last.
+    let mut values: Vec<u64> = Vec::new();
+    for i in 1..NBUCKETS {
+        values.push(lower_us(i) * 1000);
+        values.push(lower_us(i) * 1000 - 1);
+    }
+    values.extend([0, 999, 1000, 30_000_000_000, u64::MAX / 2]);
+    for chunk in values.chunks(64) {
+        let mut probe = iow_bucket_probe::default();
+        probe.ns[..chunk.len()].copy_from_slice(chunk);
+        // SAFETY: plain-old-data struct viewed as bytes for the syscall context.
+        let bytes = unsafe {
+            std::slice::from_raw_parts_mut(
+                &mut probe as *mut _ as *mut u8,
+                std::mem::size_of::<iow_bucket_probe>(),
+            )
+        };
+        let input = libbpf_rs::ProgramInput {
+            context_in: Some(bytes),
+            ..Default::default()
+        };
+        skel.progs
+            .hist_bucket_selftest
+            .test_run(input)
+            .expect("BPF_PROG_RUN");
+        for (i, &ns) in chunk.iter().enumerate() {
+            let b = probe.bucket[i] as usize;
+            let us = ns / 1000;
+            assert!(b < NBUCKETS, "{ns} ns -> bucket {b}");
+            assert!(
+                lower_us(b) <= us,
+                "{ns} ns in bucket {b} starting at {} us",
+                lower_us(b)
+            );
+            if b + 1 < NBUCKETS {
+                assert!(
+                    us < lower_us(b + 1),
+                    "{ns} ns in bucket {b} ending at {} us",
+                    lower_us(b + 1)
+                );
+            }
+        }
+    }
+}

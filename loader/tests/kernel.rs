@@ -1,0 +1,332 @@
+//! Integration tests against the real kernel: BPF programs attached to the
+//! block tracepoints, loop devices, cgroups, fio, promtool. Run as root.
+
+mod fixtures;
+
+use std::process::Command;
+use std::time::Duration;
+
+use fixtures::*;
+use iowarden_exporters::{Op, Snapshot};
+use serde_json::Value;
+
+fn fio_json(out: std::process::Output) -> Value {
+    assert!(
+        out.status.success(),
+        "fio failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("fio JSON")
+}
+
+/// Bucket index holding `seconds` in the snapshot's histogram layout.
+fn bucket_of(snap: &Snapshot, seconds: f64) -> usize {
+    let b = &snap.hist_lower_bounds_seconds;
+    b.iter().rposition(|&lo| lo <= seconds + 1e-12).unwrap_or(0)
+}
+
+fn within(a: u64, b: u64, frac: f64) -> bool {
+    (a as f64 - b as f64).abs() <= frac * b as f64
+}
+
+/// Two cgroups doing direct I/O on one loop device: counts and bytes per
+/// cgroup against fio's own report; latency percentiles never above fio's
+/// clat (the block layer sees a part of what fio measures); I/O from the
+/// root cgroup stays out of both; nothing is left behind.
+///
+/// fio's clat also contains fio's own wake-up after the kernel completed the
+/// request, which no block-layer event can see: on this 2-vCPU VM that is
+/// about 10 us at the median and up to 1 ms at p99 under CPU contention, so
+/// "within one bucket of fio" only holds where device latency dominates. The
+/// numbers are printed for the record.
+#[test]
+fn per_cgroup_fidelity_against_fio() {
+    let top = LoopDev::file(1024);
+    let a = Cgroup::new("iowarden-test-a");
+    let b = Cgroup::new("iowarden-test-b");
+
+    let daemon = Daemon::start(19617, &["--device", &top.name()]);
+    let fa = a
+        .command(
+            "fio",
+            &fio_args(&top.path, "randread", "4k", 4, 3000, "0", "512M"),
+        )
+        .output();
+    let fb = b.command(
+        "fio",
+        &fio_args(&top.path, "randwrite", "64k", 8, 1000, "512M", "512M"),
+    );
+    let fb = std::thread::spawn(move || {
+        let mut fb = fb;
+        fb.output()
+    });
+    let fa = fio_json(fa.unwrap());
+    let fb = fio_json(fb.join().unwrap().unwrap());
+
+    // I/O from the root cgroup on the same device.
+    let (root, _) = io_root();
+    let st = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "echo $$ > {}/cgroup.procs && exec dd if={} of=/dev/null bs=4k count=200 iflag=direct status=none",
+            root.display(),
+            top.path
+        ))
+        .status()
+        .unwrap();
+    assert!(st.success());
+
+    // Scrape OpenMetrics while the daemon runs; promtool must accept it.
+    let metrics = daemon.get("/metrics").expect("/metrics");
+    assert_promtool_accepts(&metrics);
+
+    std::thread::sleep(Duration::from_millis(1500));
+    let snap = daemon.snapshot();
+    let on_top: Vec<_> = snap
+        .io
+        .iter()
+        .filter(|s| s.device.name == top.name())
+        .collect();
+    assert!(
+        on_top.iter().all(|s| s.device.name == top.name()),
+        "device filter leaked other devices"
+    );
+
+    for (cg, fio, op, key) in [(&a, &fa, Op::Read, "read"), (&b, &fb, Op::Write, "write")] {
+        let job = &fio["jobs"][0][key];
+        let fio_ios = job["total_ios"].as_u64().unwrap();
+        let fio_bytes = job["io_bytes"].as_u64().unwrap();
+        let s = on_top
+            .iter()
+            .find(|s| s.cgroup.id == cg.id() && s.op == op)
+            .unwrap_or_else(|| panic!("no {key} series for {} in {:?}", cg.rel, on_top));
+        assert_eq!(s.cgroup.path, cg.rel);
+        let ios = s.ios + s.merged;
+        assert!(
+            within(ios, fio_ios, 0.005),
+            "{}: {ios} I/Os vs fio {fio_ios}",
+            cg.rel
+        );
+        assert!(
+            within(s.bytes, fio_bytes, 0.005),
+            "{}: {} bytes vs fio {fio_bytes}",
+            cg.rel,
+            s.bytes
+        );
+        // The cgroup did nothing but this op.
+        assert!(on_top
+            .iter()
+            .filter(|x| x.cgroup.id == cg.id() && x.op != op)
+            .all(|x| x.ios == 0));
+        for (q, pct) in [(0.5, "50.000000"), (0.99, "99.000000")] {
+            let fio_s = job["clat_ns"]["percentile"][pct].as_u64().unwrap() as f64 / 1e9;
+            let ours = s.latency.total.quantile_bucket(q).unwrap();
+            let theirs = bucket_of(&snap, fio_s);
+            println!(
+                "{} p{}: iowarden bucket {} [{:.3} ms], fio {:.3} ms (bucket {})",
+                cg.rel,
+                q * 100.0,
+                ours,
+                snap.hist_lower_bounds_seconds[ours] * 1e3,
+                fio_s * 1e3,
+                theirs
+            );
+            assert!(
+                ours <= theirs + 1,
+                "{} p{}: bucket {ours} above fio's {theirs}",
+                cg.rel,
+                q * 100.0
+            );
+        }
+        println!(
+            "{}: {} I/Os, {} bytes; fio {} I/Os, {} bytes",
+            cg.rel, ios, s.bytes, fio_ios, fio_bytes
+        );
+    }
+
+    // Root-cgroup I/O is attributed to the root, never to A or B.
+    let root_id = iowarden::cgroups::CgroupResolver::new(&root)
+        .unwrap()
+        .id_of("/")
+        .unwrap();
+    let root_reads: u64 = on_top
+        .iter()
+        .filter(|s| s.cgroup.id == root_id && s.op == Op::Read)
+        .map(|s| s.ios)
+        .sum();
+    assert!(
+        root_reads >= 200,
+        "root cgroup reads on {}: {root_reads}",
+        top.name()
+    );
+    // No unattributed I/O: every request of A and B carried its cgroup.
+    let unattributed: u64 = on_top
+        .iter()
+        .filter(|s| s.cgroup.id == 0)
+        .map(|s| s.ios)
+        .sum();
+    assert_eq!(unattributed, 0, "unattributed I/O on {}", top.name());
+    assert_eq!(snap.drops.slot_table_full + snap.drops.device_table_full, 0);
+
+    // Leave nothing behind.
+    let pid = daemon.child.id();
+    let files = vec![top.backing_file().unwrap().to_path_buf()];
+    let (dirs, devs) = (vec![a.dir.clone(), b.dir.clone()], vec![top.path.clone()]);
+    drop(daemon);
+    drop((a, b));
+    drop(top);
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "daemon {pid} still running"
+    );
+    for d in dirs {
+        assert!(!d.exists(), "cgroup {} left behind", d.display());
+    }
+    let losetup =
+        String::from_utf8(Command::new("losetup").arg("-a").output().unwrap().stdout).unwrap();
+    for f in files {
+        assert!(
+            !losetup.contains(&f.display().to_string()),
+            "loop device over {} left: {losetup}",
+            f.display()
+        );
+        assert!(!f.exists(), "{} left behind", f.display());
+    }
+    for d in devs {
+        let name = d.trim_start_matches("/dev/");
+        let size = std::fs::read_to_string(format!("/sys/block/{name}/size")).unwrap_or_default();
+        assert!(matches!(size.trim(), "0" | ""), "{d} still attached");
+    }
+}
+
+/// Without throttling, latency is tens of microseconds and fio's clat adds
+/// its own wake-up: the block layer's view must never be slower than fio's.
+#[test]
+fn block_layer_latency_is_within_what_fio_sees() {
+    let dev = LoopDev::file(512);
+    let a = Cgroup::new("iowarden-test-fast");
+    let daemon = Daemon::start(19618, &["--device", &dev.name()]);
+    let mut args = fio_args(&dev.path, "randread", "4k", 1, 2000, "0", "256M");
+    args[3] = "--ioengine=psync".into();
+    let f = fio_json(a.command("fio", &args).output().unwrap());
+    std::thread::sleep(Duration::from_millis(1200));
+    let snap = daemon.snapshot();
+    let s = snap
+        .io
+        .iter()
+        .find(|s| s.cgroup.id == a.id() && s.op == Op::Read)
+        .expect("series");
+    let job = &f["jobs"][0]["read"];
+    assert!(within(
+        s.ios + s.merged,
+        job["total_ios"].as_u64().unwrap(),
+        0.005
+    ));
+    let fio_p50 = job["clat_ns"]["percentile"]["50.000000"].as_u64().unwrap() as f64 / 1e9;
+    let ours = s
+        .latency
+        .total
+        .quantile(&snap.hist_lower_bounds_seconds, 0.5)
+        .unwrap();
+    println!(
+        "unthrottled p50: iowarden {:.1} us, fio clat {:.1} us",
+        ours * 1e6,
+        fio_p50 * 1e6
+    );
+    assert!(
+        ours <= fio_p50 * 1.25,
+        "block layer p50 {ours} above fio's {fio_p50}"
+    );
+    // Device time is part of total time, and queue + device add up to total.
+    let t = &s.latency;
+    assert!(t.device.sum_seconds <= t.total.sum_seconds * 1.0001);
+    assert!(
+        ((t.queue.sum_seconds + t.device.sum_seconds) - t.total.sum_seconds).abs()
+            <= 1e-6 * s.ios as f64
+    );
+}
+
+#[test]
+fn unknown_device_is_a_clear_error() {
+    let out = Command::new(env!("CARGO_BIN_EXE_iowarden"))
+        .args(["snapshot", "--json", "--device", "nosuchdisk9"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unknown block device 'nosuchdisk9'") && err.contains("this host has:"),
+        "{err}"
+    );
+}
+
+#[test]
+fn port_in_use_is_a_clear_error() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let out = Command::new(env!("CARGO_BIN_EXE_iowarden"))
+        .args([
+            "run",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--duration",
+            "1s",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("already in use") && err.contains("--listen"),
+        "{err}"
+    );
+}
+
+/// promtool 2.42 lints in the Prometheus text format, where a counter's HELP
+/// names the `_total` sample; OpenMetrics names the family without it. That
+/// one message is the format difference; any other output is a failure.
+pub fn assert_promtool_accepts(metrics: &str) {
+    assert!(
+        metrics.trim_end().ends_with("# EOF"),
+        "not OpenMetrics: no # EOF"
+    );
+    let (ok, text) = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .output_with_stdin(metrics.as_bytes());
+    let problems: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            let family_has_help = l.strip_suffix("_total no help text").is_some_and(|fam| {
+                metrics.contains(&format!("# HELP {fam} "))
+                    && metrics.contains(&format!("# TYPE {fam} counter"))
+            });
+            !l.trim().is_empty() && !family_has_help
+        })
+        .collect();
+    assert!(problems.is_empty(), "promtool check metrics: {problems:?}");
+    let _ = ok;
+}
+
+trait OutputWithStdin {
+    fn output_with_stdin(&mut self, input: &[u8]) -> (bool, String);
+}
+
+impl OutputWithStdin for Command {
+    fn output_with_stdin(&mut self, input: &[u8]) -> (bool, String) {
+        use std::io::Write;
+        let mut child = self
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("promtool (Debian package prometheus) is required");
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success() && text.trim().is_empty(), text)
+    }
+}
