@@ -20,5 +20,6 @@ pub mod hist;
 pub mod monitor;
 pub mod preflight;
 pub mod sysinfo;
+pub mod topview;
 
 pub mod tracer;

@@ -10,7 +10,7 @@ use iowarden::devices::{kernel_devt, resolve_device};
 use iowarden::duration::parse_duration;
 use iowarden::monitor::Monitor;
 use iowarden::tracer::TracerConfig;
-use iowarden::{daemon, preflight};
+use iowarden::{daemon, preflight, topview};
 
 #[derive(Parser)]
 #[command(
@@ -52,6 +52,16 @@ enum Cmd {
         #[arg(long, default_value = "1s", value_parser = parse_duration)]
         interval: Duration,
         /// Exit after this long (default: run until SIGINT/SIGTERM)
+        #[arg(long, value_parser = parse_duration)]
+        duration: Option<Duration>,
+    },
+    /// Live view of cgroups sorted by device-time share, naming the noisy neighbour
+    Top {
+        #[command(flatten)]
+        trace: TraceArgs,
+        #[arg(long, default_value = "1s", value_parser = parse_duration)]
+        interval: Duration,
+        /// Exit after this long
         #[arg(long, value_parser = parse_duration)]
         duration: Option<Duration>,
     },
@@ -123,6 +133,33 @@ fn real_main(cli: Cli) -> Result<()> {
                 },
                 stop_flag()?,
             )
+        }
+        Cmd::Top {
+            trace,
+            interval,
+            duration,
+        } => {
+            let cfg = tracer_config(&trace)?;
+            preflight::check()?;
+            let mut monitor = Monitor::start(&cfg)?;
+            for p in monitor.probe_report() {
+                eprintln!("iowarden: {p}");
+            }
+            let stop = stop_flag()?;
+            let device = trace
+                .device
+                .as_deref()
+                .map(resolve_device)
+                .transpose()?
+                .map(|d| d.name);
+            let opts = topview::TopOptions {
+                interval,
+                device,
+                duration,
+            };
+            let outcome = topview::run_top(|| monitor.poll(), &opts, &stop)?;
+            println!("{}", outcome.culprit.unwrap_or(outcome.last_verdict));
+            Ok(())
         }
         Cmd::Snapshot { trace, json, wait } => {
             let cfg = tracer_config(&trace)?;

@@ -1,0 +1,403 @@
+//! `iowarden top`: cgroups sorted by device-time share per device, with IOPS,
+//! bandwidth, queue/device p50/p99, and a verdict naming the noisy neighbour.
+//! Rows and the verdict are pure functions of delta snapshots.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use iowarden_exporters::{Histogram, Snapshot};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub device: String,
+    pub cgroup: String,
+    pub iops: f64,
+    pub bytes_per_s: f64,
+    /// This cgroup's part of the device time of all cgroups on the device.
+    pub device_share: f64,
+    pub queue_p50: Option<f64>,
+    pub queue_p99: Option<f64>,
+    pub device_p50: Option<f64>,
+    pub device_p99: Option<f64>,
+    pub total_p99: Option<f64>,
+    pub ios: u64,
+}
+
+/// Rows of one delta snapshot, ops merged, sorted by device then share.
+/// Shares are per device: a loop device's I/O reappears on its backing disk.
+pub fn rows(delta: &Snapshot, device: Option<&str>) -> Vec<Row> {
+    let w = delta.window_seconds.max(1e-9);
+    let b = &delta.hist_lower_bounds_seconds;
+    // (device, cgroup) -> (ios, bytes, queue, device, total histograms)
+    type Merged = (u64, u64, Histogram, Histogram, Histogram);
+    let mut acc: HashMap<(String, String), Merged> = HashMap::new();
+    for s in &delta.io {
+        if device.is_some_and(|d| d != s.device.name) {
+            continue;
+        }
+        let e = acc
+            .entry((s.device.name.clone(), s.cgroup.path.clone()))
+            .or_default();
+        e.0 += s.ios;
+        e.1 += s.bytes;
+        e.2.add(&s.latency.queue);
+        e.3.add(&s.latency.device);
+        e.4.add(&s.latency.total);
+    }
+    let mut dev_time: HashMap<String, f64> = HashMap::new();
+    for ((d, _), v) in &acc {
+        *dev_time.entry(d.clone()).or_default() += v.3.sum_seconds;
+    }
+    let mut out: Vec<Row> = acc
+        .into_iter()
+        .filter(|(_, v)| v.0 > 0)
+        .map(|((d, c), v)| {
+            let total = dev_time[&d];
+            Row {
+                device_share: if total > 0.0 {
+                    v.3.sum_seconds / total
+                } else {
+                    0.0
+                },
+                iops: v.0 as f64 / w,
+                bytes_per_s: v.1 as f64 / w,
+                queue_p50: v.2.quantile(b, 0.5),
+                queue_p99: v.2.quantile(b, 0.99),
+                device_p50: v.3.quantile(b, 0.5),
+                device_p99: v.3.quantile(b, 0.99),
+                total_p99: v.4.quantile(b, 0.99),
+                ios: v.0,
+                device: d,
+                cgroup: c,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        a.device
+            .cmp(&b.device)
+            .then(b.device_share.total_cmp(&a.device_share))
+    });
+    out
+}
+
+/// Flags the cgroup that holds most of a device's time while another
+/// cgroup's p99 rises above its own baseline (the lowest p99 it showed in
+/// any window with enough I/O: a cgroup's best recent latency is what it
+/// gets when left alone).
+pub struct NoisyNeighbourDetector {
+    pub share_threshold: f64,
+    pub rise_factor: f64,
+    pub min_ios: u64,
+    baseline: HashMap<(String, String), f64>,
+    flagged: HashMap<(String, String), u32>,
+    culprit: Option<String>,
+}
+
+impl Default for NoisyNeighbourDetector {
+    fn default() -> Self {
+        NoisyNeighbourDetector {
+            share_threshold: 0.5,
+            rise_factor: 1.5,
+            min_ios: 20,
+            baseline: HashMap::new(),
+            flagged: HashMap::new(),
+            culprit: None,
+        }
+    }
+}
+
+impl NoisyNeighbourDetector {
+    /// Feeds one window's rows; returns the verdict line.
+    pub fn observe(&mut self, rows: &[Row]) -> String {
+        let mut verdict = None;
+        for dom in rows
+            .iter()
+            .filter(|r| r.device_share >= self.share_threshold && r.ios >= self.min_ios)
+        {
+            for victim in rows.iter().filter(|r| {
+                r.device == dom.device && r.cgroup != dom.cgroup && r.ios >= self.min_ios
+            }) {
+                let (Some(p99), Some(&base)) = (
+                    victim.total_p99,
+                    self.baseline
+                        .get(&(victim.device.clone(), victim.cgroup.clone())),
+                ) else {
+                    continue;
+                };
+                if base > 0.0 && p99 >= base * self.rise_factor {
+                    verdict = Some(format!(
+                        "noisy neighbour on {}: {} holds {:.0}% of device time while {} p99 rose {:.1}x ({} -> {})",
+                        dom.device,
+                        dom.cgroup,
+                        dom.device_share * 100.0,
+                        victim.cgroup,
+                        p99 / base,
+                        fmt_lat(Some(base)),
+                        fmt_lat(Some(p99))
+                    ));
+                    let n = self
+                        .flagged
+                        .entry((dom.device.clone(), dom.cgroup.clone()))
+                        .or_default();
+                    *n += 1;
+                    if *n >= 2 {
+                        self.culprit = verdict.clone();
+                    }
+                    break;
+                }
+            }
+            if verdict.is_some() {
+                break;
+            }
+        }
+        for r in rows.iter().filter(|r| r.ios >= self.min_ios) {
+            if let Some(p) = r.total_p99 {
+                let b = self
+                    .baseline
+                    .entry((r.device.clone(), r.cgroup.clone()))
+                    .or_insert(p);
+                *b = b.min(p);
+            }
+        }
+        verdict.unwrap_or_else(|| match rows.iter().max_by(|a, b| a.device_share.total_cmp(&b.device_share)) {
+            Some(r) if r.ios > 0 => format!(
+                "no noisy neighbour: top device-time share is {} on {} ({:.0}%), no other cgroup's p99 rose {:.1}x",
+                r.cgroup,
+                r.device,
+                r.device_share * 100.0,
+                self.rise_factor
+            ),
+            _ => "no noisy neighbour: no block I/O in this window".into(),
+        })
+    }
+
+    /// The verdict of the last cgroup flagged in at least two windows.
+    pub fn culprit(&self) -> Option<&str> {
+        self.culprit.as_deref()
+    }
+}
+
+pub fn fmt_lat(s: Option<f64>) -> String {
+    match s {
+        None => "-".into(),
+        Some(s) if s < 1e-3 => format!("{:.0}us", s * 1e6),
+        Some(s) => format!("{:.2}ms", s * 1e3),
+    }
+}
+
+fn fmt_rate(v: f64, unit: &str) -> String {
+    if v >= 1e9 {
+        format!("{:.1}G{unit}", v / 1e9)
+    } else if v >= 1e6 {
+        format!("{:.1}M{unit}", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.1}k{unit}", v / 1e3)
+    } else {
+        format!("{v:.0}{unit}")
+    }
+}
+
+/// The table as plain text.
+pub fn render(rows: &[Row], verdict: &str) -> String {
+    let mut s = format!(
+        "{:<10} {:<36} {:>6} {:>9} {:>10} {:>8} {:>8} {:>8} {:>8}\n",
+        "DEVICE", "CGROUP", "SHARE", "IOPS", "BW", "Q_P50", "Q_P99", "D_P50", "D_P99"
+    );
+    for r in rows {
+        s += &format!(
+            "{:<10} {:<36} {:>5.0}% {:>9} {:>10} {:>8} {:>8} {:>8} {:>8}\n",
+            r.device,
+            r.cgroup,
+            r.device_share * 100.0,
+            fmt_rate(r.iops, ""),
+            fmt_rate(r.bytes_per_s, "B/s"),
+            fmt_lat(r.queue_p50),
+            fmt_lat(r.queue_p99),
+            fmt_lat(r.device_p50),
+            fmt_lat(r.device_p99)
+        );
+    }
+    s + verdict + "\n"
+}
+
+pub struct TopOptions {
+    pub interval: Duration,
+    pub device: Option<String>,
+    pub duration: Option<Duration>,
+}
+
+pub struct TopOutcome {
+    pub culprit: Option<String>,
+    pub last_verdict: String,
+}
+
+/// Prints the table every interval until `stop`, or `duration` elapses. On
+/// a terminal the screen is redrawn in place; in a pipe every table is kept.
+pub fn run_top<F: FnMut() -> Result<Snapshot>>(
+    mut next: F,
+    opts: &TopOptions,
+    stop: &AtomicBool,
+) -> Result<TopOutcome> {
+    use std::io::IsTerminal;
+    let tty = std::io::stdout().is_terminal();
+    let started = Instant::now();
+    let mut prev = next()?;
+    let mut det = NoisyNeighbourDetector::default();
+    let mut last = String::from("no noisy neighbour: no window observed yet");
+    while !stop.load(Ordering::Relaxed) && opts.duration.is_none_or(|d| started.elapsed() < d) {
+        let until = Instant::now() + opts.interval;
+        while Instant::now() < until && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let cur = next()?;
+        let rows = rows(&cur.delta_since(&prev), opts.device.as_deref());
+        prev = cur;
+        last = det.observe(&rows);
+        let mut out = std::io::stdout().lock();
+        if tty {
+            write!(out, "\x1b[H\x1b[2J")?;
+        }
+        let now = chrono_free_time();
+        write!(
+            out,
+            "iowarden top  {now}  (interval {:?})\n{}",
+            opts.interval,
+            render(&rows, &last)
+        )?;
+        if !tty {
+            writeln!(out)?;
+        }
+        out.flush()?;
+    }
+    Ok(TopOutcome {
+        culprit: det.culprit().map(str::to_string),
+        last_verdict: last,
+    })
+}
+
+fn chrono_free_time() -> String {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs();
+    format!(
+        "{:02}:{:02}:{:02} UTC",
+        (t / 3600) % 24,
+        (t / 60) % 60,
+        t % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(cg: &str, share: f64, p99_ms: f64) -> Row {
+        Row {
+            device: "loop0".into(),
+            cgroup: cg.into(),
+            iops: 100.0,
+            bytes_per_s: 1e6,
+            device_share: share,
+            queue_p50: None,
+            queue_p99: None,
+            device_p50: None,
+            device_p99: None,
+            total_p99: Some(p99_ms / 1e3),
+            ios: 100,
+        }
+    }
+
+    #[test]
+    fn names_the_hog_once_the_victim_suffers() {
+        let mut d = NoisyNeighbourDetector::default();
+        assert!(d
+            .observe(&[row("/victim", 1.0, 0.2)])
+            .starts_with("no noisy"));
+        let v = d.observe(&[row("/hog", 0.9, 5.0), row("/victim", 0.1, 0.9)]);
+        assert!(
+            v.contains("noisy neighbour on loop0: /hog holds 90%")
+                && v.contains("/victim p99 rose 4.5x"),
+            "{v}"
+        );
+        assert_eq!(d.culprit(), None, "one window is not enough");
+        d.observe(&[row("/hog", 0.9, 5.0), row("/victim", 0.1, 0.8)]);
+        assert!(d.culprit().unwrap().contains("/hog"));
+    }
+
+    #[test]
+    fn steady_sharing_and_dominance_without_victims_are_not_flagged() {
+        let mut d = NoisyNeighbourDetector::default();
+        for _ in 0..5 {
+            assert!(d
+                .observe(&[row("/a", 0.5, 1.0), row("/b", 0.5, 1.0)])
+                .starts_with("no noisy"));
+        }
+        let mut d = NoisyNeighbourDetector::default();
+        for _ in 0..5 {
+            assert!(d
+                .observe(&[row("/big", 0.95, 3.0), row("/small", 0.05, 0.3)])
+                .starts_with("no noisy"));
+        }
+        assert_eq!(d.culprit(), None);
+    }
+
+    #[test]
+    fn shares_are_per_device() {
+        use iowarden_exporters::*;
+        let series = |dev: &str, cg: u64, dev_s: f64| IoSeries {
+            cgroup: CgroupRef {
+                id: cg,
+                path: format!("/c{cg}"),
+            },
+            device: DeviceRef {
+                name: dev.into(),
+                major: 7,
+                minor: if dev == "loop0" { 0 } else { 1 },
+            },
+            op: Op::Read,
+            ios: 10,
+            bytes: 40960,
+            merged: 0,
+            requeued: 0,
+            latency: StageHistograms {
+                device: Histogram {
+                    counts: vec![10],
+                    sum_seconds: dev_s,
+                },
+                ..Default::default()
+            },
+        };
+        let snap = Snapshot {
+            window_seconds: 2.0,
+            hist_lower_bounds_seconds: vec![0.0],
+            io: vec![
+                series("loop0", 1, 3.0),
+                series("loop0", 2, 1.0),
+                series("vda", 1, 8.0),
+            ],
+            ..Default::default()
+        };
+        let r = rows(&snap, None);
+        let get = |d: &str, c: &str| {
+            r.iter()
+                .find(|x| x.device == d && x.cgroup == c)
+                .unwrap()
+                .device_share
+        };
+        assert_eq!(get("loop0", "/c1"), 0.75);
+        assert_eq!(get("vda", "/c1"), 1.0);
+        assert_eq!(
+            r.iter()
+                .find(|x| x.device == "loop0" && x.cgroup == "/c1")
+                .unwrap()
+                .iops,
+            5.0
+        );
+        let text = render(&r, "verdict");
+        assert!(text.contains("/c2") && text.ends_with("verdict\n"));
+    }
+}
