@@ -2,7 +2,7 @@
 //! collector API (it escapes label values and writes the exposition format).
 
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
@@ -292,6 +292,104 @@ pub fn encode_openmetrics(snap: &Snapshot, extra: &SelfMetrics) -> Result<String
     Ok(out)
 }
 
-// Keep the trait in scope for readers looking for how metrics are encoded.
-#[allow(dead_code)]
-fn _uses(_: &dyn EncodeMetric) {}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::*;
+
+    /// The loader's layout: 1 us buckets below 4 us, then 4 per power of two.
+    fn bounds() -> Vec<f64> {
+        (0..88usize)
+            .map(|i| {
+                if i < 4 {
+                    i as u64
+                } else {
+                    (4 + (i % 4) as u64) << (i / 4 + 1 - 2)
+                }
+            })
+            .map(|us| us as f64 / 1e6)
+            .collect()
+    }
+
+    #[test]
+    fn collapses_to_power_of_two_bounds() {
+        let b = bounds();
+        let mut counts = vec![0u64; 88];
+        counts[0] = 1; // [0,1us)
+        counts[9] = 5; // [10,12us) -> le 16us
+        counts[87] = 2; // open last bucket -> +Inf
+        let h = Histogram {
+            counts,
+            sum_seconds: 1.0,
+        };
+        let c = collapse_buckets(&h, &b);
+        assert_eq!(c.iter().map(|x| x.1).sum::<u64>(), 8);
+        assert!(c.windows(2).all(|w| w[0].0 < w[1].0), "bounds increase");
+        assert_eq!(c.last().unwrap(), &(f64::INFINITY, 2));
+        assert!(
+            c.iter()
+                .any(|&(le, n)| (le - 16e-6).abs() < 1e-12 && n == 5),
+            "{c:?}"
+        );
+        assert!(c
+            .iter()
+            .all(|&(le, _)| le.is_infinite() || ((le * 1e6).round() as u64).is_power_of_two()));
+    }
+
+    #[test]
+    fn families_have_help_unit_and_escaped_labels() {
+        let io = IoSeries {
+            cgroup: CgroupRef {
+                id: 9,
+                path: "/a \"q\" \\b".into(),
+            },
+            device: DeviceRef {
+                name: "loop0".into(),
+                major: 7,
+                minor: 0,
+            },
+            op: Op::Read,
+            ios: 3,
+            bytes: 12288,
+            merged: 0,
+            requeued: 0,
+            latency: StageHistograms {
+                total: Histogram {
+                    counts: {
+                        let mut v = vec![0; 88];
+                        v[9] = 3;
+                        v
+                    },
+                    sum_seconds: 3e-5,
+                },
+                ..Default::default()
+            },
+        };
+        let snap = Snapshot {
+            hist_lower_bounds_seconds: bounds(),
+            io: vec![io],
+            ..Default::default()
+        };
+        let text = encode_openmetrics(&snap, &SelfMetrics::default()).unwrap();
+        assert!(text.ends_with("# EOF\n"));
+        for fam in [
+            "iowarden_io_requests",
+            "iowarden_io_bytes",
+            "iowarden_io_latency_seconds",
+            "iowarden_io_device_seconds",
+        ] {
+            assert!(
+                text.contains(&format!("# HELP {fam} ")),
+                "{fam} HELP in\n{text}"
+            );
+        }
+        assert!(text.contains("# UNIT iowarden_io_bytes bytes"));
+        assert!(text.contains("# UNIT iowarden_io_latency_seconds seconds"));
+        assert!(
+            text.contains(r#"cgroup="/a \"q\" \\b""#),
+            "escaped label in\n{text}"
+        );
+        assert!(text.contains(r#"iowarden_io_latency_seconds_bucket{le="0.000016",cgroup="/a \"q\" \\b",cgroup_id="9",device="loop0",devt="7:0",op="read",stage="total"} 3"#), "{text}");
+        assert!(text.contains(r#"iowarden_io_latency_seconds_count{cgroup="/a \"q\" \\b",cgroup_id="9",device="loop0",devt="7:0",op="read",stage="total"} 3"#), "{text}");
+    }
+}
