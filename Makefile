@@ -4,7 +4,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 BIN := target/release/iowarden
 
-.PHONY: all deps build test unit-test integration-test lint vmtest demo bench clean
+.PHONY: all deps build test lint vmtest demo bench clean
 
 all: build
 
@@ -22,6 +22,13 @@ lint: deps
 # BPF loading, loop devices, cgroups, fio, promtool. Needs root.
 test: build lint
 	$(CARGO) test --release --locked --workspace -- --test-threads=1
+	$(MAKE) vmtest
+
+# Guest kernel under QEMU (emulated multi-queue NVMe, pure cgroup v2): the
+# tests that this host's cgroup v1 / no-NVMe setup cannot run.
+# KERNEL=/path/to/bzImage to test your own kernel.
+vmtest: build
+	IOWARDEN_BIN=$(CURDIR)/$(BIN) KERNEL=$(KERNEL) tests/vmtest/run.sh
 
 demo: build
 	examples/noisy-neighbour/run.sh
