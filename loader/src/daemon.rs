@@ -100,9 +100,6 @@ pub fn run(
         "iowarden: serving http://{}/metrics and /snapshot.json, polling every {:?}",
         opts.listen, opts.interval
     );
-    for p in monitor.probe_report() {
-        eprintln!("iowarden: {p}");
-    }
     let started = Instant::now();
     let mut next = Instant::now() + opts.interval;
     let result = loop {

@@ -94,6 +94,18 @@ fn tracer_config(t: &TraceArgs) -> Result<TracerConfig> {
     })
 }
 
+/// Checks privileges and BTF, loads and attaches the programs, and says
+/// which optional probes are missing and why.
+fn start_monitor(trace: &TraceArgs) -> Result<Monitor> {
+    let cfg = tracer_config(trace)?;
+    preflight::check()?;
+    let monitor = Monitor::start(&cfg)?;
+    for p in monitor.probe_report() {
+        eprintln!("iowarden: {p}");
+    }
+    Ok(monitor)
+}
+
 fn stop_flag() -> Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
@@ -118,11 +130,9 @@ fn real_main(cli: Cli) -> Result<()> {
             interval,
             duration,
         } => {
-            let cfg = tracer_config(&trace)?;
-            preflight::check()?;
             // Bind first: a taken port should fail before BPF is loaded.
             let server = daemon::bind(listen)?;
-            let monitor = Monitor::start(&cfg)?;
+            let monitor = start_monitor(&trace)?;
             daemon::run(
                 monitor,
                 server,
@@ -139,12 +149,7 @@ fn real_main(cli: Cli) -> Result<()> {
             interval,
             duration,
         } => {
-            let cfg = tracer_config(&trace)?;
-            preflight::check()?;
-            let mut monitor = Monitor::start(&cfg)?;
-            for p in monitor.probe_report() {
-                eprintln!("iowarden: {p}");
-            }
+            let mut monitor = start_monitor(&trace)?;
             let stop = stop_flag()?;
             let device = trace
                 .device
@@ -162,9 +167,7 @@ fn real_main(cli: Cli) -> Result<()> {
             Ok(())
         }
         Cmd::Snapshot { trace, json, wait } => {
-            let cfg = tracer_config(&trace)?;
-            preflight::check()?;
-            let mut monitor = Monitor::start(&cfg)?;
+            let mut monitor = start_monitor(&trace)?;
             std::thread::sleep(wait);
             let snap = monitor.poll()?;
             if json {
