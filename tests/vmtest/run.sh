@@ -5,6 +5,8 @@
 #   KERNEL=/path/to/bzImage   a kernel of your own (default: Debian's linux-image-amd64)
 #   VMTEST_TIMEOUT=900        seconds before a hung guest is killed
 #   IOWARDEN_BIN=...          the binary the guest tests run
+#   VMTEST_ONLY='40-*'        run only the guest tests t-<glob>.sh
+#   VMTEST_CACHE=dir          where the venv, NVMe image and log live
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 TOP=$PWD
@@ -48,7 +50,7 @@ set +e
 timeout --kill-after=10 "$TIMEOUT" vng --run "$KERNEL" "${accel[@]}" --cpus 2 --memory 2G \
   --append 'cgroup_no_v1=all' \
   --qemu-opts="$qaccel -drive file=$img,if=none,id=nvm,format=raw -device nvme,serial=iowarden,drive=nvm,max_ioqpairs=4" \
-  --exec "IOWARDEN_BIN=$IOWARDEN_BIN $TOP/tests/vmtest/guest/run-all.sh" 2>&1 | cat > "$log"
+  --exec "IOWARDEN_BIN=$IOWARDEN_BIN VMTEST_ONLY='${VMTEST_ONLY:-*}' $TOP/tests/vmtest/guest/run-all.sh" 2>&1 | cat > "$log"
 rc=${PIPESTATUS[0]}
 set -e
 grep -E 'PASS|FAIL|^  |^(OK|BAD) |passed, |guest:' "$log" || true
