@@ -7,6 +7,14 @@
  * kworkers). The hot path uses only the timestamps the request already
  * carries, array lookups (inlined by the verifier) and per-CPU counters: no
  * hash map keyed by request, no shared atomics per I/O.
+ *
+ * Per-CPU counters are updated with plain read-modify-writes. Tracing
+ * programs may nest on one CPU across contexts (a hard-IRQ completion
+ * interrupting a softirq one), and a nested update of the same counter would
+ * be overwritten when the interrupted one resumes. So every program first
+ * computes its whole update, then applies it under a per-CPU busy flag; an
+ * update that finds the flag set goes to a ring buffer instead, which user
+ * space adds to its totals.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -55,6 +63,18 @@ struct {
 } drops SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct iow_cpu_state);
+} cpu_state SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} nested_updates SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, IOW_STAMP_SLOTS);
 	__type(key, __u32);
@@ -76,8 +96,9 @@ static __always_inline void count_drop(__u32 what)
 	__u32 zero = 0;
 	struct iow_drops *d = bpf_map_lookup_elem(&drops, &zero);
 
+	/* Atomic: drops are counted from nested programs too (rare path). */
 	if (d && what < IOW_NR_DROPS)
-		d->n[what]++;
+		__sync_fetch_and_add(&d->n[what], 1);
 }
 
 static __always_inline struct gendisk *rq_disk(struct request *rq)
@@ -156,37 +177,38 @@ static __always_inline __u32 rq_op(struct request *rq)
 }
 
 /*
- * Per-CPU statistics of the request's (cgroup, device, op) series, claiming a
- * slot on first sight. NULL (and a counted drop) when the request cannot be
- * recorded.
+ * Slot of the request's (cgroup, device, op) series in the series table,
+ * claiming one on first sight; IOW_NO_SLOT (and a counted drop) when the
+ * table has no room. *key receives the series key.
  */
-static __always_inline struct iow_io_stats *series_stats(struct request *rq, __u32 dev_idx)
+static __always_inline __u32 series_slot(struct request *rq, __u32 dev_idx, __u64 *key)
 {
-	__u64 key = (rq_cgroup_id(rq) << IOW_KEY_CGID_SHIFT) |
-		    ((__u64)dev_idx << IOW_KEY_DEV_SHIFT) |
-		    ((__u64)rq_op(rq) << IOW_KEY_OP_SHIFT) | 1;
-	__u32 start = hash64(key) >> 32;
+	__u64 k = (rq_cgroup_id(rq) << IOW_KEY_CGID_SHIFT) |
+		  ((__u64)dev_idx << IOW_KEY_DEV_SHIFT) |
+		  ((__u64)rq_op(rq) << IOW_KEY_OP_SHIFT) | 1;
+	__u32 start = hash64(k) >> 32;
 	__u32 free = IOW_MAX_SLOTS;
 
+	*key = k;
 	for (int i = 0; i < IOW_SLOT_PROBES; i++) {
 		__u32 idx = (start + i) & slot_mask & (IOW_MAX_SLOTS - 1);
 		__u64 cur = tables.slot_key[idx];
 
-		if (cur == key)
-			return bpf_map_lookup_elem(&io_stats, &idx);
+		if (cur == k)
+			return idx;
 		if (cur == 0 && free == IOW_MAX_SLOTS)
 			free = idx;
 	}
 	/* Not present: claim the first free slot of the probe window. Two CPUs
 	 * racing on a new key may claim two slots; user space merges them. */
 	if (free < IOW_MAX_SLOTS) {
-		__u64 cur = __sync_val_compare_and_swap(&tables.slot_key[free], 0, key);
+		__u64 cur = __sync_val_compare_and_swap(&tables.slot_key[free], 0, k);
 
-		if (cur == 0 || cur == key)
-			return bpf_map_lookup_elem(&io_stats, &free);
+		if (cur == 0 || cur == k)
+			return free;
 	}
 	count_drop(IOW_DROP_SLOT_FULL);
-	return NULL;
+	return IOW_NO_SLOT;
 }
 
 static __always_inline __u32 log2_u64(__u64 v)
@@ -216,25 +238,94 @@ static __always_inline __u32 hist_bucket(__u64 ns)
 	return idx < IOW_HIST_BUCKETS ? idx : IOW_HIST_BUCKETS - 1;
 }
 
-static __always_inline void record(struct iow_io_stats *s, __u32 stage, __u64 ns)
+static __always_inline void record(struct iow_update *u, __u32 stage, __u64 ns)
 {
-	__u32 b = hist_bucket(ns);
-
-	if (stage >= IOW_NR_STAGES || b >= IOW_HIST_BUCKETS)
+	if (stage >= IOW_NR_STAGES)
 		return;
-	s->lat_sum_ns[stage] += ns;
-	s->hist[stage * IOW_HIST_BUCKETS + b]++;
+	u->lat_ns[stage] = ns;
+	u->bucket[stage] = hist_bucket(ns);
 }
 
-static __always_inline struct iow_hwq_stats *hwq(struct request *rq, __u32 dev_idx)
+static __always_inline void update_init(struct iow_update *u)
+{
+	__builtin_memset(u, 0, sizeof(*u));
+	u->slot = IOW_NO_SLOT;
+	u->hwq = IOW_NO_SLOT;
+	for (int i = 0; i < IOW_NR_STAGES; i++)
+		u->bucket[i] = IOW_NO_BUCKET;
+}
+
+static __always_inline void apply_series(struct iow_update *u)
+{
+	__u32 slot = u->slot;
+	struct iow_io_stats *s = bpf_map_lookup_elem(&io_stats, &slot);
+
+	if (!s)
+		return;
+	s->ios += u->ios;
+	s->bytes += u->bytes;
+	s->merged += u->merged;
+	s->requeued += u->requeued;
+	for (int i = 0; i < IOW_NR_STAGES; i++) {
+		__u32 b = u->bucket[i];
+
+		if (b < IOW_HIST_BUCKETS) {
+			s->lat_sum_ns[i] += u->lat_ns[i];
+			s->hist[i * IOW_HIST_BUCKETS + b]++;
+		}
+	}
+}
+
+static __always_inline void apply_hwq(struct iow_update *u)
+{
+	__u32 idx = u->hwq;
+	struct iow_hwq_stats *h = bpf_map_lookup_elem(&hwq_stats, &idx);
+
+	if (!h)
+		return;
+	h->inserted += u->hwq_inserted;
+	h->issued += u->hwq_issued;
+	h->completed += u->hwq_completed;
+	h->requeued += u->hwq_requeued;
+	h->busy_ns += u->busy_ns;
+}
+
+/* Applies an update to this CPU's counters, or hands it to user space when
+ * it interrupted another program's update (see the top of this file). */
+static __always_inline void commit(struct iow_update *u)
+{
+	__u32 zero = 0;
+	struct iow_cpu_state *c = bpf_map_lookup_elem(&cpu_state, &zero);
+
+	if (!c)
+		return;
+	if (c->busy) {
+		count_drop(IOW_DROP_NESTED);
+		if (bpf_ringbuf_output(&nested_updates, u, sizeof(*u), 0))
+			count_drop(IOW_DROP_NESTED_LOST);
+		return;
+	}
+	/* Interrupted between this load and store, the nested program saw
+	 * busy == 0, applied its update fully and cleared busy again before we
+	 * resume: nothing of ours was in flight yet. */
+	c->busy = 1;
+	barrier();
+	if (u->slot != IOW_NO_SLOT)
+		apply_series(u);
+	if (u->hwq != IOW_NO_SLOT)
+		apply_hwq(u);
+	barrier();
+	c->busy = 0;
+}
+
+/* Index of the request's hardware queue in hwq_stats. */
+static __always_inline __u32 hwq_index(struct request *rq, __u32 dev_idx)
 {
 	__u32 q = rq->mq_hctx ? rq->mq_hctx->queue_num : 0;
-	__u32 idx;
 
 	if (q >= IOW_MAX_HWQ)
 		q = IOW_MAX_HWQ - 1;
-	idx = dev_idx * IOW_MAX_HWQ + q;
-	return bpf_map_lookup_elem(&hwq_stats, &idx);
+	return dev_idx * IOW_MAX_HWQ + q;
 }
 
 /* A request in flight is identified by (device, hardware queue, driver tag). */
@@ -270,13 +361,14 @@ SEC("tp_btf/block_rq_insert")
 int BPF_PROG(block_rq_insert, struct request *rq)
 {
 	__u32 dev = traced_dev(rq);
-	struct iow_hwq_stats *h;
+	struct iow_update u;
 
 	if (dev >= IOW_MAX_DEVS || !enable_hwq)
 		return 0;
-	h = hwq(rq, dev);
-	if (h)
-		h->inserted++;
+	update_init(&u);
+	u.hwq = hwq_index(rq, dev);
+	u.hwq_inserted = 1;
+	commit(&u);
 	return 0;
 }
 
@@ -284,14 +376,15 @@ SEC("tp_btf/block_rq_issue")
 int BPF_PROG(block_rq_issue, struct request *rq)
 {
 	__u32 dev = traced_dev(rq);
-	struct iow_hwq_stats *h;
+	struct iow_update u;
 
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
 	if (enable_hwq) {
-		h = hwq(rq, dev);
-		if (h)
-			h->issued++;
+		update_init(&u);
+		u.hwq = hwq_index(rq, dev);
+		u.hwq_issued = 1;
+		commit(&u);
 	}
 	/* blk_mq_start_request() stamps io_start_time_ns right after this
 	 * tracepoint when the queue collects stats (iocost, wbt, ...). Only
@@ -339,48 +432,43 @@ SEC("tp_btf/block_rq_complete")
 int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
 	__u32 dev = traced_dev(rq);
-	struct iow_io_stats *s;
-	struct iow_hwq_stats *h;
+	struct iow_update u;
 	__u64 now, issued, start;
-	bool last;
 
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
-	s = series_stats(rq, dev);
-	if (!s)
-		return 0;
-	s->bytes += nr_bytes;
+	update_init(&u);
+	u.slot = series_slot(rq, dev, &u.key);
+	u.bytes = nr_bytes;
 	/* A request may complete in parts; it is one I/O when the last part
 	 * completes (the remaining length is what this completion covers). */
-	last = nr_bytes >= rq->__data_len;
-	if (!last)
-		return 0;
-	s->ios++;
-
+	if (nr_bytes < rq->__data_len)
+		goto out;
+	u.ios = 1;
 	now = bpf_ktime_get_ns();
 	issued = issue_time(rq, dev);
 	start = rq->start_time_ns;
 	if (enable_hwq) {
-		h = hwq(rq, dev);
-		if (h) {
-			h->completed++;
-			if (issued && issued <= now)
-				h->busy_ns += now - issued;
-		}
+		u.hwq = hwq_index(rq, dev);
+		u.hwq_completed = 1;
+		if (issued && issued <= now)
+			u.busy_ns = now - issued;
 	}
 	if (!enable_latency)
-		return 0;
+		goto out;
 	if (issued && issued <= now)
-		record(s, IOW_STAGE_DEVICE, now - issued);
+		record(&u, IOW_STAGE_DEVICE, now - issued);
 	else
 		count_drop(IOW_DROP_NO_ISSUE_STAMP);
 	if (start && start <= now) {
-		record(s, IOW_STAGE_TOTAL, now - start);
+		record(&u, IOW_STAGE_TOTAL, now - start);
 		if (issued >= start)
-			record(s, IOW_STAGE_QUEUE, issued - start);
+			record(&u, IOW_STAGE_QUEUE, issued - start);
 	} else {
 		count_drop(IOW_DROP_NO_START_STAMP);
 	}
+out:
+	commit(&u);
 	return 0;
 }
 
@@ -388,19 +476,18 @@ SEC("tp_btf/block_rq_requeue")
 int BPF_PROG(block_rq_requeue, struct request *rq)
 {
 	__u32 dev = traced_dev(rq);
-	struct iow_io_stats *s;
-	struct iow_hwq_stats *h;
+	struct iow_update u;
 
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
-	s = series_stats(rq, dev);
-	if (s)
-		s->requeued++;
+	update_init(&u);
+	u.slot = series_slot(rq, dev, &u.key);
+	u.requeued = 1;
 	if (enable_hwq) {
-		h = hwq(rq, dev);
-		if (h)
-			h->requeued++;
+		u.hwq = hwq_index(rq, dev);
+		u.hwq_requeued = 1;
 	}
+	commit(&u);
 	return 0;
 }
 
@@ -410,13 +497,14 @@ SEC("tp_btf/block_rq_merge")
 int BPF_PROG(block_rq_merge, struct request *rq)
 {
 	__u32 dev = traced_dev(rq);
-	struct iow_io_stats *s;
+	struct iow_update u;
 
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
-	s = series_stats(rq, dev);
-	if (s)
-		s->merged++;
+	update_init(&u);
+	u.slot = series_slot(rq, dev, &u.key);
+	u.merged = 1;
+	commit(&u);
 	return 0;
 }
 

@@ -46,7 +46,12 @@ enum iow_drop {
 	IOW_DROP_DEV_FULL = 1,
 	IOW_DROP_NO_ISSUE_STAMP = 2,
 	IOW_DROP_NO_START_STAMP = 3,
-	IOW_NR_DROPS = 4,
+	/* An update made while another program on this CPU was mid-update went
+	 * to the nested_updates ring buffer (not lost: counted for visibility). */
+	IOW_DROP_NESTED = 4,
+	/* ... and that ring buffer was full: this one is lost. */
+	IOW_DROP_NESTED_LOST = 5,
+	IOW_NR_DROPS = 6,
 };
 
 /*
@@ -87,6 +92,39 @@ struct iow_drops {
 	__u64 n[IOW_NR_DROPS];
 };
 
+/*
+ * What one event adds to the per-CPU counters. Applied in place, or, when the
+ * event interrupted another program on the same CPU in the middle of its
+ * read-modify-write of those counters (a completion in hard-IRQ context
+ * while a softirq completion is being counted), sent whole through the
+ * nested_updates ring buffer so neither update overwrites the other.
+ */
+#define IOW_NO_SLOT 0xffffffffU
+#define IOW_NO_BUCKET 0xffffffffU
+struct iow_update {
+	__u64 key;                     /* series key, 0 = none */
+	__u64 bytes;
+	__u64 busy_ns;
+	__u64 lat_ns[IOW_NR_STAGES];
+	__u32 bucket[IOW_NR_STAGES];   /* IOW_NO_BUCKET = stage not measured */
+	__u32 slot;                    /* IOW_NO_SLOT = no series update */
+	__u32 hwq;                     /* dev_idx * IOW_MAX_HWQ + hctx, IOW_NO_SLOT = none */
+	__u8 ios;
+	__u8 merged;
+	__u8 requeued;
+	__u8 hwq_inserted;
+	__u8 hwq_issued;
+	__u8 hwq_completed;
+	__u8 hwq_requeued;
+	__u8 pad;
+};
+
+/* Per-CPU: set while a program updates this CPU's counters. */
+struct iow_cpu_state {
+	__u32 busy;
+	__u32 pad;
+};
+
 /* Fallback issue stamp, direct-mapped by (device, hardware queue, tag). */
 struct iow_stamp {
 	__u64 ident;
@@ -104,6 +142,7 @@ struct iow_enums {
 	enum iow_op op;
 	enum iow_stage stage;
 	enum iow_drop drop;
+	struct iow_update update; /* the nested_updates record */
 };
 
 /* Context of the hist_bucket_selftest program: user space fills ns[], the

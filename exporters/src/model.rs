@@ -254,6 +254,13 @@ pub struct DropCounters {
     pub no_issue_stamp: u64,
     /// Requests whose queue/total latency was unknown (no allocation timestamp).
     pub no_start_stamp: u64,
+    /// Updates that interrupted another BPF program's update on the same CPU
+    /// and reached user space through the ring buffer instead (not lost).
+    #[serde(default)]
+    pub nested_updates: u64,
+    /// Such updates lost because that ring buffer was full.
+    #[serde(default)]
+    pub nested_lost: u64,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -353,6 +360,14 @@ impl Snapshot {
                     .drops
                     .no_start_stamp
                     .saturating_sub(prev.drops.no_start_stamp),
+                nested_updates: self
+                    .drops
+                    .nested_updates
+                    .saturating_sub(prev.drops.nested_updates),
+                nested_lost: self
+                    .drops
+                    .nested_lost
+                    .saturating_sub(prev.drops.nested_lost),
             },
         }
     }

@@ -239,6 +239,7 @@ impl Collector for SnapshotCollector {
             ("device_table_full", s.drops.device_table_full),
             ("no_issue_stamp", s.drops.no_issue_stamp),
             ("no_start_stamp", s.drops.no_start_stamp),
+            ("nested_ring_full", s.drops.nested_lost),
         ]
         .iter()
         .map(|(r, v)| (vec![("reason".to_string(), r.to_string())], *v as f64))
@@ -249,6 +250,13 @@ impl Collector for SnapshotCollector {
             "Events the BPF side could not record fully",
             None,
             &drops,
+        )?;
+        counter(
+            &mut enc,
+            "iowarden_nested_updates",
+            "Updates made while another BPF program was updating the same CPU's counters, delivered through the ring buffer",
+            None,
+            &[(vec![], s.drops.nested_updates as f64)],
         )?;
         gauge(
             &mut enc,

@@ -10,8 +10,9 @@ use iowarden_exporters::{
 
 use crate::devices::DeviceNames;
 use crate::hist::{NBUCKETS, NSTAGES};
-use crate::skel::types::{iow_drop, iow_io_stats};
+use crate::skel::types::{iow_drop, iow_io_stats, iow_update};
 use crate::tracer::RawSample;
+use crate::tracer::{MAX_HWQ, NO_BUCKET, NO_SLOT};
 
 /// The fields of a series key; see bpf/iowarden.h.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -58,6 +59,9 @@ pub struct Accumulator {
     totals: HashMap<u64, Totals>,
     dev_of_idx: HashMap<u32, u32>,
     hwq: HashMap<(u32, u32), QueueTotals>,
+    /// Hardware-queue counts that came through the nested-update ring
+    /// buffer, by (devt, hctx); added to the per-CPU sums.
+    nested_hwq: HashMap<(u32, u32), QueueTotals>,
     drops: DropCounters,
 }
 
@@ -103,9 +107,16 @@ impl Accumulator {
         for &(idx, devt) in &raw.devs {
             self.dev_of_idx.insert(idx, devt);
         }
+        for u in &raw.nested {
+            self.add_update(u);
+        }
         // Hardware queue and drop counters are u64 and never reset: sum them.
         for h in &raw.hwqs {
-            let mut q = QueueTotals::default();
+            let mut q = self
+                .nested_hwq
+                .get(&(h.devt, h.hctx))
+                .copied()
+                .unwrap_or_default();
             for c in &h.per_cpu {
                 q.inserted += c.inserted;
                 q.issued += c.issued;
@@ -115,13 +126,51 @@ impl Accumulator {
             }
             self.hwq.insert((h.devt, h.hctx), q);
         }
+        for (k, q) in &self.nested_hwq {
+            self.hwq.entry(*k).or_insert(*q);
+        }
         let sum = |what: iow_drop| raw.drops.iter().map(|d| d.n[what.0 as usize]).sum::<u64>();
         self.drops = DropCounters {
             slot_table_full: sum(iow_drop::IOW_DROP_SLOT_FULL),
             device_table_full: sum(iow_drop::IOW_DROP_DEV_FULL),
             no_issue_stamp: sum(iow_drop::IOW_DROP_NO_ISSUE_STAMP),
             no_start_stamp: sum(iow_drop::IOW_DROP_NO_START_STAMP),
+            nested_updates: sum(iow_drop::IOW_DROP_NESTED),
+            nested_lost: sum(iow_drop::IOW_DROP_NESTED_LOST),
         };
+    }
+
+    /// Adds one update that the BPF side could not apply in place (it
+    /// interrupted another program's update on the same CPU).
+    fn add_update(&mut self, u: &iow_update) {
+        if u.slot != NO_SLOT && u.key != 0 {
+            let t = self.totals.entry(u.key).or_insert_with(|| Totals {
+                hist: vec![0; NSTAGES * NBUCKETS],
+                ..Default::default()
+            });
+            t.ios += u.ios as u64;
+            t.bytes += u.bytes;
+            t.merged += u.merged as u64;
+            t.requeued += u.requeued as u64;
+            for st in 0..NSTAGES {
+                let b = u.bucket[st];
+                if b != NO_BUCKET && (b as usize) < NBUCKETS {
+                    t.lat_sum_ns[st] += u.lat_ns[st];
+                    t.hist[st * NBUCKETS + b as usize] += 1;
+                }
+            }
+        }
+        if u.hwq != NO_SLOT {
+            let Some(&devt) = self.dev_of_idx.get(&(u.hwq / MAX_HWQ)) else {
+                return;
+            };
+            let q = self.nested_hwq.entry((devt, u.hwq % MAX_HWQ)).or_default();
+            q.inserted += u.hwq_inserted as u64;
+            q.issued += u.hwq_issued as u64;
+            q.completed += u.hwq_completed as u64;
+            q.requeued += u.hwq_requeued as u64;
+            q.busy_ns += u.busy_ns;
+        }
     }
 
     /// Forgets a series whose slot was released (its cgroup is gone).

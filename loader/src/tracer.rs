@@ -10,12 +10,17 @@ use libbpf_rs::btf::Btf;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
 
-use crate::skel::types::{iow_const, iow_drops, iow_hwq_stats, iow_io_stats};
+use std::sync::{Arc, Mutex};
+
+use crate::skel::types::{iow_const, iow_drops, iow_hwq_stats, iow_io_stats, iow_update};
 use crate::skel::{IowardenSkel, IowardenSkelBuilder};
 
 pub const MAX_SLOTS: u32 = iow_const::IOW_MAX_SLOTS.0;
 pub const MAX_DEVS: u32 = iow_const::IOW_MAX_DEVS.0;
 pub const MAX_HWQ: u32 = iow_const::IOW_MAX_HWQ.0;
+/// IOW_NO_SLOT / IOW_NO_BUCKET of bpf/iowarden.h (macros: not in BTF).
+pub const NO_SLOT: u32 = u32::MAX;
+pub const NO_BUCKET: u32 = u32::MAX;
 
 #[derive(Debug, Clone)]
 pub struct TracerConfig {
@@ -68,6 +73,8 @@ pub struct RawSample {
     pub drops: Vec<iow_drops>,
     /// Device table: index -> kernel dev_t, for occupied entries.
     pub devs: Vec<(u32, u32)>,
+    /// Updates delivered through the nested_updates ring buffer since the last read.
+    pub nested: Vec<iow_update>,
 }
 
 pub struct Tracer {
@@ -75,6 +82,8 @@ pub struct Tracer {
     _links: Vec<Link>,
     probes: Vec<ProbeStatus>,
     slots: u32,
+    nested_rb: libbpf_rs::RingBuffer<'static>,
+    nested: Arc<Mutex<Vec<iow_update>>>,
 }
 
 fn from_bytes<T: Copy + Default>(b: &[u8]) -> T {
@@ -192,11 +201,29 @@ impl Tracer {
                 reason: "disabled by --no-hwq".into(),
             });
         }
+        // The ring buffer reader needs a map that lives as long as it does:
+        // an owned handle on the same map, kept for the process lifetime.
+        let rb_map: &'static libbpf_rs::MapHandle = Box::leak(Box::new(
+            libbpf_rs::MapHandle::try_from(&skel.maps.nested_updates)
+                .context("opening the nested_updates ring buffer")?,
+        ));
+        let nested = Arc::new(Mutex::new(Vec::new()));
+        let sink = nested.clone();
+        let mut rb = libbpf_rs::RingBufferBuilder::new();
+        rb.add(rb_map, move |b: &[u8]| {
+            if let Ok(mut v) = sink.lock() {
+                v.push(from_bytes::<iow_update>(b));
+            }
+            0
+        })?;
+        let nested_rb = rb.build()?;
         Ok(Tracer {
             skel,
             _links: links,
             probes,
             slots,
+            nested_rb,
+            nested,
         })
     }
 
@@ -238,6 +265,12 @@ impl Tracer {
             .as_deref()
             .context("BPF object has no .bss")?;
         let mut out = RawSample::default();
+        // Drain nested updates first: one that lands after this drain but
+        // references a slot read below is simply counted at the next read.
+        self.nested_rb.consume()?;
+        if let Ok(mut v) = self.nested.lock() {
+            out.nested = std::mem::take(&mut *v);
+        }
         for slot in 0..self.slots {
             // The BPF side writes keys concurrently; a torn read is impossible for an aligned u64.
             let key = unsafe { std::ptr::read_volatile(&bss.tables.slot_key[slot as usize]) };
