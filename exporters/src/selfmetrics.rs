@@ -207,7 +207,9 @@ mod tests {
             ),
             "{on}"
         );
-        assert!(on.contains(r#"iowarden_bpf_program_runs_total{program="block_rq_complete"} 1000.0"#));
+        assert!(
+            on.contains(r#"iowarden_bpf_program_runs_total{program="block_rq_complete"} 1000.0"#)
+        );
         assert!(on.contains("iowarden_bpf_stats_enabled{} 1.0"));
         let off = text(false);
         assert!(!off.contains("iowarden_bpf_program_run"), "{off}");
