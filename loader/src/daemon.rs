@@ -167,10 +167,10 @@ pub fn run(
             Ok(s) => *shared.snapshot.lock().unwrap() = s,
             Err(e) => break Err(e),
         }
-        refresh_runtime(&monitor);
         shared
             .poll_duration_ns
             .store(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        refresh_runtime(&monitor);
         shared.polls.fetch_add(1, Ordering::Relaxed);
     };
     stop.store(true, Ordering::Relaxed);

@@ -147,9 +147,9 @@ fn real_main(cli: Cli) -> Result<()> {
                 .map(Arc::new);
             // Bind first: a taken port should fail before BPF is loaded.
             let server = daemon::bind(listen)?;
-            let monitor = start_monitor(&trace)?;
             // Held until exit: the kernel stops timing when the fd closes.
             let _stats = bpf_stats.then(selfstats::enable_bpf_stats).transpose()?;
+            let monitor = start_monitor(&trace)?;
             daemon::run(
                 monitor,
                 server,

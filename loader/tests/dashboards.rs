@@ -17,6 +17,7 @@
 mod fixtures;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -456,6 +457,51 @@ impl Drop for Prometheus {
     }
 }
 
+/// Parent directories of a nested test cgroup, removed deepest first on drop
+/// (after the leaf [`Cgroup`], which must be declared after this).
+struct CgroupParents(Vec<PathBuf>);
+
+impl Drop for CgroupParents {
+    fn drop(&mut self) {
+        for d in self.0.iter().rev() {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+}
+
+const POD_UID: &str = "3f1c2e4a-5b6d-4e7f-8a9b-0c1d2e3f4a5b";
+const CONTAINER_ID: &str = "8e7d3c6f1b2a4d5e9f0a1b2c3d4e5f60718293a4b5c6d7e8f9a0b1c2d3e4f5a6";
+
+/// A cgroup shaped like a Kubernetes container under the systemd driver
+/// (with a kubelet --cgroup-root prefix, so it cannot collide with a real
+/// kubepods.slice): container attribution is checked on a real path.
+fn pod_container_cgroup() -> (CgroupParents, Cgroup) {
+    let (root, _) = io_root();
+    let uid_ = POD_UID.replace('-', "_");
+    let rel = format!(
+        "iowarden-dash-kubepods.slice/iowarden-dash-kubepods-burstable.slice/\
+         iowarden-dash-kubepods-burstable-pod{uid_}.slice/cri-containerd-{CONTAINER_ID}.scope"
+    );
+    let comps: Vec<&str> = rel.split('/').collect();
+    let mut parents = Vec::new();
+    let mut dir = root.clone();
+    for c in &comps[..comps.len() - 1] {
+        dir = dir.join(c);
+        let _ = std::fs::create_dir(&dir);
+        parents.push(dir.clone());
+    }
+    let leaf = dir.join(comps[comps.len() - 1]);
+    let _ = std::fs::remove_dir(&leaf);
+    std::fs::create_dir(&leaf).unwrap();
+    (
+        CgroupParents(parents),
+        Cgroup {
+            dir: leaf,
+            rel: format!("/{rel}"),
+        },
+    )
+}
+
 /// fio running until dropped.
 struct Load(Vec<Child>);
 
@@ -546,13 +592,28 @@ fn dashboards_query_a_real_prometheus() {
     let t_start = Instant::now();
     let dev = LoopDev::file(1024);
     let a = Cgroup::new("iowarden-dash-a");
-    let b = Cgroup::new("iowarden-dash-b");
-    let daemon = Daemon::start(free_port(), &["--device", &dev.name(), "--bpf-stats"]);
+    let (_parents, b) = pod_container_cgroup();
+    let pod_map = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        pod_map.path(),
+        format!(r#"{{"pods": {{"{POD_UID}": {{"namespace": "shop", "name": "db-0"}}}}, "containers": {{"{CONTAINER_ID}": "postgres"}}}}"#),
+    )
+    .unwrap();
+    let daemon = Daemon::start(
+        free_port(),
+        &[
+            "--device",
+            &dev.name(),
+            "--bpf-stats",
+            "--pod-map",
+            pod_map.path().to_str().unwrap(),
+        ],
+    );
     let rules = repo().join("deploy/prometheus/rules/iowarden.rules.yml");
     let target = daemon.url.trim_start_matches("http://").to_string();
     let prom = Prometheus::start(&target, &rules);
 
-    // The noisy neighbour (64k writes at depth 16) and its victim (4k reads at depth 2).
+    // The noisy neighbour (64k writes at depth 16, in the "pod") and its victim (4k reads at depth 2).
     let _load = Load(vec![
         fio_until_killed(&a, &dev.path, "randread", "4k", 2, "0"),
         fio_until_killed(&b, &dev.path, "randwrite", "64k", 16, "512M"),
@@ -750,6 +811,22 @@ fn dashboards_query_a_real_prometheus() {
         vec![(a.rel.clone(), b.rel.clone())],
         "who hurts whom: {r}"
     );
+
+    // The pod's cgroup is attributed from its path, names from --pod-map.
+    let info = prom.instant(&format!("iowarden_cgroup_info{{cgroup=\"{}\"}}", b.rel));
+    let m = &info["data"]["result"][0]["metric"];
+    for (k, v) in [
+        ("kind", "pod"),
+        ("pod_uid", POD_UID),
+        ("qos_class", "burstable"),
+        ("container_id", CONTAINER_ID),
+        ("runtime", "containerd"),
+        ("namespace", "shop"),
+        ("pod", "db-0"),
+        ("container", "postgres"),
+    ] {
+        assert_eq!(m[k], v, "iowarden_cgroup_info label {k}: {info}");
+    }
 
     for s in &skipped {
         println!("skip  {s}");
