@@ -4,7 +4,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 BIN := target/release/iowarden
 
-.PHONY: all deps build test lint vmtest demo bench clean
+.PHONY: all deps build test lint vmtest demo bench clean dashboards
 
 all: build
 
@@ -35,6 +35,10 @@ demo: build
 
 bench: build
 	bench/run.sh
+
+# Regenerate dashboards/*.json from dashboards/generate.py (make test checks they match).
+dashboards:
+	python3 dashboards/generate.py
 
 clean:
 	$(CARGO) clean

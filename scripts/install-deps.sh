@@ -3,7 +3,8 @@
 # Idempotent: only missing packages are installed. Run as root.
 set -euo pipefail
 
-PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make gcc libc6-dev bpftool fio prometheus bpftrace util-linux curl jq python3)
+PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make gcc libc6-dev bpftool fio prometheus bpftrace util-linux curl jq python3
+      python3-yaml python3-venv systemd)
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -21,6 +22,16 @@ fi
 # Debian's prometheus package starts a server on :9090; iowarden's tests run their
 # own on loopback, so keep the packaged one from holding the port.
 if systemctl is-active --quiet prometheus 2>/dev/null; then systemctl stop prometheus || true; fi
+
+# Kubernetes manifest validator with the OpenAPI schemas bundled (works offline;
+# kubeconform is not packaged in Debian). A venv of Debian's python3, pinned.
+TOOLS=${IOWARDEN_TOOLS:-/opt/iowarden-tools}
+KV_VERSION=1.37.0
+if [[ $("$TOOLS/bin/kubernetes-validate" --version 2>/dev/null) != "$KV_VERSION" ]]; then
+  echo "install-deps: installing kubernetes-validate $KV_VERSION into $TOOLS"
+  /usr/bin/python3 -m venv "$TOOLS"
+  "$TOOLS/bin/pip" install -q --disable-pip-version-check "kubernetes-validate==$KV_VERSION"
+fi
 
 if ! command -v cargo >/dev/null && [[ -x $HOME/.cargo/bin/cargo ]]; then
   export PATH=$HOME/.cargo/bin:$PATH

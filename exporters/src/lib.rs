@@ -5,7 +5,9 @@
 pub mod json;
 pub mod model;
 pub mod openmetrics;
+pub mod selfmetrics;
 
 pub use json::{decode_json, encode_json};
 pub use model::*;
 pub use openmetrics::{collapse_buckets, encode_openmetrics, SelfMetrics};
+pub use selfmetrics::{BpfProgramStats, RuntimeMetrics, TableFill};

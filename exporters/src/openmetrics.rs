@@ -15,6 +15,8 @@ pub struct SelfMetrics {
     pub polls_total: u64,
     pub scrape_count: u64,
     pub build_version: String,
+    /// BPF program cost, table fill, scrape cost, cgroup attribution.
+    pub runtime: crate::selfmetrics::RuntimeMetrics,
 }
 
 type Labels = Vec<(String, String)>;
@@ -60,7 +62,7 @@ fn io_labels(s: &crate::model::IoSeries) -> Labels {
     ]
 }
 
-fn counter(
+pub(crate) fn counter(
     enc: &mut DescriptorEncoder,
     name: &str,
     help: &str,
@@ -78,7 +80,7 @@ fn counter(
     Ok(())
 }
 
-fn gauge(
+pub(crate) fn gauge(
     enc: &mut DescriptorEncoder,
     name: &str,
     help: &str,
@@ -294,6 +296,10 @@ pub fn encode_openmetrics(snap: &Snapshot, extra: &SelfMetrics) -> Result<String
     reg.register_collector(Box::new(SnapshotCollector {
         snap: snap.clone(),
         extra: extra.clone(),
+    }));
+    reg.register_collector(Box::new(crate::selfmetrics::RuntimeCollector {
+        m: extra.runtime.clone(),
+        scrapes: extra.scrape_count,
     }));
     let mut out = String::new();
     prometheus_client::encoding::text::encode(&mut out, &reg)?;

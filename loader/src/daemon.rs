@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
-use iowarden_exporters::{encode_json, encode_openmetrics, SelfMetrics, Snapshot};
+use iowarden_exporters::{encode_json, encode_openmetrics, RuntimeMetrics, SelfMetrics, Snapshot};
+
+use crate::container::{attribute_with, PodDirectory, StaticPodDirectory};
 
 use crate::monitor::Monitor;
 
@@ -17,6 +19,24 @@ struct Shared {
     poll_duration_ns: AtomicU64,
     polls: AtomicU64,
     scrapes: AtomicU64,
+    /// Self-metrics refreshed every poll.
+    runtime: Mutex<RuntimeMetrics>,
+    scrape_duration_ns: AtomicU64,
+    pods: Option<Arc<StaticPodDirectory>>,
+}
+
+/// `iowarden_cgroup_info` rows: one per cgroup with I/O in the snapshot.
+fn cgroup_info(
+    snap: &Snapshot,
+    pods: Option<&dyn PodDirectory>,
+) -> Vec<(String, Vec<(String, String)>)> {
+    let mut paths: Vec<&str> = snap.io.iter().map(|s| s.cgroup.path.as_str()).collect();
+    paths.sort_unstable();
+    paths.dedup();
+    paths
+        .into_iter()
+        .map(|p| (p.to_string(), attribute_with(p, pods).labels()))
+        .collect()
 }
 
 /// Binds the HTTP listener, with a message that says what to do when the
@@ -44,16 +64,25 @@ fn serve(server: tiny_http::Server, shared: Arc<Shared>, stop: Arc<AtomicBool>) 
         let header =
             |v: &str| tiny_http::Header::from_bytes("Content-Type", v).expect("static header");
         let path = req.url().split('?').next().unwrap_or("").to_string();
+        let t0 = Instant::now();
         let resp = match path.as_str() {
             "/metrics" => {
                 shared.scrapes.fetch_add(1, Ordering::Relaxed);
                 let snap = shared.snapshot.lock().unwrap().clone();
+                let mut runtime = shared.runtime.lock().unwrap().clone();
+                runtime.scrape_duration_seconds =
+                    shared.scrape_duration_ns.load(Ordering::Relaxed) as f64 / 1e9;
+                runtime.cgroups = cgroup_info(
+                    &snap,
+                    shared.pods.as_deref().map(|p| p as &dyn PodDirectory),
+                );
                 let extra = SelfMetrics {
                     poll_duration_seconds: shared.poll_duration_ns.load(Ordering::Relaxed) as f64
                         / 1e9,
                     polls_total: shared.polls.load(Ordering::Relaxed),
                     scrape_count: shared.scrapes.load(Ordering::Relaxed),
                     build_version: env!("CARGO_PKG_VERSION").to_string(),
+                    runtime,
                 };
                 match encode_openmetrics(&snap, &extra) {
                     Ok(text) => tiny_http::Response::from_string(text).with_header(header(
@@ -74,6 +103,11 @@ fn serve(server: tiny_http::Server, shared: Arc<Shared>, stop: Arc<AtomicBool>) 
             _ => tiny_http::Response::from_string("not found\n").with_status_code(404),
         };
         let _ = req.respond(resp);
+        if path == "/metrics" {
+            shared
+                .scrape_duration_ns
+                .store(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        }
     }
 }
 
@@ -81,6 +115,10 @@ pub struct RunOptions {
     pub listen: SocketAddr,
     pub interval: Duration,
     pub duration: Option<Duration>,
+    /// BPF run-time stats were enabled (--bpf-stats).
+    pub bpf_stats: bool,
+    /// Pod and container names (--pod-map).
+    pub pods: Option<Arc<StaticPodDirectory>>,
 }
 
 /// Runs until `stop` is set or `duration` elapses.
@@ -90,8 +128,20 @@ pub fn run(
     opts: &RunOptions,
     stop: Arc<AtomicBool>,
 ) -> Result<()> {
-    let shared = Arc::new(Shared::default());
+    let shared = Arc::new(Shared {
+        pods: opts.pods.clone(),
+        ..Default::default()
+    });
+    let start_time_seconds = crate::selfstats::unix_now();
+    let refresh_runtime = |monitor: &Monitor| {
+        let on = opts.bpf_stats || crate::selfstats::sysctl_bpf_stats_enabled();
+        *shared.runtime.lock().unwrap() = RuntimeMetrics {
+            start_time_seconds,
+            ..monitor.runtime_stats(on)
+        };
+    };
     *shared.snapshot.lock().unwrap() = monitor.poll()?;
+    refresh_runtime(&monitor);
     let http = {
         let (shared, stop) = (shared.clone(), stop.clone());
         std::thread::spawn(move || serve(server, shared, stop))
@@ -120,6 +170,7 @@ pub fn run(
         shared
             .poll_duration_ns
             .store(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        refresh_runtime(&monitor);
         shared.polls.fetch_add(1, Ordering::Relaxed);
     };
     stop.store(true, Ordering::Relaxed);

@@ -13,12 +13,14 @@ pub mod skel {
 
 pub mod cgroups;
 pub mod collect;
+pub mod container;
 pub mod daemon;
 pub mod devices;
 pub mod duration;
 pub mod hist;
 pub mod monitor;
 pub mod preflight;
+pub mod selfstats;
 pub mod sysinfo;
 pub mod topview;
 

@@ -6,11 +6,12 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 
+use iowarden::container::StaticPodDirectory;
 use iowarden::devices::{kernel_devt, resolve_device};
 use iowarden::duration::parse_duration;
 use iowarden::monitor::Monitor;
 use iowarden::tracer::TracerConfig;
-use iowarden::{daemon, preflight, topview};
+use iowarden::{daemon, preflight, selfstats, topview};
 
 #[derive(Parser)]
 #[command(
@@ -54,6 +55,13 @@ enum Cmd {
         /// Exit after this long (default: run until SIGINT/SIGTERM)
         #[arg(long, value_parser = parse_duration)]
         duration: Option<Duration>,
+        /// Have the kernel time the BPF programs (~20 ns per call; needs CAP_SYS_ADMIN)
+        /// and export their run count and time
+        #[arg(long)]
+        bpf_stats: bool,
+        /// JSON file naming pods and containers by uid and id, for iowarden_cgroup_info
+        #[arg(long)]
+        pod_map: Option<std::path::PathBuf>,
     },
     /// Live view of cgroups sorted by device-time share, naming the noisy neighbour
     Top {
@@ -129,9 +137,18 @@ fn real_main(cli: Cli) -> Result<()> {
             listen,
             interval,
             duration,
+            bpf_stats,
+            pod_map,
         } => {
+            let pods = pod_map
+                .as_deref()
+                .map(StaticPodDirectory::load)
+                .transpose()?
+                .map(Arc::new);
             // Bind first: a taken port should fail before BPF is loaded.
             let server = daemon::bind(listen)?;
+            // Held until exit: the kernel stops timing when the fd closes.
+            let _stats = bpf_stats.then(selfstats::enable_bpf_stats).transpose()?;
             let monitor = start_monitor(&trace)?;
             daemon::run(
                 monitor,
@@ -140,6 +157,8 @@ fn real_main(cli: Cli) -> Result<()> {
                     listen,
                     interval,
                     duration,
+                    bpf_stats,
+                    pods,
                 },
                 stop_flag()?,
             )

@@ -97,3 +97,34 @@ impl Monitor {
             .collect()
     }
 }
+
+impl Monitor {
+    /// What iowarden costs and how full its tables are, for the self-metrics.
+    pub fn runtime_stats(&self, bpf_stats_enabled: bool) -> iowarden_exporters::RuntimeMetrics {
+        iowarden_exporters::RuntimeMetrics {
+            bpf_stats_enabled,
+            programs: self
+                .tracer
+                .prog_stats()
+                .into_iter()
+                .map(|p| iowarden_exporters::BpfProgramStats {
+                    program: p.name,
+                    run_time_seconds: p.run_time_ns as f64 / 1e9,
+                    run_count: p.run_cnt,
+                    recursion_misses: p.recursion_misses,
+                })
+                .collect(),
+            tables: self
+                .tracer
+                .table_fill()
+                .into_iter()
+                .map(|(t, entries, capacity)| iowarden_exporters::TableFill {
+                    table: t.to_string(),
+                    entries,
+                    capacity,
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+}

@@ -350,3 +350,73 @@ impl Tracer {
         Ok(())
     }
 }
+
+/// Kernel-side statistics of one loaded program (`bpf_prog_info`).
+#[derive(Debug, Clone, Default)]
+pub struct ProgStats {
+    pub name: String,
+    /// Both stay 0 unless BPF run-time stats are enabled (see crate::selfstats).
+    pub run_time_ns: u64,
+    pub run_cnt: u64,
+    /// Runs skipped because the program was already running on the CPU.
+    pub recursion_misses: u64,
+}
+
+/// Occupancy of one fixed-size table: (name, used entries, capacity).
+pub type TableFill = (&'static str, u64, u64);
+
+// Self-observation, kept apart from the data path above.
+impl Tracer {
+    /// Run count and time of every loaded tracepoint program.
+    pub fn prog_stats(&self) -> Vec<ProgStats> {
+        use std::os::fd::{AsFd, AsRawFd};
+        let mut out = Vec::new();
+        for &(name, _, _) in TRACEPOINTS {
+            // Programs left unloaded (tracepoint missing) have no fd.
+            if self.probes.iter().any(|p| p.name == name && !p.active) {
+                continue;
+            }
+            let fd = Self::prog(&self.skel, name).as_fd().as_raw_fd();
+            let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
+            let mut len = std::mem::size_of_val(&info) as u32;
+            // SAFETY: info is a zeroed bpf_prog_info and len its size; with no
+            // array pointers set the kernel fills only the scalar fields.
+            let rc =
+                unsafe { libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(fd, &mut info, &mut len) };
+            if rc == 0 {
+                out.push(ProgStats {
+                    name: name.to_string(),
+                    run_time_ns: info.run_time_ns,
+                    run_cnt: info.run_cnt,
+                    recursion_misses: info.recursion_misses,
+                });
+            }
+        }
+        out
+    }
+
+    /// How full the tables the BPF side claims entries in are: a full series
+    /// table drops new (cgroup, device, op) series (iowarden_dropped_total).
+    pub fn table_fill(&self) -> Vec<TableFill> {
+        let Some(bss) = self.skel.maps.bss_data.as_deref() else {
+            return Vec::new();
+        };
+        let t = &bss.tables;
+        let count = |n: u32, used: &dyn Fn(usize) -> bool| {
+            (0..n as usize).filter(|&i| used(i)).count() as u64
+        };
+        // Volatile reads: the BPF side claims entries concurrently.
+        let series = count(
+            self.slots,
+            &|i| unsafe { std::ptr::read_volatile(&t.slot_key[i]) } != 0,
+        );
+        let devs = count(
+            MAX_DEVS,
+            &|i| unsafe { std::ptr::read_volatile(&t.dev_devt[i]) } != 0,
+        );
+        vec![
+            ("series", series, self.slots as u64),
+            ("devices", devs, MAX_DEVS as u64),
+        ]
+    }
+}

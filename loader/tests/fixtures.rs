@@ -233,3 +233,79 @@ impl Drop for Daemon {
         let _ = self.child.wait();
     }
 }
+
+/// promtool 2.42 lints in the Prometheus text format, where a counter's HELP
+/// names the `_total` sample; OpenMetrics names the family without it. That
+/// one message is the format difference; any other output is a failure.
+pub fn assert_promtool_accepts(metrics: &str) {
+    assert!(
+        metrics.trim_end().ends_with("# EOF"),
+        "not OpenMetrics: no # EOF"
+    );
+    let (ok, text) = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .output_with_stdin(metrics.as_bytes());
+    let problems: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            let family_has_help = l.strip_suffix("_total no help text").is_some_and(|fam| {
+                metrics.contains(&format!("# HELP {fam} "))
+                    && metrics.contains(&format!("# TYPE {fam} counter"))
+            });
+            !l.trim().is_empty() && !family_has_help
+        })
+        .collect();
+    assert!(problems.is_empty(), "promtool check metrics: {problems:?}");
+    let _ = ok;
+}
+
+trait OutputWithStdin {
+    fn output_with_stdin(&mut self, input: &[u8]) -> (bool, String);
+}
+
+impl OutputWithStdin for Command {
+    fn output_with_stdin(&mut self, input: &[u8]) -> (bool, String) {
+        use std::io::Write;
+        let mut child = self
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("promtool (Debian package prometheus) is required");
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success() && text.trim().is_empty(), text)
+    }
+}
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// YAML (possibly multi-document) as JSON values, through Debian's python3-yaml.
+pub fn yaml_docs(path: &Path) -> Vec<serde_json::Value> {
+    let out = Command::new("/usr/bin/python3")
+        .args([
+            "-c",
+            "import json, sys, yaml; json.dump([d for d in yaml.safe_load_all(open(sys.argv[1])) if d is not None], sys.stdout)",
+        ])
+        .arg(path)
+        .output()
+        .expect("/usr/bin/python3 (scripts/install-deps.sh)");
+    assert!(
+        out.status.success(),
+        "parsing {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}

@@ -1,0 +1,583 @@
+#!/usr/bin/env python3
+"""Generates iowarden's Grafana dashboards (dashboards/*.json).
+
+One generator keeps the five dashboards consistent: the same `$datasource`
+variable on every panel and query, the same `$instance`/`$device`/`$cgroup`
+filters, stable uids and panel ids. Edit this file, run
+`python3 dashboards/generate.py`, commit both. `make test` runs it with
+`--check` (the committed JSON must be what it generates) and then executes
+every panel query against a real Prometheus scraping iowarden
+(loader/tests/dashboards.rs).
+
+Standard library only, so that it runs on any python3.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SCHEMA_VERSION = 39  # Grafana 11
+DS = {"type": "prometheus", "uid": "${datasource}"}
+RATE = "$__rate_interval"
+
+
+def sel(*parts, **labels):
+    """A PromQL label selector: positional parts verbatim, keyword labels as =~ matchers."""
+    items = list(parts) + [f'{k}=~"{v}"' for k, v in labels.items()]
+    return "{" + ", ".join(items) + "}"
+
+
+def ds_var():
+    return {
+        "name": "datasource",
+        "label": "Data source",
+        "type": "datasource",
+        "query": "prometheus",
+        "current": {},
+        "hide": 0,
+        "includeAll": False,
+        "multi": False,
+        "options": [],
+        "refresh": 1,
+        "regex": "",
+    }
+
+
+def query_var(name, label, query, multi=True):
+    return {
+        "name": name,
+        "label": label,
+        "type": "query",
+        "datasource": DS,
+        "definition": query,
+        "query": {"query": query, "refId": "PrometheusVariableQueryEditor-VariableQuery"},
+        "current": {},
+        "hide": 0,
+        "includeAll": multi,
+        "allValue": ".*" if multi else None,
+        "multi": multi,
+        "options": [],
+        "refresh": 2,  # on time range change: new cgroups appear
+        "regex": "",
+        "sort": 1,
+    }
+
+
+def target(expr, legend="", instant=False, fmt=None):
+    t = {
+        "datasource": DS,
+        "editorMode": "code",
+        "expr": " ".join(expr.split()),  # one line, as Grafana stores it
+        "legendFormat": legend or "__auto",
+        "range": not instant,
+        "instant": instant,
+    }
+    if fmt:
+        t["format"] = fmt
+    return t
+
+
+class Dashboard:
+    def __init__(self, uid, title, description, variables, tags=()):
+        self.uid = uid
+        self.title = title
+        self.description = description
+        self.variables = [ds_var()] + variables
+        self.tags = ["iowarden", *tags]
+        self.panels = []
+        self.next_id = 1
+        self.x = 0
+        self.y = 0
+        self.line_h = 0
+
+    def _place(self, w, h):
+        if self.x + w > 24:
+            self.x, self.y = 0, self.y + self.line_h
+            self.line_h = 0
+        pos = {"h": h, "w": w, "x": self.x, "y": self.y}
+        self.x += w
+        self.line_h = max(self.line_h, h)
+        return pos
+
+    def _id(self):
+        i = self.next_id
+        self.next_id += 1
+        return i
+
+    def row(self, title):
+        if self.x:
+            self.x, self.y, self.line_h = 0, self.y + self.line_h, 0
+        self.panels.append(
+            {
+                "id": self._id(),
+                "type": "row",
+                "title": title,
+                "collapsed": False,
+                "gridPos": {"h": 1, "w": 24, "x": 0, "y": self.y},
+                "panels": [],
+            }
+        )
+        self.y += 1
+
+    def panel(self, kind, title, description, targets, w=12, h=8, unit=None,
+              options=None, custom=None, defaults=None, transformations=None):
+        for i, t in enumerate(targets):
+            t["refId"] = chr(ord("A") + i)
+        fd = {"custom": custom or {}}
+        if unit:
+            fd["unit"] = unit
+        fd.update(defaults or {})
+        p = {
+            "id": self._id(),
+            "type": kind,
+            "title": title,
+            "description": description,
+            "datasource": DS,
+            "gridPos": self._place(w, h),
+            "fieldConfig": {"defaults": fd, "overrides": []},
+            "options": options or {},
+            "targets": targets,
+        }
+        if transformations:
+            p["transformations"] = transformations
+        self.panels.append(p)
+
+    def timeseries(self, title, description, targets, unit=None, stack=False, w=12, h=8, **kw):
+        custom = {"drawStyle": "line", "lineWidth": 1, "fillOpacity": 10, "showPoints": "never",
+                  "spanNulls": False}
+        if stack:
+            custom.update({"stacking": {"mode": "normal", "group": "A"}, "fillOpacity": 60})
+        opts = {
+            "legend": {"displayMode": "table", "placement": "right", "showLegend": True,
+                       "calcs": ["mean", "max", "lastNotNull"]},
+            "tooltip": {"mode": "multi", "sort": "desc"},
+        }
+        self.panel("timeseries", title, description, targets, w=w, h=h, unit=unit,
+                   options=opts, custom=custom, **kw)
+
+    def heatmap(self, title, description, target_, w=12, h=8):
+        opts = {
+            "calculate": False,
+            "cellGap": 1,
+            "color": {"mode": "scheme", "scheme": "Oranges", "exponent": 0.5, "steps": 64,
+                      "fill": "dark-orange", "reverse": False},
+            "yAxis": {"axisPlacement": "left", "unit": "s", "reverse": False},
+            "rowsFrame": {"layout": "auto"},
+            "cellValues": {"unit": "reqps"},
+            "tooltip": {"mode": "single", "yHistogram": True, "showColorScale": True},
+            "legend": {"show": True},
+            "exemplars": {"color": "rgba(255,0,255,0.7)"},
+            "filterValues": {"le": 1e-9},
+        }
+        self.panel("heatmap", title, description, [target_], w=w, h=h, options=opts,
+                   custom={"hideFrom": {"legend": False, "tooltip": False, "viz": False},
+                           "scaleDistribution": {"type": "linear"}})
+
+    def table(self, title, description, targets, w=12, h=8, rename=None, hide=(), unit=None):
+        transformations = [{"id": "merge", "options": {}}]
+        excl = {c: True for c in ("Time", "__name__", "job", *hide)}
+        transformations.append({"id": "organize", "options": {
+            "excludeByName": excl, "indexByName": {}, "renameByName": rename or {}}})
+        self.panel("table", title, description, targets, w=w, h=h, unit=unit,
+                   options={"showHeader": True, "cellHeight": "sm",
+                            "footer": {"show": False, "reducer": ["sum"], "fields": ""}},
+                   custom={"align": "auto", "cellOptions": {"type": "auto"}, "inspect": False},
+                   transformations=transformations)
+
+    def stat(self, title, description, targets, unit=None, w=6, h=4, thresholds=None):
+        defaults = {}
+        if thresholds:
+            defaults["thresholds"] = {"mode": "absolute", "steps": thresholds}
+        self.panel("stat", title, description, targets, w=w, h=h, unit=unit,
+                   options={"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+                            "colorMode": "value", "graphMode": "none", "justifyMode": "auto",
+                            "orientation": "auto", "textMode": "auto"},
+                   defaults=defaults)
+
+    def bargauge(self, title, description, targets, unit=None, w=12, h=8, max_=None):
+        defaults = {"min": 0}
+        if max_ is not None:
+            defaults["max"] = max_
+        self.panel("bargauge", title, description, targets, w=w, h=h, unit=unit,
+                   options={"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+                            "orientation": "horizontal", "displayMode": "gradient",
+                            "showUnfilled": True, "valueMode": "color"},
+                   defaults=defaults)
+
+    def state_timeline(self, title, description, targets, w=12, h=8):
+        self.panel("state-timeline", title, description, targets, w=w, h=h,
+                   options={"mergeValues": True, "showValue": "never", "alignValue": "left",
+                            "rowHeight": 0.9, "legend": {"showLegend": True, "displayMode": "list",
+                                                         "placement": "bottom"},
+                            "tooltip": {"mode": "single"}},
+                   defaults={"mappings": [{"type": "value", "options": {
+                       "0": {"text": "missed", "color": "red", "index": 0},
+                       "1": {"text": "met", "color": "green", "index": 1}}}]})
+
+    def json(self):
+        return {
+            "uid": self.uid,
+            "title": self.title,
+            "description": self.description,
+            "tags": self.tags,
+            "editable": True,
+            "graphTooltip": 1,
+            "schemaVersion": SCHEMA_VERSION,
+            "version": 1,
+            "time": {"from": "now-30m", "to": "now"},
+            "timepicker": {},
+            "timezone": "browser",
+            "refresh": "10s",
+            "fiscalYearStartMonth": 0,
+            "liveNow": False,
+            "weekStart": "",
+            "links": [{"title": "iowarden", "type": "dashboards", "tags": ["iowarden"],
+                       "asDropdown": True, "includeVars": True, "keepTime": True,
+                       "icon": "external link", "targetBlank": False, "tooltip": "", "url": ""}],
+            "annotations": {"list": []},
+            "templating": {"list": self.variables},
+            "panels": self.panels,
+        }
+
+
+INSTANCE = query_var("instance", "Node", "label_values(iowarden_build_info, instance)")
+
+
+# --- 1. Noisy neighbour ------------------------------------------------------
+
+def noisy_neighbour():
+    d = Dashboard(
+        "iowarden-noisy-neighbour", "iowarden / Noisy neighbour",
+        "Who takes the device and who suffers for it: per-cgroup device-time share, IOPS, "
+        "bandwidth and latency from iowarden's BPF histograms.",
+        [INSTANCE,
+         query_var("device", "Device",
+                   'label_values(iowarden_io_requests_total{instance=~"$instance"}, device)'),
+         query_var("cgroup", "Cgroup",
+                   'label_values(iowarden_io_requests_total{instance=~"$instance", device=~"$device"}, cgroup)')],
+        tags=["noisy-neighbour"])
+    s = sel(instance="$instance", device="$device", cgroup="$cgroup")
+    dev = sel(instance="$instance", device="$device")
+    # Share of the device's busy time (sum of issue->completion times) per
+    # cgroup; the denominator covers every cgroup on the device, not just the
+    # selected ones, so shares stay shares of the device.
+    share_all = (f"sum by (instance, device, cgroup) (rate(iowarden_io_device_seconds_total{dev}[{RATE}]))"
+                 f" / on (instance, device) group_left () "
+                 f"sum by (instance, device) (rate(iowarden_io_device_seconds_total{dev}[{RATE}]))")
+    share_sel = (f"sum by (instance, device, cgroup) (rate(iowarden_io_device_seconds_total{s}[{RATE}]))"
+                 f" / on (instance, device) group_left () "
+                 f"sum by (instance, device) (rate(iowarden_io_device_seconds_total{dev}[{RATE}]))")
+    top = f"topk by (instance, device) (1, {share_all})"
+    culprit = f'label_replace({top}, "culprit", "$1", "cgroup", "(.*)")'
+
+    def p99(stage, by="instance, device, cgroup", sel_=s):
+        return (f"histogram_quantile(0.99, sum by ({by}, le) "
+                f"(rate(iowarden_io_latency_seconds_bucket{sel_[:-1]}, stage=\"{stage}\"}}[{RATE}])))")
+
+    def victims(expr):
+        # Every cgroup on the device but the top consumer, tagged with the culprit's name.
+        return (f"({expr} unless on (instance, device, cgroup) {top})"
+                f" * on (instance, device) group_left (culprit) (0 * {culprit} + 1)")
+
+    d.row("Who takes the device")
+    d.timeseries("Device-time share by cgroup",
+                 "Fraction of the device's busy time (sum of issue-to-completion times) spent on each "
+                 "cgroup's requests. The cgroup on top is the one the others queue behind.",
+                 [target(share_sel, "{{cgroup}} {{device}} {{instance}}")],
+                 unit="percentunit", stack=True, defaults={"max": 1})
+    d.bargauge("Current device-time share",
+               "Latest device-time share per cgroup: the noisy neighbour is the longest bar.",
+               [target(share_sel, "{{cgroup}} {{device}}", instant=True)], unit="percentunit", max_=1)
+    d.table("Who hurts whom",
+            "Per device, every other cgroup (victim) against the cgroup taking the largest share of device "
+            "time (culprit): the victim's p99 latency in the queue and in total, its own share, and the "
+            "culprit's share. A victim with a small share and a high queue p99 is waiting behind the culprit.",
+            [target(victims(p99("queue", sel_=dev)), instant=True, fmt="table"),
+             target(victims(p99("total", sel_=dev)), instant=True, fmt="table"),
+             target(victims(share_all), instant=True, fmt="table"),
+             target(f"0 * ({p99('total', sel_=dev)} unless on (instance, device, cgroup) {top})"
+                    f" + on (instance, device) group_left (culprit) {culprit}", instant=True, fmt="table")],
+            w=24, h=7,
+            rename={"cgroup": "victim", "Value #A": "victim p99 queue (s)",
+                    "Value #B": "victim p99 total (s)", "Value #C": "victim share",
+                    "Value #D": "culprit share"})
+
+    d.row("Throughput")
+    d.timeseries("IOPS by cgroup", "Completed requests per second, by cgroup and operation.",
+                 [target(f"sum by (instance, device, cgroup, op) (rate(iowarden_io_requests_total{s}[{RATE}]))",
+                         "{{cgroup}} {{op}} {{device}}")], unit="iops")
+    d.timeseries("Bandwidth by cgroup", "Completed bytes per second, by cgroup and operation.",
+                 [target(f"sum by (instance, device, cgroup, op) (rate(iowarden_io_bytes_total{s}[{RATE}]))",
+                         "{{cgroup}} {{op}} {{device}}")], unit="Bps")
+
+    d.row("Latency")
+    for stage, what in (("queue", "allocation to issue: time in the block layer and I/O scheduler, "
+                         "where requests wait behind other cgroups'"),
+                        ("device", "issue to completion: time in the driver and device")):
+        d.heatmap(f"Latency heatmap: {stage}",
+                  f"Requests per second by latency bucket, {what}. Selected cgroups and devices.",
+                  target(f"sum by (le) (rate(iowarden_io_latency_seconds_bucket{s[:-1]}, stage=\"{stage}\"}}[{RATE}]))",
+                         "{{le}}", fmt="heatmap"))
+    d.timeseries("p99 latency by cgroup",
+                 "99th percentile of block-layer latency (allocation to completion) per cgroup, "
+                 "estimated from the power-of-two histogram buckets.",
+                 [target(p99("total"), "{{cgroup}} {{device}}")], unit="s")
+    d.timeseries("p99 queue vs device by cgroup",
+                 "Where the p99 goes: queue (waiting to be issued) against device (being served). "
+                 "A victim of a noisy neighbour shows a growing queue p99 at a flat device p99.",
+                 [target(f"histogram_quantile(0.99, sum by (instance, device, cgroup, stage, le) "
+                         f"(rate(iowarden_io_latency_seconds_bucket{s[:-1]}, stage=~\"queue|device\"}}[{RATE}])))",
+                         "{{cgroup}} {{stage}}")], unit="s")
+    d.timeseries("Mean latency by cgroup", "Mean block-layer latency (allocation to completion).",
+                 [target(f"sum by (instance, device, cgroup) (rate(iowarden_io_latency_seconds_sum{s[:-1]}, stage=\"total\"}}[{RATE}]))"
+                         f" / sum by (instance, device, cgroup) (rate(iowarden_io_latency_seconds_count{s[:-1]}, stage=\"total\"}}[{RATE}]))",
+                         "{{cgroup}} {{device}}")], unit="s")
+
+    d.row("Workloads")
+    d.table("Cgroups and their workloads",
+            "What iowarden could tell from each cgroup path: Kubernetes pod uid and container id, "
+            "container runtime, systemd service, login session. Join with kube-state-metrics' "
+            "kube_pod_info on pod_uid for names.",
+            [target(f'iowarden_cgroup_info{sel(instance="$instance", cgroup="$cgroup")}',
+                    instant=True, fmt="table")],
+            hide=("Value",))
+    d.timeseries("Device time by workload",
+                 "Device busy time per second grouped by what runs in the cgroups (iowarden_cgroup_info): "
+                 "pods, containers, services.",
+                 [target(f"sum by (instance, kind, pod_uid, container_id, service) "
+                         f"(rate(iowarden_io_device_seconds_total{dev}[{RATE}]) "
+                         f"* on (instance, cgroup) group_left (kind, pod_uid, container_id, service) "
+                         f'iowarden_cgroup_info{sel(instance="$instance")})',
+                         "{{kind}} {{service}}{{pod_uid}} {{container_id}}")], unit="percentunit")
+    return d
+
+
+# --- 2. iocost ----------------------------------------------------------------
+
+def iocost():
+    d = Dashboard(
+        "iowarden-iocost", "iowarden / iocost",
+        "The io.cost controller per device: vrate against its QoS bounds, busy level, missed "
+        "latency targets, per-cgroup hierarchical weights, debt and delay, donations.",
+        [INSTANCE,
+         query_var("device", "Device", 'label_values(iowarden_iocost_vrate_ratio{instance=~"$instance"}, device)'),
+         query_var("cgroup", "Cgroup",
+                   'label_values(iowarden_iocost_hweight_active_ratio{instance=~"$instance", device=~"$device"}, cgroup)')],
+        tags=["iocost"])
+    dev = sel(instance="$instance", device="$device")
+    s = sel(instance="$instance", device="$device", cgroup="$cgroup")
+    d.row("Device")
+    d.timeseries("vrate against QoS min/max",
+                 "Virtual rate: how fast iocost lets cost be spent relative to the device model (1 = 100%). "
+                 "Pinned at the minimum means the device misses its latency targets even when throttled hard.",
+                 [target(f"iowarden_iocost_vrate_ratio{dev}", "vrate {{device}}"),
+                  target(f"iowarden_iocost_qos_vrate_min_ratio{dev}", "min {{device}}"),
+                  target(f"iowarden_iocost_qos_vrate_max_ratio{dev}", "max {{device}}")],
+                 unit="percentunit")
+    d.timeseries("Busy level", "iocost's busy level: positive raises throttling, negative relaxes it.",
+                 [target(f"iowarden_iocost_busy_level{dev}", "{{device}}")])
+    d.timeseries("Missed latency targets", "Parts per million of requests missing the QoS latency target, by op.",
+                 [target(f"iowarden_iocost_missed_ppm{dev}", "{{device}} {{op}}")], unit="ppm")
+    d.timeseries("Request wait", "Fraction of time requests waited for a request slot (rq_wait).",
+                 [target(f"iowarden_iocost_rq_wait_ratio{dev}", "{{device}}")], unit="percentunit")
+    d.row("Cgroups")
+    d.timeseries("Hierarchical weight: active and in use",
+                 "hweight_active is what a cgroup is entitled to; hweight_inuse what it keeps after donating.",
+                 [target(f"iowarden_iocost_hweight_active_ratio{s}", "active {{cgroup}}"),
+                  target(f"iowarden_iocost_hweight_inuse_ratio{s}", "inuse {{cgroup}}")], unit="percentunit")
+    d.timeseries("Weight", "Configured io.weight per cgroup.",
+                 [target(f"iowarden_iocost_weight{s}", "{{cgroup}}")])
+    d.timeseries("Debt and delay",
+                 "Debt: cost a cgroup spent beyond its budget (swap, metadata). Delay: how long its issuers are held back.",
+                 [target(f"iowarden_iocost_debt_seconds{s}", "debt {{cgroup}}"),
+                  target(f"iowarden_iocost_delay_seconds{s}", "delay {{cgroup}}")], unit="s")
+    d.timeseries("Donations", "Weight donation events per second by kind.",
+                 [target(f"sum by (instance, device, cgroup, kind) (rate(iowarden_iocost_donation_events_total{s}[{RATE}]))",
+                         "{{cgroup}} {{kind}}")], unit="ops")
+    d.timeseries("Cost usage by cgroup", "Device time iocost charged to each cgroup, per second.",
+                 [target(f"sum by (instance, device, cgroup) (rate(iowarden_iocost_usage_seconds_total{s}[{RATE}]))",
+                         "{{cgroup}}")], unit="percentunit", stack=True)
+    d.table("Current weights", "Latest hweight in use per cgroup.",
+            [target(f"iowarden_iocost_hweight_inuse_ratio{s}", instant=True, fmt="table")],
+            rename={"Value": "hweight inuse"})
+    return d
+
+
+# --- 3. NVMe queues ------------------------------------------------------------
+
+def nvme():
+    d = Dashboard(
+        "iowarden-nvme-queues", "iowarden / NVMe queues",
+        "Per submission queue occupancy by cgroup and head-of-line blocking between cgroups.",
+        [INSTANCE,
+         query_var("device", "Device", 'label_values(iowarden_nvme_sq_occupancy{instance=~"$instance"}, device)'),
+         query_var("qid", "Queue", 'label_values(iowarden_nvme_sq_occupancy{instance=~"$instance", device=~"$device"}, qid)'),
+         query_var("cgroup", "Cgroup",
+                   'label_values(iowarden_nvme_inflight{instance=~"$instance", device=~"$device"}, cgroup)')],
+        tags=["nvme"])
+    q = sel(instance="$instance", device="$device", qid="$qid")
+    qc = sel(instance="$instance", device="$device", qid="$qid", cgroup="$cgroup")
+    d.row("Queues")
+    d.timeseries("Submission queue occupancy", "Commands in each submission queue.",
+                 [target(f"iowarden_nvme_sq_occupancy{q}", "{{device}} q{{qid}}")])
+    d.timeseries("In flight by cgroup", "Commands in flight per queue, stacked by cgroup.",
+                 [target(f"sum by (instance, device, qid, cgroup) (iowarden_nvme_inflight{qc})",
+                         "q{{qid}} {{cgroup}}")], stack=True)
+    d.timeseries("Commands by cgroup", "Commands per second per queue and cgroup.",
+                 [target(f"sum by (instance, device, qid, cgroup) (rate(iowarden_nvme_commands_total{qc}[{RATE}]))",
+                         "q{{qid}} {{cgroup}}")], unit="ops")
+    d.timeseries("blk-mq hardware queue occupancy",
+                 "Mean requests in flight per blk-mq hardware queue (Little's law on iowarden_hwq_busy_seconds_total); "
+                 "available on every block device, NVMe or not.",
+                 [target(f"sum by (instance, device, hctx) (rate(iowarden_hwq_busy_seconds_total{sel(instance='$instance', device='$device')}[{RATE}]))",
+                         "{{device}} hctx{{hctx}}")])
+    d.row("Head-of-line blocking")
+    hol = sel(instance="$instance", device="$device", qid="$qid")
+    d.timeseries("Head-of-line events: victim behind culprit",
+                 "Per second, commands of the victim cgroup that completed behind a slower command of the culprit on the same queue.",
+                 [target(f"sum by (instance, device, victim, culprit) (rate(iowarden_nvme_hol_events_total{hol}[{RATE}]))",
+                         "{{victim}} behind {{culprit}}")], unit="ops")
+    d.table("Who blocks whom", "Head-of-line events over the dashboard's time range.",
+            [target(f"sum by (instance, device, qid, victim, culprit) (increase(iowarden_nvme_hol_events_total{hol}[$__range]))",
+                    instant=True, fmt="table")], rename={"Value": "events"})
+    d.timeseries("Extra latency from head-of-line blocking", "Latency added to each cgroup's commands by head-of-line blocking.",
+                 [target(f"iowarden_nvme_hol_extra_latency_seconds{qc}", "q{{qid}} {{cgroup}}")], unit="s", w=24)
+    return d
+
+
+# --- 4. Tuner ----------------------------------------------------------------
+
+def tuner():
+    d = Dashboard(
+        "iowarden-tuner", "iowarden / Tuner",
+        "What the tuner decided, whether the SLOs hold, and the QoS values it set.",
+        [INSTANCE,
+         query_var("device", "Device", 'label_values(iowarden_tune_qos_value{instance=~"$instance"}, device)'),
+         query_var("cgroup", "Cgroup", 'label_values(iowarden_tune_slo_met{instance=~"$instance"}, cgroup)')],
+        tags=["tuner"])
+    dev = sel(instance="$instance", device="$device")
+    cg = sel(instance="$instance", cgroup="$cgroup")
+    d.row("Decisions")
+    d.timeseries("Decisions per minute by action", "How often the tuner acted, by action.",
+                 [target(f"sum by (instance, device, action) (rate(iowarden_tune_decisions_total{dev}[{RATE}])) * 60",
+                         "{{device}} {{action}}")])
+    d.table("Decisions in range", "Decisions over the dashboard's time range.",
+            [target(f"sum by (instance, device, action) (increase(iowarden_tune_decisions_total{dev}[$__range]))",
+                    instant=True, fmt="table")], rename={"Value": "decisions"})
+    d.row("SLOs")
+    d.state_timeline("SLO met", "Per cgroup and SLO: met (1) or missed (0).",
+                     [target(f"iowarden_tune_slo_met{cg}", "{{cgroup}} {{slo}}")])
+    d.bargauge("SLO attainment in range", "Fraction of the time range each SLO was met.",
+               [target(f"avg_over_time(iowarden_tune_slo_met{cg}[$__range])", "{{cgroup}} {{slo}}", instant=True)],
+               unit="percentunit", max_=1)
+    d.timeseries("p99 latency by cgroup (measured)",
+                 "The latency the SLOs are judged on, from iowarden's histograms.",
+                 [target(f"histogram_quantile(0.99, sum by (instance, device, cgroup, le) "
+                         f"(rate(iowarden_io_latency_seconds_bucket{{instance=~\"$instance\", device=~\"$device\", cgroup=~\"$cgroup\", stage=\"total\"}}[{RATE}])))",
+                         "{{cgroup}} {{device}}")], unit="s")
+    d.row("QoS")
+    d.timeseries("QoS values over time", "Each QoS field the tuner sets, per device.",
+                 [target(f"iowarden_tune_qos_value{dev}", "{{device}} {{field}}")])
+    return d
+
+
+# --- 5. iowarden itself --------------------------------------------------------
+
+def self_dashboard():
+    d = Dashboard(
+        "iowarden-self", "iowarden / iowarden itself",
+        "What iowarden costs and whether it sees everything: BPF program run time and count, "
+        "table fill, dropped events, poll and scrape durations, probe status, build.",
+        [INSTANCE], tags=["self"])
+    i = sel(instance="$instance")
+    d.row("Health")
+    d.stat("Targets up", "Prometheus' view: 1 when the last scrape succeeded.",
+           [target(f"up{i}", "{{instance}}", instant=True)], w=6,
+           thresholds=[{"color": "red", "value": None}, {"color": "green", "value": 1}])
+    d.stat("Uptime", "Since the daemon started.",
+           [target(f"time() - iowarden_start_time_seconds{i}", "{{instance}}", instant=True)], unit="s", w=6)
+    d.stat("Probes not attached", "Optional probes that are not active (see the table for why).",
+           [target(f"sum by (instance) (1 - iowarden_probe_active{i})", "{{instance}}", instant=True)], w=6,
+           thresholds=[{"color": "green", "value": None}, {"color": "orange", "value": 1}])
+    d.stat("BPF stats enabled", "Whether the kernel times BPF programs (--bpf-stats or the sysctl); "
+           "program cost panels are empty without it.",
+           [target(f"iowarden_bpf_stats_enabled{i}", "{{instance}}", instant=True)], w=6)
+    d.table("Build", "Version, kernel and host of each iowarden.",
+            [target(f"iowarden_build_info{i}", instant=True, fmt="table")], hide=("Value",))
+    d.table("Probes", "Every BPF probe, attached (1) or not (0) and why.",
+            [target(f"iowarden_probe_active{i}", instant=True, fmt="table")], rename={"Value": "active"})
+    d.row("BPF program cost")
+    d.timeseries("CPU time per program", "Fraction of one CPU spent running each BPF program.",
+                 [target(f"sum by (instance, program) (rate(iowarden_bpf_program_run_seconds_total{i}[{RATE}]))",
+                         "{{program}} {{instance}}")], unit="percentunit")
+    d.timeseries("Runs per program", "BPF program runs per second (one per block event).",
+                 [target(f"sum by (instance, program) (rate(iowarden_bpf_program_runs_total{i}[{RATE}]))",
+                         "{{program}} {{instance}}")], unit="ops")
+    d.timeseries("Time per run", "Mean run time of each program, per event.",
+                 [target(f"sum by (instance, program) (rate(iowarden_bpf_program_run_seconds_total{i}[{RATE}]))"
+                         f" / (sum by (instance, program) (rate(iowarden_bpf_program_runs_total{i}[{RATE}])) > 0)",
+                         "{{program}} {{instance}}")], unit="s")
+    d.timeseries("Recursion misses", "Runs skipped because the program was already running on the CPU.",
+                 [target(f"sum by (instance, program) (rate(iowarden_bpf_program_recursion_misses_total{i}[{RATE}]))",
+                         "{{program}} {{instance}}")], unit="ops")
+    d.row("Tables and drops")
+    d.timeseries("Map fill", "Entries in use over capacity. A full series table drops new (cgroup, device, op) series.",
+                 [target(f"iowarden_map_entries{i} / on (instance, map) iowarden_map_capacity{i}",
+                         "{{map}} {{instance}}")], unit="percentunit", defaults={"max": 1})
+    d.timeseries("Dropped events", "Events the BPF side could not record fully, per second, by reason.",
+                 [target(f"sum by (instance, reason) (rate(iowarden_dropped_total{i}[{RATE}]))",
+                         "{{reason}} {{instance}}")], unit="ops")
+    d.table("Maps", "Entries and capacity of each table.",
+            [target(f"iowarden_map_entries{i}", instant=True, fmt="table"),
+             target(f"iowarden_map_capacity{i}", instant=True, fmt="table")],
+            rename={"Value #A": "entries", "Value #B": "capacity"})
+    d.timeseries("Series exported", "Per-cgroup request series: grows with cgroups x devices x ops.",
+                 [target(f"count by (instance) (iowarden_io_requests_total{i})", "{{instance}}")])
+    d.row("Polling and scraping")
+    d.timeseries("Poll duration", "Time to read the BPF maps, last poll.",
+                 [target(f"iowarden_poll_duration_seconds{i}", "{{instance}}")], unit="s")
+    d.timeseries("Polls per second", "Map polls per second (1/--interval).",
+                 [target(f"rate(iowarden_polls_total{i}[{RATE}])", "{{instance}}")], unit="ops")
+    d.timeseries("Scrape duration", "iowarden's own time to answer /metrics (previous scrape) against "
+                 "Prometheus' end-to-end scrape duration.",
+                 [target(f"iowarden_scrape_duration_seconds{i}", "iowarden {{instance}}"),
+                  target(f"scrape_duration_seconds{i}", "prometheus {{instance}}")], unit="s")
+    d.timeseries("Samples per scrape", "Samples in each scrape: the exporter's cardinality.",
+                 [target(f"scrape_samples_scraped{i}", "{{instance}}")])
+    return d
+
+
+DASHBOARDS = {
+    "iowarden-noisy-neighbour.json": noisy_neighbour,
+    "iowarden-iocost.json": iocost,
+    "iowarden-nvme-queues.json": nvme,
+    "iowarden-tuner.json": tuner,
+    "iowarden-self.json": self_dashboard,
+}
+
+
+def render(make):
+    return json.dumps(make().json(), indent=2, sort_keys=False) + "\n"
+
+
+def main(argv):
+    check = "--check" in argv
+    stale = []
+    for name, make in DASHBOARDS.items():
+        path = HERE / name
+        text = render(make)
+        if check:
+            if not path.exists() or path.read_text() != text:
+                stale.append(name)
+        else:
+            path.write_text(text)
+    if stale:
+        print("dashboards out of date, run python3 dashboards/generate.py: " + ", ".join(stale),
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,48 @@
+//! Self-observation: BPF run-time statistics and what iowarden costs.
+//!
+//! The kernel counts run time and run count of BPF programs only while
+//! statistics are enabled, since timing every call costs ~20 ns. iowarden
+//! enables them only when asked (`iowarden run --bpf-stats`), through
+//! BPF_ENABLE_STATS: the kernel keeps them on while the returned fd is open,
+//! so they go off again when the daemon exits, even on a crash.
+
+use std::os::fd::{FromRawFd, OwnedFd};
+
+use anyhow::{bail, Result};
+
+/// Holds BPF run-time statistics on; dropping it turns them off (unless
+/// someone else holds them on too).
+pub struct BpfStatsGuard {
+    _fd: OwnedFd,
+}
+
+pub fn enable_bpf_stats() -> Result<BpfStatsGuard> {
+    // SAFETY: a plain syscall wrapper; a non-negative return is a new fd we own.
+    let fd = unsafe {
+        libbpf_rs::libbpf_sys::bpf_enable_stats(libbpf_rs::libbpf_sys::BPF_STATS_RUN_TIME)
+    };
+    if fd < 0 {
+        let err = std::io::Error::from_raw_os_error(-fd);
+        bail!(
+            "--bpf-stats: enabling BPF run-time statistics failed ({err}); it needs CAP_SYS_ADMIN. \
+             Alternatively run `sysctl kernel.bpf_stats_enabled=1` as root and drop --bpf-stats"
+        );
+    }
+    // SAFETY: fd was just returned by the kernel and is owned by nobody else.
+    Ok(BpfStatsGuard {
+        _fd: unsafe { OwnedFd::from_raw_fd(fd) },
+    })
+}
+
+/// Whether an administrator turned statistics on for everyone.
+pub fn sysctl_bpf_stats_enabled() -> bool {
+    std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").is_ok_and(|s| s.trim() == "1")
+}
+
+/// Seconds since the Unix epoch.
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
