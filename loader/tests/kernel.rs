@@ -30,15 +30,15 @@ fn within(a: u64, b: u64, frac: f64) -> bool {
 }
 
 /// Two cgroups doing direct I/O on one loop device: counts and bytes per
-/// cgroup against fio's own report; latency percentiles never above fio's
-/// clat (the block layer sees a part of what fio measures); I/O from the
-/// root cgroup stays out of both; nothing is left behind.
+/// cgroup equal fio's own report within 0.5%; p50 and p99 of the total
+/// latency within one histogram bucket of fio's clat percentiles; I/O from
+/// the root cgroup stays out of both; nothing is left behind.
 ///
-/// fio's clat also contains fio's own wake-up after the kernel completed the
-/// request, which no block-layer event can see: on this 2-vCPU VM that is
-/// about 10 us at the median and up to 1 ms at p99 under CPU contention, so
-/// "within one bucket of fio" only holds where device latency dominates. The
-/// numbers are printed for the record.
+/// The loop device's backing blocks are written first: reads of a sparse
+/// file's holes finish in a few microseconds without touching the disk, and
+/// there fio's clat is dominated by fio's own wake-up after the kernel
+/// completed the request (~10 us on this 2-vCPU VM), which no block-layer
+/// event can see.
 #[test]
 fn per_cgroup_fidelity_against_fio() {
     let top = LoopDev::file(1024);
@@ -155,8 +155,8 @@ fn per_cgroup_fidelity_against_fio() {
                 theirs
             );
             assert!(
-                ours <= theirs + 1,
-                "{} p{}: bucket {ours} above fio's {theirs}",
+                ours.abs_diff(theirs) <= 1,
+                "{} p{}: iowarden's bucket {ours} is more than one bucket from fio's {theirs}",
                 cg.rel,
                 q * 100.0
             );
@@ -301,6 +301,87 @@ fn port_in_use_is_a_clear_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("already in use") && err.contains("--listen"),
+        "{err}"
+    );
+}
+
+/// A kernel without an optional tracepoint: the rest loads, the missing
+/// probe is reported once on stderr and in the snapshot, I/O is still
+/// counted. Without a required one: a clear error. (Every tracepoint exists
+/// on this kernel, so the loader is told to treat some as absent; the code
+/// path after the BTF lookup is the one a kernel lacking them takes.)
+#[test]
+fn missing_tracepoints_degrade_or_fail_clearly() {
+    let dev = LoopDev::file(64);
+    let io = {
+        let path = dev.path.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1500));
+            let st = Command::new("dd")
+                .args([
+                    &format!("if={path}"),
+                    "of=/dev/null",
+                    "bs=4k",
+                    "count=100",
+                    "iflag=direct",
+                    "status=none",
+                ])
+                .status()
+                .unwrap();
+            assert!(st.success());
+        })
+    };
+    let out = Command::new(env!("CARGO_BIN_EXE_iowarden"))
+        .args([
+            "snapshot",
+            "--json",
+            "--wait",
+            "4s",
+            "--device",
+            &dev.name(),
+        ])
+        .env(
+            "IOWARDEN_HIDE_TRACEPOINTS",
+            "block_rq_merge,block_rq_insert",
+        )
+        .output()
+        .unwrap();
+    io.join().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    for tp in ["block_rq_merge", "block_rq_insert"] {
+        assert!(
+            err.contains(&format!("{tp} inactive: kernel has no tracepoint {tp}")),
+            "{err}"
+        );
+    }
+    let snap: Snapshot = serde_json::from_slice(&out.stdout).unwrap();
+    let active = |name: &str| {
+        snap.probes
+            .iter()
+            .find(|p| p.name == name)
+            .map(|p| p.active)
+    };
+    assert_eq!(active("block_rq_merge"), Some(false));
+    assert_eq!(active("block_rq_insert"), Some(false));
+    assert_eq!(active("block_rq_complete"), Some(true));
+    let ios: u64 = snap
+        .io
+        .iter()
+        .filter(|s| s.device.name == dev.name())
+        .map(|s| s.ios)
+        .sum();
+    assert_eq!(ios, 100, "{:?}", snap.io);
+
+    let out = Command::new(env!("CARGO_BIN_EXE_iowarden"))
+        .args(["snapshot", "--json", "--wait", "1s"])
+        .env("IOWARDEN_HIDE_TRACEPOINTS", "block_rq_complete")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the kernel has no block_rq_complete tracepoint"),
         "{err}"
     );
 }
