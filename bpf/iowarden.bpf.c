@@ -21,6 +21,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "iowarden.h"
+#include "rq.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -81,11 +82,6 @@ struct {
 	__type(value, struct iow_stamp);
 } issue_stamps SEC(".maps");
 
-/* Kernels before 5.16 kept the disk in the request. */
-struct request___old {
-	struct gendisk *rq_disk;
-} __attribute__((preserve_access_index));
-
 static __always_inline __u64 hash64(__u64 v)
 {
 	return v * 0x9E3779B97F4A7C15ULL;
@@ -99,22 +95,6 @@ static __always_inline void count_drop(__u32 what)
 	/* Atomic: drops are counted from nested programs too (rare path). */
 	if (d && what < IOW_NR_DROPS)
 		__sync_fetch_and_add(&d->n[what], 1);
-}
-
-static __always_inline struct gendisk *rq_disk(struct request *rq)
-{
-	if (bpf_core_field_exists(rq->q->disk))
-		return rq->q->disk;
-	return BPF_CORE_READ((struct request___old *)rq, rq_disk);
-}
-
-static __always_inline __u32 rq_devt(struct request *rq)
-{
-	struct gendisk *disk = rq_disk(rq);
-
-	if (!disk)
-		return 0;
-	return ((__u32)disk->major << 20) | (__u32)disk->first_minor;
 }
 
 /*
@@ -138,23 +118,6 @@ static __always_inline __u32 dev_index(__u32 devt)
 		}
 	}
 	return IOW_MAX_DEVS;
-}
-
-static __always_inline __u64 rq_cgroup_id(struct request *rq)
-{
-	struct bio *bio = rq->bio;
-	struct blkcg_gq *blkg;
-	struct cgroup *cgrp;
-
-	if (!bio)
-		return 0;
-	blkg = bio->bi_blkg;
-	if (!blkg || !blkg->blkcg)
-		return 0;
-	cgrp = blkg->blkcg->css.cgroup;
-	if (!cgrp || !cgrp->kn)
-		return 0;
-	return cgrp->kn->id;
 }
 
 static __always_inline __u32 rq_op(struct request *rq)

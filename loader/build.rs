@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use libbpf_cargo::SkeletonBuilder;
 
-const OBJECTS: &[&str] = &["iowarden"];
+const OBJECTS: &[&str] = &["iowarden", "nvme", "iocost"];
 
 fn main() {
     let bpf_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap()).join("../bpf");

@@ -2,11 +2,14 @@
 //! (OpenMetrics text for Prometheus, JSON for `/snapshot.json` and
 //! `iowarden snapshot --json`).
 
+pub mod blockext;
+pub mod blockext_metrics;
 pub mod json;
 pub mod model;
 pub mod openmetrics;
 pub mod selfmetrics;
 
+pub use blockext::*;
 pub use json::{decode_json, encode_json};
 pub use model::*;
 pub use openmetrics::{collapse_buckets, encode_openmetrics, SelfMetrics};

@@ -59,7 +59,7 @@ impl Stage {
     }
 }
 
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CgroupRef {
     /// Kernel cgroup id (kernfs node id; the inode number of the cgroup's
     /// directory). 0 is the unattributed bucket.
@@ -70,7 +70,7 @@ pub struct CgroupRef {
     pub path: String,
 }
 
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct DeviceRef {
     /// Kernel disk name, e.g. "nvme0n1", "loop3".
     pub name: String,
@@ -279,6 +279,22 @@ pub struct Snapshot {
     pub queues: Vec<QueueSeries>,
     pub probes: Vec<ProbeStatus>,
     pub drops: DropCounters,
+    /// blk-mq CPU -> hardware queue map of the traced devices.
+    #[serde(default)]
+    pub cpu_queue_map: Vec<crate::blockext::CpuQueueMap>,
+    /// NVMe per-queue, per-cgroup commands (where the nvme driver is).
+    #[serde(default)]
+    pub nvme_queue_cgroups: Vec<crate::blockext::NvmeQueueCgroup>,
+    #[serde(default)]
+    pub nvme_queues: Vec<crate::blockext::NvmeQueue>,
+    /// NVMe head-of-line interference (cumulative).
+    #[serde(default)]
+    pub nvme_hol: Vec<crate::blockext::HolSeries>,
+    /// iocost state (where iocost is enabled).
+    #[serde(default)]
+    pub iocost_devices: Vec<crate::blockext::IocostDevice>,
+    #[serde(default)]
+    pub iocost_cgroups: Vec<crate::blockext::IocostCgroup>,
 }
 
 impl Snapshot {
@@ -369,6 +385,30 @@ impl Snapshot {
                     .nested_lost
                     .saturating_sub(prev.drops.nested_lost),
             },
+            cpu_queue_map: self.cpu_queue_map.clone(),
+            nvme_queue_cgroups: self.nvme_queue_cgroups.clone(),
+            nvme_queues: self.nvme_queues.clone(),
+            nvme_hol: self
+                .nvme_hol
+                .iter()
+                .map(|h| {
+                    let p = prev.nvme_hol.iter().find(|p| {
+                        p.device == h.device
+                            && p.qid == h.qid
+                            && p.victim.id == h.victim.id
+                            && p.culprit.as_ref().map(|c| c.id) == h.culprit.as_ref().map(|c| c.id)
+                    });
+                    let mut d = h.clone();
+                    if let Some(p) = p {
+                        d.count = h.count.saturating_sub(p.count);
+                        d.latency_sum_seconds =
+                            (h.latency_sum_seconds - p.latency_sum_seconds).max(0.0);
+                    }
+                    d
+                })
+                .collect(),
+            iocost_devices: self.iocost_devices.clone(),
+            iocost_cgroups: self.iocost_cgroups.clone(),
         }
     }
 }

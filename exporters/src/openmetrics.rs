@@ -301,6 +301,9 @@ pub fn encode_openmetrics(snap: &Snapshot, extra: &SelfMetrics) -> Result<String
         m: extra.runtime.clone(),
         scrapes: extra.scrape_count,
     }));
+    reg.register_collector(Box::new(crate::blockext_metrics::BlockExtCollector {
+        snap: snap.clone(),
+    }));
     let mut out = String::new();
     prometheus_client::encoding::text::encode(&mut out, &reg)?;
     Ok(out)

@@ -256,6 +256,7 @@ impl Accumulator {
             queues,
             probes: probes.to_vec(),
             drops: self.drops.clone(),
+            ..Default::default()
         }
     }
 }

@@ -11,14 +11,39 @@ pub mod skel {
     include!(concat!(env!("OUT_DIR"), "/iowarden.skel.rs"));
 }
 
+pub mod nvme_skel {
+    #![allow(
+        clippy::all,
+        non_camel_case_types,
+        non_snake_case,
+        dead_code,
+        missing_docs
+    )]
+    include!(concat!(env!("OUT_DIR"), "/nvme.skel.rs"));
+}
+
+pub mod iocost_skel {
+    #![allow(
+        clippy::all,
+        non_camel_case_types,
+        non_snake_case,
+        dead_code,
+        missing_docs
+    )]
+    include!(concat!(env!("OUT_DIR"), "/iocost.skel.rs"));
+}
+
 pub mod cgroups;
 pub mod collect;
 pub mod container;
 pub mod daemon;
 pub mod devices;
 pub mod duration;
+pub mod extensions;
 pub mod hist;
+pub mod iocost;
 pub mod monitor;
+pub mod nvme;
 pub mod preflight;
 pub mod selfstats;
 pub mod sysinfo;

@@ -38,6 +38,13 @@ struct TraceArgs {
     /// Do not record per-hardware-queue counters
     #[arg(long)]
     no_hwq: bool,
+    /// Do not load the NVMe queue programs
+    #[arg(long)]
+    no_nvme: bool,
+    /// Do not load the iocost programs (the kernel formats a cgroup path
+    /// under a global lock for every iocost event while they are attached)
+    #[arg(long)]
+    no_iocost: bool,
 }
 
 #[derive(Subcommand)]
@@ -99,6 +106,8 @@ fn tracer_config(t: &TraceArgs) -> Result<TracerConfig> {
         filter_devt,
         latency: !t.no_latency,
         hwq: !t.no_hwq,
+        nvme: !t.no_nvme,
+        iocost: !t.no_iocost,
     })
 }
 

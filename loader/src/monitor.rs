@@ -10,6 +10,7 @@ use iowarden_exporters::Snapshot;
 use crate::cgroups::CgroupResolver;
 use crate::collect::{Accumulator, SeriesKey};
 use crate::devices::DeviceNames;
+use crate::extensions::Extensions;
 use crate::tracer::{Tracer, TracerConfig};
 
 /// Polls a cgroup must stay unresolvable before its slots are released.
@@ -23,12 +24,17 @@ pub struct Monitor {
     started: Instant,
     /// cgroup id -> consecutive polls it could not be resolved
     missing: HashMap<u64, u32>,
+    ext: Extensions,
+    probes: Vec<iowarden_exporters::ProbeStatus>,
 }
 
 impl Monitor {
     pub fn start(cfg: &TracerConfig) -> Result<Monitor> {
         let resolver = CgroupResolver::for_host()?;
         let tracer = Tracer::start(cfg)?;
+        let ext = Extensions::start(cfg.nvme, cfg.iocost)?;
+        let mut probes = tracer.probes().to_vec();
+        probes.extend(ext.probes.iter().cloned());
         Ok(Monitor {
             tracer,
             acc: Accumulator::default(),
@@ -36,6 +42,8 @@ impl Monitor {
             devices: DeviceNames::default(),
             started: Instant::now(),
             missing: HashMap::new(),
+            ext,
+            probes,
         })
     }
 
@@ -77,20 +85,22 @@ impl Monitor {
 
         let resolver = &self.resolver;
         let path = |id: u64| resolver.path_of(id).map(str::to_string);
-        Ok(self.acc.snapshot(
+        let mut snap = self.acc.snapshot(
             &path,
             &mut self.devices,
-            self.tracer.probes(),
+            &self.probes,
             self.started.elapsed().as_secs_f64(),
-        ))
+        );
+        self.ext
+            .fill(&mut snap, &self.resolver, &mut self.devices)?;
+        Ok(snap)
     }
 }
 
 impl Monitor {
     /// One line per optional probe that is not active, saying why.
     pub fn probe_report(&self) -> Vec<String> {
-        self.tracer
-            .probes()
+        self.probes
             .iter()
             .filter(|p| !p.active)
             .map(|p| format!("{} inactive: {}", p.name, p.reason))

@@ -30,6 +30,10 @@ pub struct TracerConfig {
     pub filter_devt: Option<u32>,
     pub latency: bool,
     pub hwq: bool,
+    /// NVMe queue programs (where the nvme driver is loaded).
+    pub nvme: bool,
+    /// iocost programs (where the kernel has iocost).
+    pub iocost: bool,
 }
 
 impl Default for TracerConfig {
@@ -39,6 +43,8 @@ impl Default for TracerConfig {
             filter_devt: None,
             latency: true,
             hwq: true,
+            nvme: true,
+            iocost: true,
         }
     }
 }

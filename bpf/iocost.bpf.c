@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * iowarden iocost: the blk-iocost controller's state from its own
+ * tracepoints (tp_btf: the iocg pointer, not the formatted path string).
+ * Events fire on state changes only, so user space also polls io.stat.
+ * Note the kernel formats the cgroup path under a global lock whenever an
+ * iocost event is enabled: these programs are optional (--no-iocost).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "iocost.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+const volatile struct iocost_iow_enums iocost_iow_enums_btf;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, IOCOST_IOW_MAX_DEVS);
+	__type(key, __u32);
+	__type(value, struct iocost_iow_dev);
+} devs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, IOCOST_IOW_MAX_CGROUPS);
+	__type(key, struct iocost_iow_cg_key);
+	__type(value, struct iocost_iow_cg);
+} cgs SEC(".maps");
+
+/* Before 6.3 an rq_qos pointed at its queue, not its disk. */
+struct rq_qos___old {
+	struct request_queue *q;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 ioc_devt(struct ioc *ioc)
+{
+	struct gendisk *disk;
+
+	if (bpf_core_field_exists(ioc->rqos.disk))
+		disk = BPF_CORE_READ(ioc, rqos.disk);
+	else
+		disk = BPF_CORE_READ((struct rq_qos___old *)&ioc->rqos, q, disk);
+	if (!disk)
+		return 0;
+	return ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
+}
+
+static __always_inline __u64 iocg_cgid(struct ioc_gq *iocg)
+{
+	return BPF_CORE_READ(iocg, pd.blkg, blkcg, css.cgroup, kn, id);
+}
+
+static __always_inline struct iocost_iow_dev *dev_state(struct ioc *ioc, __u32 devt)
+{
+	struct iocost_iow_dev zero = {}, *d;
+
+	d = bpf_map_lookup_elem(&devs, &devt);
+	if (!d) {
+		bpf_map_update_elem(&devs, &devt, &zero, BPF_NOEXIST);
+		d = bpf_map_lookup_elem(&devs, &devt);
+	}
+	if (d) {
+		d->vrate = BPF_CORE_READ(ioc, vtime_base_rate);
+		d->busy_level = BPF_CORE_READ(ioc, busy_level);
+		d->updated_ns = bpf_ktime_get_ns();
+	}
+	return d;
+}
+
+/* Refreshes the cgroup's state from its iocg; returns it for the counters. */
+static __always_inline struct iocost_iow_cg *cg_state(struct ioc_gq *iocg, struct ioc_now *now)
+{
+	struct iocost_iow_cg zero = {}, *c;
+	struct iocost_iow_cg_key k = {};
+	struct ioc *ioc = BPF_CORE_READ(iocg, ioc);
+
+	k.devt = ioc_devt(ioc);
+	k.cgid = iocg_cgid(iocg);
+	dev_state(ioc, k.devt);
+	c = bpf_map_lookup_elem(&cgs, &k);
+	if (!c) {
+		bpf_map_update_elem(&cgs, &k, &zero, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&cgs, &k);
+	}
+	if (!c)
+		return NULL;
+	c->weight = BPF_CORE_READ(iocg, weight);
+	c->inuse = BPF_CORE_READ(iocg, inuse);
+	c->hweight_active = BPF_CORE_READ(iocg, hweight_active);
+	c->hweight_inuse = BPF_CORE_READ(iocg, hweight_inuse);
+	c->vtime_budget = (__s64)(BPF_CORE_READ(now, vnow) - BPF_CORE_READ(iocg, vtime.counter));
+	c->abs_vdebt = BPF_CORE_READ(iocg, abs_vdebt);
+	c->delay_ns = BPF_CORE_READ(iocg, delay);
+	c->updated_ns = bpf_ktime_get_ns();
+	return c;
+}
+
+SEC("tp_btf/iocost_iocg_activate")
+int BPF_PROG(iocost_iocg_activate, struct ioc_gq *iocg, const char *path, struct ioc_now *now)
+{
+	struct iocost_iow_cg *c = cg_state(iocg, now);
+
+	if (c)
+		__sync_fetch_and_add(&c->activations, 1);
+	return 0;
+}
+
+SEC("tp_btf/iocost_iocg_idle")
+int BPF_PROG(iocost_iocg_idle, struct ioc_gq *iocg, const char *path, struct ioc_now *now)
+{
+	struct iocost_iow_cg *c = cg_state(iocg, now);
+
+	if (c)
+		__sync_fetch_and_add(&c->idles, 1);
+	return 0;
+}
+
+SEC("tp_btf/iocost_inuse_shortage")
+int BPF_PROG(iocost_inuse_shortage, struct ioc_gq *iocg, const char *path, struct ioc_now *now)
+{
+	struct iocost_iow_cg *c = cg_state(iocg, now);
+
+	if (c)
+		__sync_fetch_and_add(&c->shortages, 1);
+	return 0;
+}
+
+SEC("tp_btf/iocost_inuse_transfer")
+int BPF_PROG(iocost_inuse_transfer, struct ioc_gq *iocg, const char *path, struct ioc_now *now)
+{
+	struct iocost_iow_cg *c = cg_state(iocg, now);
+
+	if (c)
+		__sync_fetch_and_add(&c->transfers, 1);
+	return 0;
+}
+
+SEC("tp_btf/iocost_inuse_adjust")
+int BPF_PROG(iocost_inuse_adjust, struct ioc_gq *iocg, const char *path, struct ioc_now *now)
+{
+	struct iocost_iow_cg *c = cg_state(iocg, now);
+
+	if (c)
+		__sync_fetch_and_add(&c->adjusts, 1);
+	return 0;
+}
+
+SEC("tp_btf/iocost_iocg_forgive_debt")
+int BPF_PROG(iocost_iocg_forgive_debt, struct ioc_gq *iocg, const char *path, struct ioc_now *now)
+{
+	struct iocost_iow_cg *c = cg_state(iocg, now);
+
+	if (c)
+		__sync_fetch_and_add(&c->forgives, 1);
+	return 0;
+}
+
+SEC("tp_btf/iocost_ioc_vrate_adj")
+int BPF_PROG(iocost_ioc_vrate_adj, struct ioc *ioc, __u64 new_vrate, __u32 *missed_ppm,
+	     __u32 rq_wait_pct, int nr_lagging, int nr_shortages)
+{
+	__u32 devt = ioc_devt(ioc);
+	struct iocost_iow_dev *d = dev_state(ioc, devt);
+
+	if (!d)
+		return 0;
+	/* Called right before the kernel stores new_vrate as the base rate. */
+	d->vrate = new_vrate;
+	/* A pointer to an int argument is a plain scalar to the verifier. */
+	bpf_probe_read_kernel(d->missed_ppm, sizeof(d->missed_ppm), missed_ppm);
+	d->rq_wait_pct = rq_wait_pct;
+	d->nr_lagging = nr_lagging;
+	d->nr_shortages = nr_shortages;
+	__sync_fetch_and_add(&d->vrate_adjusts, 1);
+	return 0;
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * BPF-side helpers on struct request shared by the BPF objects (not read by
+ * Rust): the request's disk, dev_t and cgroup.
+ */
+#ifndef IOWARDEN_RQ_BPF_H
+#define IOWARDEN_RQ_BPF_H
+
+/* Kernels before 5.16 kept the disk in the request. */
+struct request___old {
+	struct gendisk *rq_disk;
+} __attribute__((preserve_access_index));
+
+static __always_inline struct gendisk *rq_disk(struct request *rq)
+{
+	if (bpf_core_field_exists(rq->q->disk))
+		return rq->q->disk;
+	return BPF_CORE_READ((struct request___old *)rq, rq_disk);
+}
+
+static __always_inline __u32 rq_devt(struct request *rq)
+{
+	struct gendisk *disk = rq_disk(rq);
+
+	if (!disk)
+		return 0;
+	return ((__u32)disk->major << 20) | (__u32)disk->first_minor;
+}
+
+/* The cgroup of the request's bio (never the current task); 0 without one. */
+static __always_inline __u64 rq_cgroup_id(struct request *rq)
+{
+	struct bio *bio = rq->bio;
+	struct blkcg_gq *blkg;
+	struct cgroup *cgrp;
+
+	if (!bio)
+		return 0;
+	blkg = bio->bi_blkg;
+	if (!blkg || !blkg->blkcg)
+		return 0;
+	cgrp = blkg->blkcg->css.cgroup;
+	if (!cgrp || !cgrp->kn)
+		return 0;
+	return cgrp->kn->id;
+}
+
+#endif /* IOWARDEN_RQ_BPF_H */
