@@ -1,0 +1,86 @@
+# NVMe programs: per-qid completions add up to the block layer's count;
+# pinned fio lands on the qid of its CPU; head-of-line interference names
+# the large-request cgroup sharing the victim's queue, and vanishes when the
+# victim moves to a CPU on another queue.
+. "$(dirname "$0")/lib.sh"
+[ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
+echo +io > $CG/cgroup.subtree_control
+mkdir -p $CG/nv-a $CG/nv-vic $CG/nv-hog
+"$IOWARDEN_BIN" run --listen 127.0.0.1:9620 --interval 500ms --device $DEV > $SCRATCH/iowarden-nvme.log 2>&1 &
+IW=$!
+for _ in $(seq 600); do python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:9620/snapshot.json")' 2>/dev/null && break; sleep 0.2; done
+snap() { sleep 1.2; python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9620/snapshot.json").read().decode())' > $SCRATCH/nv-$1.json; }
+# cgroup cpu fio-args...
+in_cg() { local c=$1 cpu=$2; shift 2; bash -c "echo \$\$ > $CG/$c/cgroup.procs; exec taskset -c $cpu fio --filename=/dev/$DEV --direct=1 --ioengine=libaio --size=1G --output=/dev/null $*"; }
+
+snap 0
+in_cg nv-a 0 --name=a0 --rw=randread --bs=4k --iodepth=4 --number_ios=3000
+snap 1
+in_cg nv-a 1 --name=a1 --rw=randread --bs=4k --iodepth=4 --number_ios=3000
+snap 2
+# Victim 4 KiB QD1 beside a 256 KiB QD32 hog on the same CPU (same queue),
+# then on the other CPU (other queue).
+in_cg nv-hog 0 --name=hog --rw=randread --bs=256k --iodepth=32 --time_based --runtime=14 & H=$!
+sleep 1
+in_cg nv-vic 0 --name=vic0 --rw=randread --bs=4k --iodepth=1 --time_based --runtime=5
+snap 3
+in_cg nv-vic 1 --name=vic1 --rw=randread --bs=4k --iodepth=1 --time_based --runtime=5
+snap 4
+wait $H
+python3 - $SCRATCH /sys/block/$DEV/mq > $SCRATCH/nvme-check 2>&1 <<'PY'
+import json, os, sys
+scratch, mq = sys.argv[1:3]
+S = [json.load(open(f"{scratch}/nv-{i}.json")) for i in range(5)]
+def cpus(spec):
+    out = set()
+    for part in spec.strip().split(","):
+        a, _, b = part.partition("-"); out.update(range(int(a), int(b or a) + 1))
+    return out
+qid_of_cpu = {c: int(h) + 1 for h in os.listdir(mq) for c in cpus(open(f"{mq}/{h}/cpu_list").read())}
+def per_qid(s, cg=None):
+    d = {}
+    for x in s["nvme_queue_cgroups"]:
+        if x["device"]["name"] == "nvme0n1" and (cg is None or x["cgroup"]["path"] == cg):
+            d[x["qid"]] = d.get(x["qid"], 0) + x["completions"]
+    return d
+def block(s):
+    return sum(x["ios"] for x in s["io"] if x["device"]["name"] == "nvme0n1")
+# 1. per-qid completions sum to the block layer's completions
+nv, bl = sum(per_qid(S[2]).values()), block(S[2])
+print(("OK" if bl > 0 and abs(nv - bl) <= 0.005 * bl else "BAD"), "sum", f"per-qid completions {nv} vs block layer {bl} ({per_qid(S[2])})")
+# 2. pinned fio lands on its CPU's qid
+for i, cpu in ((1, 0), (2, 1)):
+    a, b = per_qid(S[i - 1], "/nv-a"), per_qid(S[i], "/nv-a")
+    d = {q: b[q] - a.get(q, 0) for q in b}
+    want = qid_of_cpu[cpu]
+    print(("OK" if d.get(want, 0) >= 0.99 * 3000 else "BAD"), f"pin{cpu}", f"cpu {cpu} -> qid {want}: completions per qid {d}")
+# 3. HOL: victim on the hog's queue, then on another queue
+def hol(s):
+    h, clean = {}, 0
+    for x in s["nvme_hol"]:
+        if x["victim"]["path"] != "/nv-vic":
+            continue
+        if x["culprit"]:
+            h[x["culprit"]["path"]] = h.get(x["culprit"]["path"], 0) + x["count"]
+        else:
+            clean += x["count"]
+    return h, clean
+(h2, c2), (h3, c3), (h4, c4) = hol(S[2]), hol(S[3]), hol(S[4])
+same = h3.get("/nv-hog", 0) - h2.get("/nv-hog", 0); same_n = same + c3 - c2
+other = h4.get("/nv-hog", 0) - h3.get("/nv-hog", 0); other_n = other + c4 - c3
+print(("OK" if same_n > 0 and same >= 0.5 * same_n else "BAD"), "hol-same", f"same queue: {same} of {same_n} small requests behind /nv-hog; culprits {h3}")
+print(("OK" if other_n > 0 and other <= 0.02 * other_n else "BAD"), "hol-other", f"other queue: {other} of {other_n} behind /nv-hog")
+ex = [x for x in S[3]["nvme_hol"] if x["victim"]["path"] == "/nv-vic"]
+print("latency:", [(x["qid"], x["culprit"] and x["culprit"]["path"], x["count"], round(x["latency_sum_seconds"] / max(x["count"], 1) * 1e3, 3)) for x in ex])
+PY
+cat $SCRATCH/nvme-check
+ok "nvme: per-qid completions = block-layer completions (±0.5%)" "grep -q '^OK sum' $SCRATCH/nvme-check"
+ok "nvme: fio pinned to cpu 0 completes on cpu 0's qid" "grep -q '^OK pin0' $SCRATCH/nvme-check"
+ok "nvme: fio pinned to cpu 1 completes on cpu 1's qid" "grep -q '^OK pin1' $SCRATCH/nvme-check"
+ok "nvme HOL: victim sharing the hog's queue is counted behind /nv-hog" "grep -q '^OK hol-same' $SCRATCH/nvme-check"
+ok "nvme HOL: victim on another queue is (almost) never behind /nv-hog" "grep -q '^OK hol-other' $SCRATCH/nvme-check"
+curl -s 127.0.0.1:9620/metrics 2>/dev/null > $SCRATCH/nvme-metrics || python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9620/metrics").read().decode())' > $SCRATCH/nvme-metrics
+grep -E '^iowarden_(nvme_hol_events|nvme_hol_extra|hwq_cpu|nvme_sq_occupancy_max)' $SCRATCH/nvme-metrics | head -12
+ok "nvme metrics exported (hol events, cpu map)" "grep -q '^iowarden_nvme_hol_events_total' $SCRATCH/nvme-metrics && grep -q '^iowarden_hwq_cpu' $SCRATCH/nvme-metrics"
+kill $IW; wait $IW 2>/dev/null
+rmdir $CG/nv-a $CG/nv-vic $CG/nv-hog
