@@ -64,6 +64,7 @@ static __always_inline struct iocost_iow_dev *dev_state(struct ioc *ioc, __u32 d
 	}
 	if (d) {
 		d->vrate = BPF_CORE_READ(ioc, vtime_base_rate);
+		d->vrate_effective = BPF_CORE_READ(ioc, vtime_rate.counter);
 		d->busy_level = BPF_CORE_READ(ioc, busy_level);
 		d->updated_ns = bpf_ktime_get_ns();
 	}

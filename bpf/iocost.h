@@ -16,6 +16,7 @@ enum iocost_iow_const {
  * (VTIME_PER_USEC = 100%): the base rate io.stat prints as cost.vrate. */
 struct iocost_iow_dev {
 	__u64 vrate;          /* ioc->vtime_base_rate */
+	__u64 vrate_effective; /* ioc->vtime_rate: base + error compensation */
 	__u64 vrate_adjusts;  /* iocost_ioc_vrate_adj events */
 	__u64 updated_ns;
 	__u32 missed_ppm[2];  /* read, write */

@@ -299,14 +299,14 @@ impl Collector for BlockExtCollector {
             "iowarden_iocost_weight",
             "iocost active weight",
             None,
-            &cg(&|c| Some(c.weight as f64)),
+            &cg(&|c| Some(c.weight)),
         )?;
         gauge(
             &mut enc,
             "iowarden_iocost_inuse",
             "iocost in-use weight (after donation)",
             None,
-            &cg(&|c| Some(c.inuse as f64)),
+            &cg(&|c| Some(c.inuse)),
         )?;
         gauge(
             &mut enc,

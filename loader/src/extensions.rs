@@ -188,7 +188,8 @@ impl Extensions {
                 let majmin = format!("{}:{}", device.major, device.minor);
                 let q = qos.get(&majmin).cloned();
                 snap.iocost_devices.push(IocostDevice {
-                    vrate_ratio: d.vrate as f64 / VTIME_PER_USEC / 100.0,
+                    vrate_ratio: d.vrate as f64 / VTIME_PER_USEC,
+                    vrate_effective_ratio: d.vrate_effective as f64 / VTIME_PER_USEC,
                     io_stat_vrate_ratio: pct(iocost::device_line(&root_stat, &majmin)
                         .and_then(|l| iocost::field(l, "cost.vrate"))),
                     busy_level: d.busy_level,
@@ -226,9 +227,11 @@ impl Extensions {
                 snap.iocost_cgroups.push(IocostCgroup {
                     device,
                     cgroup,
-                    weight: c.weight,
-                    inuse: c.inuse,
-                    hweight_active_ratio: c.hweight_active as f64 / WEIGHT_ONE,
+                    weight: c.weight as f64 / WEIGHT_ONE,
+                    inuse: c.inuse as f64 / WEIGHT_ONE,
+                    hweight_active_ratio: 0.0, // derived below
+                    hweight_active_cached_ratio: c.hweight_active as f64 / WEIGHT_ONE,
+                    active: c.activations > c.idles,
                     hweight_inuse_ratio: c.hweight_inuse as f64 / WEIGHT_ONE,
                     vtime_budget_seconds: c.vtime_budget as f64 / VTIME_PER_SEC,
                     debt_seconds: c.abs_vdebt as f64 / VTIME_PER_SEC,
@@ -242,6 +245,23 @@ impl Extensions {
                     usage_seconds: usage,
                 });
             }
+            let weight_of = |rel: &str| -> f64 {
+                root.as_deref()
+                    .and_then(|r| {
+                        std::fs::read_to_string(
+                            r.join(rel.trim_start_matches('/')).join("io.weight"),
+                        )
+                        .ok()
+                    })
+                    .and_then(|t| {
+                        t.lines().find_map(|l| {
+                            l.strip_prefix("default ")
+                                .and_then(|v| v.trim().parse().ok())
+                        })
+                    })
+                    .unwrap_or(100.0)
+            };
+            iowarden_exporters::derive_hweights(&mut snap.iocost_cgroups, &weight_of);
             snap.iocost_cgroups
                 .sort_by(|a, b| (&a.device, a.cgroup.id).cmp(&(&b.device, b.cgroup.id)));
         }

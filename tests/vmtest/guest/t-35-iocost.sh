@@ -1,0 +1,80 @@
+# iocost programs: with iocost on the NVMe device (a model whose capacity is
+# below what the emulated device delivers, vrate pinned at 100%) two cgroups
+# of io.weight 100 and 500 running the same saturating job: iowarden's
+# hweight_active matches the configured share, the cgroups' I/O shares follow
+# the weights within 20%, and its vrate equals io.stat's cost.vrate.
+# Everything changed is restored.
+. "$(dirname "$0")/lib.sh"
+[ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
+MM=$(cat /sys/block/$DEV/dev)
+echo +io > $CG/cgroup.subtree_control
+orig_qos=$(grep "^$MM " $CG/io.cost.qos || true)
+orig_model=$(grep "^$MM " $CG/io.cost.model || true)
+echo "  before: qos '${orig_qos}' model '${orig_model}'"
+mkdir -p $CG/ic-a $CG/ic-b
+echo "default 100" > $CG/ic-a/io.weight
+echo "default 500" > $CG/ic-b/io.weight
+echo "$MM ctrl=user model=linear rbps=209715200 rseqiops=500 rrandiops=500 wbps=209715200 wseqiops=500 wrandiops=500" > $CG/io.cost.model
+echo "$MM enable=1 ctrl=user rpct=95 rlat=20000 wpct=95 wlat=20000 min=100 max=100" > $CG/io.cost.qos
+echo "  iocost: $(grep "^$MM " $CG/io.cost.qos)"
+
+"$IOWARDEN_BIN" run --listen 127.0.0.1:9621 --interval 500ms --device $DEV > $SCRATCH/iowarden-iocost.log 2>&1 &
+IW=$!
+for _ in $(seq 600); do python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:9621/snapshot.json")' 2>/dev/null && break; sleep 0.2; done
+snap() { python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9621/snapshot.json").read().decode())' > $SCRATCH/ic-$1.json; }
+job() { bash -c "echo \$\$ > $CG/$1/cgroup.procs; exec fio --name=$1 --filename=/dev/$DEV --direct=1 --ioengine=libaio --rw=randread --bs=4k --iodepth=32 --size=1G --time_based --runtime=12 --output=/dev/null"; }
+job ic-a & A=$!
+job ic-b & B=$!
+sleep 4; snap 0
+for i in 1 2 3 4 5 6; do sleep 1; grep "^$MM" $CG/io.stat | grep -o 'cost.vrate=[0-9.]*'; done
+snap 1
+cp $CG/io.stat $SCRATCH/ic-io.stat
+wait $A $B
+python3 - $SCRATCH > $SCRATCH/iocost-check 2>&1 <<'PY'
+import json, sys
+scratch = sys.argv[1]
+s0, s1 = (json.load(open(f"{scratch}/ic-{i}.json")) for i in (0, 1))
+def ios(s, cg):
+    return sum(x["ios"] for x in s["io"] if x["device"]["name"] == "nvme0n1" and x["cgroup"]["path"] == cg)
+a = ios(s1, "/ic-a") - ios(s0, "/ic-a"); b = ios(s1, "/ic-b") - ios(s0, "/ic-b")
+share_b = b / max(a + b, 1)
+print(("OK" if a + b > 0 and abs(share_b - 5 / 6) <= 0.2 * 5 / 6 and abs((1 - share_b) - 1 / 6) <= 0.2 * 1 / 6 else "BAD"), "share",
+      f"I/O in the window: ic-a {a}, ic-b {b}: ic-b share {share_b:.3f} (weights say {5/6:.3f}); IOPS {(a + b) / 6:.0f}")
+# hweights while both jobs run (s0, 4 s in; by s1 the jobs may be ending).
+cg = {x["cgroup"]["path"]: x for x in s0["iocost_cgroups"] if x["device"]["name"] == "nvme0n1"}
+ha, hb = cg.get("/ic-a", {}).get("hweight_active_ratio", 0), cg.get("/ic-b", {}).get("hweight_active_ratio", 0)
+print(("OK" if abs(ha - 1 / 6) <= 0.2 / 6 and abs(hb - 5 / 6) <= 0.2 * 5 / 6 else "BAD"), "hweight",
+      f"hweight_active ic-a {ha:.4f} ic-b {hb:.4f} (configured 1/6, 5/6; kernel's cached {cg.get('/ic-a', {}).get('hweight_active_cached_ratio')}, {cg.get('/ic-b', {}).get('hweight_active_cached_ratio')}); weights {cg.get('/ic-a', {}).get('weight')} {cg.get('/ic-b', {}).get('weight')}")
+d = [x for x in s1["iocost_devices"] if x["device"]["name"] == "nvme0n1"]
+v, vs = (d[0]["vrate_ratio"], d[0]["io_stat_vrate_ratio"]) if d else (None, None)
+print(("OK" if d and vs is not None and abs(v - vs) <= 0.0001 + 0.005 * vs else "BAD"), "vrate",
+      f"iowarden vrate {v} (effective {d and d[0]['vrate_effective_ratio']}) vs io.stat cost.vrate {vs}; qos {d and d[0]['qos']}; min/max {d and (d[0]['qos_vrate_min_ratio'], d[0]['qos_vrate_max_ratio'])}")
+for p in ("/ic-a", "/ic-b"):
+    x = cg.get(p, {})
+    print("  ", p, {k: x.get(k) for k in ("active", "hweight_active_cached_ratio", "inuse", "hweight_inuse_ratio", "debt_seconds", "delay_seconds", "activations", "idles", "usage_seconds")})
+PY
+cat $SCRATCH/iocost-check
+ok "iocost: hweight_active matches the configured 100:500 share" "grep -q '^OK hweight' $SCRATCH/iocost-check"
+ok "iocost: I/O shares follow the weights within 20%" "grep -q '^OK share' $SCRATCH/iocost-check"
+ok "iocost: iowarden's vrate equals io.stat cost.vrate" "grep -q '^OK vrate' $SCRATCH/iocost-check"
+python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9621/metrics").read().decode())' > $SCRATCH/iocost-metrics
+grep -E '^iowarden_iocost_(vrate_ratio|hweight_active|weight|usage)' $SCRATCH/iocost-metrics | head
+ok "iocost metrics exported" "grep -q '^iowarden_iocost_hweight_active_ratio' $SCRATCH/iocost-metrics && grep -q '^iowarden_iocost_vrate_ratio' $SCRATCH/iocost-metrics"
+kill $IW; wait $IW 2>/dev/null
+
+# Restore: iocost off and automatic parameters again (or the lines we found).
+echo "$MM enable=0" > $CG/io.cost.qos
+echo "$MM ctrl=auto" > $CG/io.cost.qos
+echo "$MM ctrl=auto" > $CG/io.cost.model
+rmdir $CG/ic-a $CG/ic-b
+now_qos=$(grep "^$MM " $CG/io.cost.qos || true)
+now_model=$(grep "^$MM " $CG/io.cost.model || true)
+echo "  after: qos '${now_qos}' model '${now_model}'"
+# The kernel keeps a device's line once iocost was configured on it: with no
+# line before, "restored" means disabled and back to automatic parameters.
+if [ -z "$orig_qos" ]; then
+  ok "iocost: qos and model restored (off, automatic)" "echo \"\$now_qos\" | grep -q 'enable=0 ctrl=auto' && echo \"\$now_model\" | grep -q 'ctrl=auto'"
+else
+  ok "iocost: qos and model restored" "[ \"\$now_qos\" = \"\$orig_qos\" ] && [ \"\$now_model\" = \"\$orig_model\" ]"
+fi
+ok "iocost: test cgroups removed" "[ ! -e $CG/ic-a ] && [ ! -e $CG/ic-b ]"
