@@ -18,6 +18,7 @@ pub mod daemon;
 pub mod devices;
 pub mod duration;
 pub mod hist;
+pub mod knobs;
 pub mod monitor;
 pub mod preflight;
 pub mod selfstats;
