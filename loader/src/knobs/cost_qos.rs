@@ -8,7 +8,10 @@
 
 use std::fmt;
 
-use super::fields::{self, opt, parse_fixed_in, parse_in, write_fields, Fixed2, Layout};
+use super::fields::{
+    self, opt, parse_fixed_in, parse_in, write_fields, Fixed2, Layout, PCT_MAX, VRATE_MAX,
+    VRATE_MIN,
+};
 use super::{DevNum, KnobError};
 
 const KNOB: &str = "io.cost.qos";
@@ -93,11 +96,11 @@ impl CostQos {
                     "ctrl"
                 }
                 "rpct" => {
-                    q.rpct = Some(parse_fixed_in(KNOB, k, v, 0, 100_00)?);
+                    q.rpct = Some(parse_fixed_in(KNOB, k, v, 0, PCT_MAX)?);
                     "rpct"
                 }
                 "wpct" => {
-                    q.wpct = Some(parse_fixed_in(KNOB, k, v, 0, 100_00)?);
+                    q.wpct = Some(parse_fixed_in(KNOB, k, v, 0, PCT_MAX)?);
                     "wpct"
                 }
                 "rlat" => {
@@ -109,11 +112,11 @@ impl CostQos {
                     "wlat"
                 }
                 "min" => {
-                    q.min = Some(parse_fixed_in(KNOB, k, v, 1_00, 10000_00)?);
+                    q.min = Some(parse_fixed_in(KNOB, k, v, VRATE_MIN, VRATE_MAX)?);
                     "min"
                 }
                 "max" => {
-                    q.max = Some(parse_fixed_in(KNOB, k, v, 1_00, 10000_00)?);
+                    q.max = Some(parse_fixed_in(KNOB, k, v, VRATE_MIN, VRATE_MAX)?);
                     "max"
                 }
                 _ => return Ok(None),

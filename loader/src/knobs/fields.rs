@@ -32,6 +32,12 @@ impl fmt::Display for KnobError {
 
 impl std::error::Error for KnobError {}
 
+/// 100 % in hundredths.
+pub(crate) const PCT_MAX: u64 = 100 * 100;
+/// iocost's vrate bounds (VRATE_MIN_PPM, VRATE_MAX_PPM) in hundredths of a percent.
+pub(crate) const VRATE_MIN: u64 = 100;
+pub(crate) const VRATE_MAX: u64 = 10_000 * 100;
+
 /// A decimal with two fractional digits, kept as hundredths: the kernel's
 /// `%u.%02u` (iocost percentages, vrate, PSI averages).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -122,7 +128,7 @@ pub(crate) fn parse_fixed_in(
     hi: u64,
 ) -> Result<Fixed2, KnobError> {
     let show = |v: u64| {
-        if v % 100 == 0 {
+        if (v / 100) * 100 == v {
             (v / 100).to_string()
         } else {
             Fixed2(v).to_string()

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use super::fields::{self, opt, parse_fixed_in, parse_u64, write_fields, Fixed2, Layout};
+use super::fields::{self, opt, parse_fixed_in, parse_u64, write_fields, Fixed2, Layout, PCT_MAX};
 use super::KnobError;
 
 const KNOB: &str = "io.pressure";
@@ -58,15 +58,15 @@ impl PsiLine {
         p.layout = fields::parse_fields(KNOB, toks, &mut extra, |k, v| {
             Ok(Some(match k {
                 "avg10" => {
-                    p.avg10 = Some(parse_fixed_in(KNOB, k, v, 0, 100_00)?);
+                    p.avg10 = Some(parse_fixed_in(KNOB, k, v, 0, PCT_MAX)?);
                     "avg10"
                 }
                 "avg60" => {
-                    p.avg60 = Some(parse_fixed_in(KNOB, k, v, 0, 100_00)?);
+                    p.avg60 = Some(parse_fixed_in(KNOB, k, v, 0, PCT_MAX)?);
                     "avg60"
                 }
                 "avg300" => {
-                    p.avg300 = Some(parse_fixed_in(KNOB, k, v, 0, 100_00)?);
+                    p.avg300 = Some(parse_fixed_in(KNOB, k, v, 0, PCT_MAX)?);
                     "avg300"
                 }
                 "total" => {
