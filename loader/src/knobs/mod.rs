@@ -7,6 +7,9 @@
 //! `8:0 rbps=max`). Display gives back exactly what the kernel prints for
 //! kernel output; keys this code does not know are kept, in order.
 
+// The filesystem and CLI parts; the fuzz crate (fuzz/) compiles only the
+// pure parsers, with --cfg fuzzing.
+#[cfg(not(fuzzing))]
 pub mod cli;
 pub mod cost_model;
 pub mod cost_qos;
@@ -16,9 +19,10 @@ pub mod max;
 pub mod pressure;
 pub mod stat;
 pub mod weight;
+#[cfg(not(fuzzing))]
 pub mod writer;
 
-mod fields;
+pub(crate) mod fields;
 
 pub use devnum::DevNum;
 pub use fields::{Fixed2, KnobError};

@@ -93,7 +93,13 @@ impl IoStat {
 
 impl fmt::Display for IoStat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The kernel prints "MAJ:MIN " and then the six I/O counters, or
+        // nothing for a device without I/O; what policies add starts with a
+        // blank of its own ("11:0 " alone, "8:0  cost.usage=0").
         write!(f, "{}", self.dev)?;
+        if self.counters[..6].iter().all(|c| c.is_none()) {
+            f.write_str(" ")?;
+        }
         let mut known: Vec<(&'static str, Option<String>)> = COUNTERS[..6]
             .iter()
             .enumerate()
@@ -125,6 +131,17 @@ mod tests {
         assert_eq!(v[0].cost_vrate, Some(Fixed2(10000)));
         assert_eq!(v[0].get("cost.usage"), Some(1234));
         assert_eq!(v[1].raw("use_delay").as_deref(), Some("0"));
+        assert_eq!(format_lines(&v), s);
+    }
+
+    #[test]
+    fn device_without_io_keeps_the_kernels_blank() {
+        // Real 6.1 output: sr0 (11:0) has no I/O; iocost adds its own blank.
+        let s = "259:0 rbytes=1343488 wbytes=0 rios=115 wios=0 dbytes=0 dios=0\n11:0 \n8:0  cost.usage=0\n";
+        let v = parse_all(s).unwrap();
+        assert_eq!(v[1].dev, DevNum::new(11, 0));
+        assert_eq!(v[1].get("rbytes"), None);
+        assert_eq!(v[2].get("cost.usage"), Some(0));
         assert_eq!(format_lines(&v), s);
     }
 
