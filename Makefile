@@ -4,7 +4,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 BIN := target/release/iowarden
 
-.PHONY: all deps build test lint vmtest demo bench clean dashboards
+.PHONY: all deps build test lint vmtest demo bench clean dashboards fuzz-build fuzz
 
 all: build
 
@@ -20,7 +20,7 @@ lint: deps
 
 # Unit tests (pure logic) and integration tests against the real kernel:
 # BPF loading, loop devices, cgroups, fio, promtool. Needs root.
-test: build lint
+test: build lint fuzz-build
 	$(CARGO) test --release --locked --workspace -- --test-threads=1
 	$(MAKE) vmtest
 
@@ -29,6 +29,19 @@ test: build lint
 # KERNEL=/path/to/bzImage to test your own kernel.
 vmtest: build
 	IOWARDEN_BIN=$(CURDIR)/$(BIN) KERNEL=$(KERNEL) tests/vmtest/run.sh
+
+# Fuzz targets for the knob parsers (fuzz/, own workspace; nightly + cargo-fuzz).
+FUZZ_TARGETS := cost_qos cost_model weight max latency stat pressure devnum
+FUZZ_SECS ?= 60
+fuzz-build: deps
+	cd fuzz && $(CARGO) +nightly fuzz build -O
+
+# Each target for FUZZ_SECS seconds from the seeds in fuzz/corpus; a finding
+# lands in fuzz/artifacts/<target>/ and fails the run.
+fuzz: fuzz-build
+	set -o pipefail; cd fuzz && for t in $(FUZZ_TARGETS); do \
+	  $(CARGO) +nightly fuzz run -O $$t -- -max_total_time=$(FUZZ_SECS) 2>&1 | grep -E '^(Done|==|SUMMARY)|panicked' || exit 1; \
+	done
 
 demo: build
 	examples/noisy-neighbour/run.sh

@@ -40,3 +40,13 @@ if ! command -v cargo >/dev/null; then
   echo "install-deps: no Rust toolchain (cargo) found; install Rust >= 1.80 (rustup) and re-run" >&2
   exit 1
 fi
+
+# Fuzzing the knob parsers (make fuzz-build / make fuzz): nightly toolchain and cargo-fuzz.
+if command -v rustup >/dev/null && ! rustup toolchain list | grep -q '^nightly'; then
+  echo "install-deps: installing the nightly Rust toolchain (for cargo-fuzz)"
+  rustup toolchain install nightly --profile minimal
+fi
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "install-deps: installing cargo-fuzz"
+  cargo install --locked cargo-fuzz
+fi

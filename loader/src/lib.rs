@@ -42,6 +42,7 @@ pub mod duration;
 pub mod extensions;
 pub mod hist;
 pub mod iocost;
+pub mod knobs;
 pub mod monitor;
 pub mod nvme;
 pub mod preflight;

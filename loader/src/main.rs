@@ -91,6 +91,11 @@ enum Cmd {
         #[arg(long, default_value = "1s", value_parser = parse_duration)]
         wait: Duration,
     },
+    /// Read, set and restore cgroup v2 io.* knobs (journaled, restorable)
+    Knob {
+        #[command(subcommand)]
+        cmd: iowarden::knobs::cli::KnobCmd,
+    },
 }
 
 fn tracer_config(t: &TraceArgs) -> Result<TracerConfig> {
@@ -141,6 +146,7 @@ fn main() {
 
 fn real_main(cli: Cli) -> Result<()> {
     match cli.cmd {
+        Cmd::Knob { cmd } => iowarden::knobs::cli::run(cmd),
         Cmd::Run {
             trace,
             listen,

@@ -1,0 +1,124 @@
+//! `iowarden knob get|set|restore`.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Subcommand;
+
+use super::writer::{self, Writer, WriterConfig, DEFAULT_STATE_DIR};
+use crate::duration::parse_duration;
+
+#[derive(Subcommand, Debug)]
+pub enum KnobCmd {
+    /// Print a cgroup io.* file, parsed and checked (exit 1 if it does not parse)
+    Get {
+        /// e.g. /sys/fs/cgroup/io.cost.qos or /sys/fs/cgroup/app/io.weight
+        path: PathBuf,
+    },
+    /// Write one value (journaled first). Without --hold the change is kept;
+    /// with --hold it is restored after SECS, on SIGINT/SIGTERM, or by the
+    /// next iowarden run if this one is killed
+    Set {
+        path: PathBuf,
+        /// Write-side form, e.g. '259:0 enable=1 rlat=2000', 'default 100', '8:0 rbps=max'
+        value: String,
+        /// Print what would be written and restored; write nothing
+        #[arg(long)]
+        dry_run: bool,
+        /// Where the journal of previous values lives
+        #[arg(long, default_value = DEFAULT_STATE_DIR)]
+        state_dir: PathBuf,
+        /// Keep the change this many seconds, then restore it
+        #[arg(long, value_name = "SECS")]
+        hold: Option<f64>,
+        /// Minimum time between io.cost.* writes to one device (each freezes its queue)
+        #[arg(long, default_value = "1s", value_parser = parse_duration)]
+        iocost_interval: Duration,
+    },
+    /// Restore what a killed or crashed run left changed
+    Restore {
+        #[arg(long, default_value = DEFAULT_STATE_DIR)]
+        state_dir: PathBuf,
+        /// Say what would be restored; write nothing
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+fn say(msgs: &[String]) {
+    for m in msgs {
+        eprintln!("iowarden: {m}");
+    }
+}
+
+pub fn run(cmd: KnobCmd) -> Result<()> {
+    match cmd {
+        KnobCmd::Get { path } => {
+            print!("{}", writer::get(&path)?);
+            Ok(())
+        }
+        KnobCmd::Restore { state_dir, dry_run } => {
+            let mut w = Writer::new(WriterConfig {
+                state_dir,
+                dry_run,
+                ..WriterConfig::default()
+            });
+            let msgs = w.recover()?;
+            if msgs.is_empty() {
+                eprintln!("iowarden: nothing to restore");
+            }
+            say(&msgs);
+            Ok(())
+        }
+        KnobCmd::Set {
+            path,
+            value,
+            dry_run,
+            state_dir,
+            hold,
+            iocost_interval,
+        } => {
+            let hold = match hold {
+                Some(h) if !(h.is_finite() && h >= 0.0) => {
+                    bail!("--hold {h}: not a number of seconds")
+                }
+                Some(h) => Some(Duration::from_secs_f64(h)),
+                None => None,
+            };
+            let stop = Arc::new(AtomicBool::new(false));
+            if hold.is_some() && !dry_run {
+                let s = stop.clone();
+                ctrlc::set_handler(move || s.store(true, Ordering::Relaxed))
+                    .context("installing the SIGINT/SIGTERM handler")?;
+            }
+            let mut w = Writer::new(WriterConfig {
+                state_dir,
+                dry_run,
+                iocost_min_interval: iocost_interval,
+            });
+            say(&w.recover()?);
+            let msg = w.set(&path, &value)?;
+            eprintln!("iowarden: {msg}");
+            if dry_run {
+                return Ok(());
+            }
+            let Some(hold) = hold else {
+                w.keep_all()?;
+                eprintln!("iowarden: change kept (use --hold SECS for a temporary one)");
+                return Ok(());
+            };
+            let start = Instant::now();
+            while start.elapsed() < hold && !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(20).min(hold));
+            }
+            if stop.load(Ordering::Relaxed) {
+                eprintln!("iowarden: signal received, restoring");
+            }
+            say(&w.restore_all()?);
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! io.cost.model (root cgroup only): iocost's linear device cost model.
+//!
+//! Kernel output (ioc_cost_model_prfill):
+//! `MAJ:MIN ctrl=auto|user model=linear rbps=%llu rseqiops=%llu rrandiops=%llu wbps=%llu wseqiops=%llu wrandiops=%llu`.
+//! Writes take any subset; `model` must be `linear`; a coefficient makes the
+//! model ctrl=user. Newer kernels may add keys: kept, in order.
+
+use std::fmt;
+
+use super::cost_qos::Ctrl;
+use super::fields::{self, opt, parse_in, write_fields, Layout};
+use super::{DevNum, KnobError};
+
+const KNOB: &str = "io.cost.model";
+
+/// The six coefficients, in the order the kernel prints them.
+pub const COEFS: [&str; 6] = [
+    "rbps",
+    "rseqiops",
+    "rrandiops",
+    "wbps",
+    "wseqiops",
+    "wrandiops",
+];
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CostModel {
+    pub dev: DevNum,
+    pub ctrl: Option<Ctrl>,
+    /// Always `linear` today; kept as text for Display.
+    pub model: Option<String>,
+    /// rbps, rseqiops, rrandiops, wbps, wseqiops, wrandiops (see COEFS).
+    pub coefs: [Option<u64>; 6],
+    pub extra: Vec<(String, String)>,
+    layout: Layout,
+}
+
+impl CostModel {
+    pub fn new(dev: DevNum) -> CostModel {
+        CostModel {
+            dev,
+            ctrl: None,
+            model: None,
+            coefs: [None; 6],
+            extra: Vec::new(),
+            layout: Layout::default(),
+        }
+    }
+
+    pub fn coef(&self, name: &str) -> Option<u64> {
+        COEFS
+            .iter()
+            .position(|c| *c == name)
+            .and_then(|i| self.coefs[i])
+    }
+
+    pub fn parse(line: &str) -> Result<CostModel, KnobError> {
+        let (dev, toks) = DevNum::split_line(KNOB, line)?;
+        let mut m = CostModel::new(dev);
+        let mut extra = Vec::new();
+        m.layout = fields::parse_fields(KNOB, toks, &mut extra, |k, v| {
+            Ok(Some(match k {
+                "ctrl" => {
+                    m.ctrl = Some(Ctrl::parse(KNOB, v)?);
+                    "ctrl"
+                }
+                "model" => {
+                    if v != "linear" {
+                        return Err(KnobError::new(
+                            KNOB,
+                            format!("model={v} unsupported (only linear)"),
+                        ));
+                    }
+                    m.model = Some(v.to_string());
+                    "model"
+                }
+                _ => match COEFS.iter().position(|c| *c == k) {
+                    // A zero rate would make every I/O infinitely expensive.
+                    Some(i) => {
+                        m.coefs[i] = Some(parse_in(KNOB, k, v, 1, u64::MAX)?);
+                        COEFS[i]
+                    }
+                    None => return Ok(None),
+                },
+            }))
+        })?;
+        m.extra = extra;
+        Ok(m)
+    }
+
+    /// The write that puts this state back.
+    pub fn restore_line(&self) -> String {
+        match self.ctrl {
+            Some(Ctrl::Auto) => format!("{} ctrl=auto", self.dev),
+            _ => {
+                let mut m = self.clone();
+                m.extra.clear();
+                m.to_string()
+            }
+        }
+    }
+}
+
+impl fmt::Display for CostModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.dev)?;
+        let mut known = vec![("ctrl", opt(&self.ctrl)), ("model", self.model.clone())];
+        for (i, c) in COEFS.iter().enumerate() {
+            known.push((c, opt(&self.coefs[i])));
+        }
+        write_fields(f, &self.layout, &known, &self.extra)
+    }
+}
+
+pub fn parse_all(content: &str) -> Result<Vec<CostModel>, KnobError> {
+    fields::lines(content).map(CostModel::parse).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::knobs::fields::format_lines;
+
+    const KERNEL: &str = "259:0 ctrl=auto model=linear rbps=2706339840 rseqiops=89698 rrandiops=110036 wbps=1063126016 wseqiops=135560 wrandiops=130734\n";
+
+    #[test]
+    fn kernel_output_round_trips() {
+        let v = parse_all(KERNEL).unwrap();
+        assert_eq!(v[0].ctrl, Some(Ctrl::Auto));
+        assert_eq!(v[0].coef("rbps"), Some(2706339840));
+        assert_eq!(v[0].coef("wrandiops"), Some(130734));
+        assert_eq!(format_lines(&v), KERNEL);
+        assert_eq!(v[0].restore_line(), "259:0 ctrl=auto");
+    }
+
+    #[test]
+    fn write_side_and_unknown() {
+        let m = CostModel::parse("8:0 rbps=1000000 wrandiops=500").unwrap();
+        assert_eq!(m.to_string(), "8:0 rbps=1000000 wrandiops=500");
+        let s = "8:0 ctrl=user model=linear rbps=1 rseqiops=2 rrandiops=3 wbps=4 wseqiops=5 wrandiops=6 dbps=7";
+        let m = CostModel::parse(s).unwrap();
+        assert_eq!(m.to_string(), s);
+        assert_eq!(m.restore_line(), s.strip_suffix(" dbps=7").unwrap());
+    }
+
+    #[test]
+    fn rejects() {
+        let e = |s: &str| CostModel::parse(s).unwrap_err().to_string();
+        assert_eq!(
+            e("8:0 rbps=0"),
+            "io.cost.model: rbps=0 out of range 1..=18446744073709551615"
+        );
+        assert_eq!(
+            e("8:0 model=quadratic"),
+            "io.cost.model: model=quadratic unsupported (only linear)"
+        );
+        assert!(e("8:0 wbps=-1").contains("not a number"));
+        assert!(e("8:0 wbps=18446744073709551616").contains("out of range"));
+    }
+}

@@ -1,0 +1,489 @@
+//! Writes io.* knobs safely: the previous value goes to a journal (JSON
+//! lines, fsynced) before each write; `dry_run` writes nothing; io.cost.*
+//! writes are spaced per device (each freezes and quiesces the queue);
+//! `restore_all` (also on Drop) puts every changed knob back; a later run
+//! restores what a killed run left changed, and says so.
+//!
+//! Journal: `<state_dir>/journal-<pid>-<nanos>.jsonl`, flock'ed by its run.
+//! A journal whose lock can be taken belongs to a run that is gone.
+
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::{DevNum, KnobKind};
+
+pub const DEFAULT_STATE_DIR: &str = "/var/lib/iowarden";
+pub const DEFAULT_IOCOST_INTERVAL: Duration = Duration::from_secs(1);
+const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
+
+#[derive(Clone, Debug)]
+pub struct WriterConfig {
+    pub state_dir: PathBuf,
+    pub dry_run: bool,
+    /// Minimum time between two io.cost.* writes to the same device.
+    pub iocost_min_interval: Duration,
+}
+
+impl Default for WriterConfig {
+    fn default() -> Self {
+        WriterConfig {
+            state_dir: PathBuf::from(DEFAULT_STATE_DIR),
+            dry_run: false,
+            iocost_min_interval: DEFAULT_IOCOST_INTERVAL,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone)]
+#[serde(tag = "op", rename_all = "lowercase")]
+enum Record {
+    /// About to write `value` to `path`, which held `previous`.
+    Set {
+        id: u64,
+        pid: u32,
+        time: u64,
+        path: PathBuf,
+        previous: String,
+        value: String,
+    },
+    /// Entry `id` needs no restore any more (restored, kept, or never written).
+    Done { id: u64, how: String },
+}
+
+#[derive(Debug, Clone)]
+struct Change {
+    id: u64,
+    path: PathBuf,
+    kind: KnobKind,
+    previous: String,
+    value: String,
+}
+
+pub struct Writer {
+    cfg: WriterConfig,
+    journal: Option<(PathBuf, File)>,
+    changes: Vec<Change>,
+    next_id: u64,
+    last_cost_write: HashMap<DevNum, Instant>,
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn kind_of(path: &Path) -> Result<KnobKind> {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .and_then(KnobKind::from_file_name)
+        .ok_or_else(|| {
+            anyhow!(
+                "{}: not a cgroup io knob (io.cost.qos, io.cost.model, io.weight, io.max, io.latency, io.stat, io.pressure)",
+                path.display()
+            )
+        })
+}
+
+fn is_cgroupfs(path: &Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c is a valid NUL-terminated path, st a valid out-pointer.
+    let rc = unsafe { libc::statfs(c.as_ptr(), &mut st) };
+    rc == 0 && st.f_type as i64 == CGROUP2_SUPER_MAGIC
+}
+
+/// The cgroup directory must exist; a vanished cgroup is a clear error.
+fn check_cgroup(path: &Path) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    if !dir.is_dir() {
+        bail!(
+            "cgroup {} does not exist (vanished?); nothing changed",
+            dir.display()
+        );
+    }
+    if !path.exists() {
+        bail!(
+            "{} does not exist (io controller not enabled for this cgroup, or a root-only knob); nothing changed",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// One write(2) of `data` to `path` (cgroupfs takes one command per write).
+fn write_once(path: &Path, data: &str, truncate: bool) -> Result<()> {
+    let mut f = OpenOptions::new()
+        .write(true)
+        .truncate(truncate)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    let n = f.write(data.as_bytes()).map_err(|e| {
+        let what = match e.raw_os_error() {
+            Some(libc::EINVAL) => "the kernel refused the value".to_string(),
+            Some(libc::ENODEV) | Some(libc::ENOENT) => "cgroup or device gone".to_string(),
+            _ => e.to_string(),
+        };
+        anyhow!(
+            "writing '{}' to {}: {what} ({e})",
+            data.trim_end(),
+            path.display()
+        )
+    })?;
+    if n != data.len() {
+        bail!(
+            "short write to {} ({n} of {} bytes)",
+            path.display(),
+            data.len()
+        );
+    }
+    Ok(())
+}
+
+fn flock(f: &File, nonblock: bool) -> bool {
+    let op = libc::LOCK_EX | if nonblock { libc::LOCK_NB } else { 0 };
+    // SAFETY: a valid open fd.
+    unsafe { libc::flock(f.as_raw_fd(), op) == 0 }
+}
+
+fn fsync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+impl Writer {
+    pub fn new(cfg: WriterConfig) -> Writer {
+        Writer {
+            cfg,
+            journal: None,
+            changes: Vec::new(),
+            next_id: 1,
+            last_cost_write: HashMap::new(),
+        }
+    }
+
+    pub fn config(&self) -> &WriterConfig {
+        &self.cfg
+    }
+
+    /// Knobs this run has changed and not yet restored.
+    pub fn pending(&self) -> usize {
+        self.changes.len()
+    }
+
+    /// Waits until an io.cost.* write to `dev` is allowed, and books it.
+    fn pace(&mut self, kind: KnobKind, dev: Option<DevNum>) {
+        let (true, Some(dev)) = (kind.freezes_queue(), dev) else {
+            return;
+        };
+        if let Some(last) = self.last_cost_write.get(&dev) {
+            let since = last.elapsed();
+            if since < self.cfg.iocost_min_interval {
+                std::thread::sleep(self.cfg.iocost_min_interval - since);
+            }
+        }
+        self.last_cost_write.insert(dev, Instant::now());
+    }
+
+    fn append(&mut self, rec: &Record) -> Result<()> {
+        if self.journal.is_none() {
+            fs::create_dir_all(&self.cfg.state_dir).with_context(|| {
+                format!("creating state directory {}", self.cfg.state_dir.display())
+            })?;
+            let nanos = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0);
+            let p = self
+                .cfg
+                .state_dir
+                .join(format!("journal-{}-{nanos}.jsonl", std::process::id()));
+            let f = OpenOptions::new()
+                .create_new(true)
+                .append(true)
+                .open(&p)
+                .with_context(|| format!("creating journal {}", p.display()))?;
+            if !flock(&f, true) {
+                bail!("locking journal {}", p.display());
+            }
+            fsync_dir(&self.cfg.state_dir);
+            self.journal = Some((p, f));
+        }
+        let (p, f) = self.journal.as_mut().expect("opened above");
+        let mut line = serde_json::to_string(rec)?;
+        line.push('\n');
+        f.write_all(line.as_bytes())
+            .and_then(|_| f.sync_all())
+            .with_context(|| format!("writing journal {}", p.display()))
+    }
+
+    /// Sets `path` to `value` (one write-side line); returns what it did.
+    pub fn set(&mut self, path: &Path, value: &str) -> Result<String> {
+        let kind = kind_of(path)?;
+        let dev = kind.check_write(value)?;
+        let value = value.trim_end_matches('\n').to_string();
+        check_cgroup(path)?;
+        let previous = fs::read_to_string(path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                anyhow!("cgroup of {} vanished; nothing changed", path.display())
+            } else {
+                anyhow!("reading {}: {e}", path.display())
+            }
+        })?;
+        // Refuse what we could not put back.
+        let undo = kind.restore_commands(&previous, &value).with_context(|| {
+            format!(
+                "current value of {} does not parse; refusing to change what could not be restored",
+                path.display()
+            )
+        })?;
+        if self.cfg.dry_run {
+            return Ok(format!(
+                "dry-run: would write '{value}' to {} (now: '{}'); restore would write: '{}'",
+                path.display(),
+                previous.trim_end().replace('\n', "\\n"),
+                undo.join("' then '")
+            ));
+        }
+        self.pace(kind, dev);
+        let id = self.next_id;
+        self.next_id += 1;
+        self.append(&Record::Set {
+            id,
+            pid: std::process::id(),
+            time: now_secs(),
+            path: path.to_path_buf(),
+            previous: previous.clone(),
+            value: value.clone(),
+        })?;
+        let data = format!("{value}\n");
+        if let Err(e) = write_once(path, &data, !is_cgroupfs(path)) {
+            let _ = self.append(&Record::Done {
+                id,
+                how: "write failed".into(),
+            });
+            return Err(e.context("nothing changed"));
+        }
+        self.changes.push(Change {
+            id,
+            path: path.to_path_buf(),
+            kind,
+            previous: previous.clone(),
+            value: value.clone(),
+        });
+        Ok(format!(
+            "wrote '{value}' to {} (was: '{}')",
+            path.display(),
+            previous.trim_end().replace('\n', "\\n")
+        ))
+    }
+
+    /// Keeps every change made so far: nothing will be restored.
+    pub fn keep_all(&mut self) -> Result<()> {
+        for c in std::mem::take(&mut self.changes) {
+            self.append(&Record::Done {
+                id: c.id,
+                how: "kept".into(),
+            })?;
+        }
+        self.remove_journal();
+        Ok(())
+    }
+
+    fn restore_change(&mut self, c: &Change) -> Result<String> {
+        let dir = c.path.parent().unwrap_or(Path::new("/"));
+        if !dir.is_dir() {
+            return Ok(format!(
+                "{}: cgroup is gone, nothing to restore",
+                c.path.display()
+            ));
+        }
+        if is_cgroupfs(&c.path) {
+            let cmds = c.kind.restore_commands(&c.previous, &c.value)?;
+            for cmd in &cmds {
+                let dev = c.kind.check_write(cmd).ok().flatten();
+                self.pace(c.kind, dev);
+                write_once(&c.path, &format!("{cmd}\n"), false)?;
+            }
+        } else {
+            // A regular file standing in for a knob (tests): put the bytes back.
+            self.pace(c.kind, c.kind.check_write(&c.value).ok().flatten());
+            write_once(&c.path, &c.previous, true)?;
+        }
+        Ok(format!(
+            "restored {} to '{}'",
+            c.path.display(),
+            c.previous.trim_end().replace('\n', "\\n")
+        ))
+    }
+
+    /// Puts back every knob this run changed, newest first. Returns one
+    /// message per knob; errors are collected, the others still restored.
+    pub fn restore_all(&mut self) -> Result<Vec<String>> {
+        let mut msgs = Vec::new();
+        let mut errs = Vec::new();
+        while let Some(c) = self.changes.pop() {
+            match self.restore_change(&c) {
+                Ok(m) => {
+                    self.append(&Record::Done {
+                        id: c.id,
+                        how: "restored".into(),
+                    })?;
+                    msgs.push(m);
+                }
+                Err(e) => errs.push(format!("{}: {e:#}", c.path.display())),
+            }
+        }
+        if errs.is_empty() {
+            self.remove_journal();
+            Ok(msgs)
+        } else {
+            bail!("could not restore: {}", errs.join("; "))
+        }
+    }
+
+    fn remove_journal(&mut self) {
+        if let Some((p, _f)) = self.journal.take() {
+            let _ = fs::remove_file(&p);
+            fsync_dir(&self.cfg.state_dir);
+        }
+    }
+
+    /// Restores what runs that are gone (killed, crashed) left changed:
+    /// one message per knob. Journals of live runs are left alone.
+    pub fn recover(&mut self) -> Result<Vec<String>> {
+        let dir = self.cfg.state_dir.clone();
+        let Ok(rd) = fs::read_dir(&dir) else {
+            return Ok(Vec::new());
+        };
+        let mut journals: Vec<PathBuf> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("journal-") && n.ends_with(".jsonl"))
+            })
+            .filter(|p| self.journal.as_ref().map(|(o, _)| o) != Some(p))
+            .collect();
+        journals.sort();
+        let mut msgs = Vec::new();
+        let mut errs = Vec::new();
+        for jp in journals {
+            let Ok(f) = OpenOptions::new().read(true).append(true).open(&jp) else {
+                continue;
+            };
+            if !flock(&f, true) {
+                continue; // a live run holds it
+            }
+            let mut sets: Vec<(u64, u32, PathBuf, String, String)> = Vec::new();
+            for line in BufReader::new(&f).lines().map_while(|l| l.ok()) {
+                match serde_json::from_str::<Record>(&line) {
+                    Ok(Record::Set {
+                        id,
+                        pid,
+                        path,
+                        previous,
+                        value,
+                        ..
+                    }) => sets.push((id, pid, path, previous, value)),
+                    Ok(Record::Done { id, .. }) => sets.retain(|s| s.0 != id),
+                    Err(_) => {} // a torn last line from a crash
+                }
+            }
+            let mut done_paths: HashMap<PathBuf, String> = HashMap::new();
+            let mut failed = false;
+            let mut jf = f;
+            for (id, pid, path, previous, value) in sets.into_iter().rev() {
+                let kind = match kind_of(&path) {
+                    Ok(k) => k,
+                    Err(_) => continue,
+                };
+                if self.cfg.dry_run {
+                    done_paths.insert(
+                        path.clone(),
+                        format!(
+                            "dry-run: would restore {} to '{}' (left changed by pid {pid}, which did not exit cleanly)",
+                            path.display(),
+                            previous.trim_end().replace('\n', "\\n")
+                        ),
+                    );
+                    continue;
+                }
+                let c = Change {
+                    id,
+                    path: path.clone(),
+                    kind,
+                    previous,
+                    value,
+                };
+                match self.restore_change(&c) {
+                    Ok(m) => {
+                        let rec = serde_json::to_string(&Record::Done {
+                            id,
+                            how: "recovered".into(),
+                        })?;
+                        let _ = writeln!(jf, "{rec}").and_then(|_| jf.sync_all());
+                        done_paths.insert(
+                            path,
+                            format!("{m} (left changed by pid {pid}, which did not exit cleanly)"),
+                        );
+                    }
+                    Err(e) => {
+                        failed = true;
+                        errs.push(format!("{}: {e:#}", path.display()));
+                    }
+                }
+            }
+            let mut v: Vec<_> = done_paths.into_values().collect();
+            v.sort();
+            msgs.extend(v);
+            if !failed && !self.cfg.dry_run {
+                let _ = fs::remove_file(&jp);
+                fsync_dir(&dir);
+            }
+        }
+        if errs.is_empty() {
+            Ok(msgs)
+        } else {
+            bail!(
+                "{}could not restore: {}",
+                msgs.iter().map(|m| format!("{m}; ")).collect::<String>(),
+                errs.join("; ")
+            )
+        }
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        if !self.changes.is_empty() {
+            match self.restore_all() {
+                Ok(msgs) => msgs.iter().for_each(|m| eprintln!("iowarden: {m}")),
+                Err(e) => eprintln!("iowarden: error: {e:#}"),
+            }
+        }
+    }
+}
+
+/// Reads a knob file and returns it parsed and formatted again.
+pub fn get(path: &Path) -> Result<String> {
+    let kind = kind_of(path)?;
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    if !dir.is_dir() {
+        bail!("cgroup {} does not exist", dir.display());
+    }
+    let s = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(kind.normalize(&s)?)
+}

@@ -1,0 +1,326 @@
+//! `iowarden knob` against regular files standing in for cgroup knobs.
+//!
+//! This host runs cgroup v1 (blkio), so it has no io.weight / io.cost.* files:
+//! here the knobs are plain files in a tempdir, which exercises the journal,
+//! dry-run, restore-on-exit, signals and crash recovery. The writer sees they
+//! are not cgroupfs and puts the previous bytes back verbatim. The real knobs
+//! (cgroup v2, iocost on NVMe) are tested in the guest: tests/vmtest/guest/t-40-knobs.sh.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_iowarden");
+const QOS: &str =
+    "259:0 enable=1 ctrl=user rpct=95.00 rlat=5000 wpct=95.00 wlat=5000 min=50.00 max=150.00\n";
+
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    cg: PathBuf,
+    state: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let tmp = tempfile::tempdir().unwrap();
+        let cg = tmp.path().join("cg");
+        fs::create_dir(&cg).unwrap();
+        fs::write(cg.join("io.weight"), "default 100\n259:0 250\n").unwrap();
+        fs::write(cg.join("io.cost.qos"), QOS).unwrap();
+        let state = tmp.path().join("state");
+        Fixture {
+            _tmp: tmp,
+            cg,
+            state,
+        }
+    }
+    fn knob(&self, name: &str) -> PathBuf {
+        self.cg.join(name)
+    }
+    fn journals(&self) -> Vec<String> {
+        fs::read_dir(&self.state)
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| fs::read_to_string(e.path()).unwrap())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+    fn args(&self, extra: &[&str]) -> Vec<String> {
+        let mut a: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        a.push("--state-dir".into());
+        a.push(self.state.display().to_string());
+        a
+    }
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(BIN).args(self.args(args)).output().unwrap()
+    }
+    fn spawn(&self, args: &[&str]) -> Child {
+        Command::new(BIN)
+            .args(self.args(args))
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn wait_for(path: &Path, want: &str) {
+    let t = Instant::now();
+    while fs::read_to_string(path).unwrap() != want {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "{} never became {want:?}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: plain kill(2) on our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+}
+
+#[test]
+fn journal_holds_previous_value_before_the_change() {
+    let f = Fixture::new();
+    let w = f.knob("io.weight");
+    let mut child = f.spawn(&[
+        "knob",
+        "set",
+        w.to_str().unwrap(),
+        "default 50",
+        "--hold",
+        "60",
+    ]);
+    wait_for(&w, "default 50\n");
+    let j = f.journals();
+    assert_eq!(j.len(), 1, "one journal while the change is held");
+    let rec: serde_json::Value = serde_json::from_str(j[0].lines().next().unwrap()).unwrap();
+    assert_eq!(rec["op"], "set");
+    assert_eq!(rec["previous"], "default 100\n259:0 250\n");
+    assert_eq!(rec["value"], "default 50");
+    assert_eq!(rec["path"], w.to_str().unwrap());
+    signal(&child, libc::SIGTERM);
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn dry_run_writes_nothing() {
+    let f = Fixture::new();
+    let q = f.knob("io.cost.qos");
+    let o = f.run(&[
+        "knob",
+        "set",
+        q.to_str().unwrap(),
+        "259:0 rlat=2000",
+        "--dry-run",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("dry-run: would write '259:0 rlat=2000'"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(fs::read_to_string(&q).unwrap(), QOS);
+    assert!(!f.state.exists(), "dry-run created the state dir");
+}
+
+#[test]
+fn restores_on_normal_exit() {
+    let f = Fixture::new();
+    let q = f.knob("io.cost.qos");
+    let o = f.run(&[
+        "knob",
+        "set",
+        q.to_str().unwrap(),
+        "259:0 enable=1 rlat=2000",
+        "--hold",
+        "0.2",
+        "--iocost-interval",
+        "100ms",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("restored"), "{}", stderr(&o));
+    assert_eq!(fs::read_to_string(&q).unwrap(), QOS);
+    assert!(f.journals().is_empty(), "journal left after a clean exit");
+}
+
+#[test]
+fn iocost_writes_are_rate_limited() {
+    let f = Fixture::new();
+    let q = f.knob("io.cost.qos");
+    let t = Instant::now();
+    // set + restore on one device: the restore waits out the 1 s interval.
+    let o = f.run(&[
+        "knob",
+        "set",
+        q.to_str().unwrap(),
+        "259:0 rlat=2000",
+        "--hold",
+        "0",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        t.elapsed() >= Duration::from_millis(950),
+        "{:?}",
+        t.elapsed()
+    );
+    assert_eq!(fs::read_to_string(&q).unwrap(), QOS);
+}
+
+#[test]
+fn restores_after_sigterm_and_sigint() {
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        let f = Fixture::new();
+        let w = f.knob("io.weight");
+        let mut child = f.spawn(&[
+            "knob",
+            "set",
+            w.to_str().unwrap(),
+            "259:0 7",
+            "--hold",
+            "60",
+        ]);
+        wait_for(&w, "259:0 7\n");
+        signal(&child, sig);
+        let t = Instant::now();
+        let st = child.wait().unwrap();
+        assert!(st.success(), "signal {sig}: {st}");
+        assert!(t.elapsed() < Duration::from_secs(10));
+        assert_eq!(fs::read_to_string(&w).unwrap(), "default 100\n259:0 250\n");
+        assert!(f.journals().is_empty());
+    }
+}
+
+#[test]
+fn next_run_restores_what_a_killed_run_left() {
+    let f = Fixture::new();
+    let w = f.knob("io.weight");
+    let mut child = f.spawn(&[
+        "knob",
+        "set",
+        w.to_str().unwrap(),
+        "default 50",
+        "--hold",
+        "60",
+    ]);
+    let pid = child.id();
+    wait_for(&w, "default 50\n");
+    signal(&child, libc::SIGKILL);
+    child.wait().unwrap();
+    assert_eq!(
+        fs::read_to_string(&w).unwrap(),
+        "default 50\n",
+        "kill -9 restores nothing"
+    );
+    let o = f.run(&["knob", "restore"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let msg = stderr(&o);
+    assert_eq!(msg.lines().count(), 1, "one line per knob: {msg}");
+    assert!(
+        msg.contains(&format!("restored {}", w.display()))
+            && msg.contains(&format!(
+                "left changed by pid {pid}, which did not exit cleanly"
+            )),
+        "{msg}"
+    );
+    assert_eq!(fs::read_to_string(&w).unwrap(), "default 100\n259:0 250\n");
+    assert!(f.journals().is_empty());
+    let o = f.run(&["knob", "restore"]);
+    assert!(stderr(&o).contains("nothing to restore"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_live_runs_journal_is_left_alone() {
+    let f = Fixture::new();
+    let w = f.knob("io.weight");
+    let mut child = f.spawn(&[
+        "knob",
+        "set",
+        w.to_str().unwrap(),
+        "default 50",
+        "--hold",
+        "60",
+    ]);
+    wait_for(&w, "default 50\n");
+    let o = f.run(&["knob", "restore"]);
+    assert!(stderr(&o).contains("nothing to restore"), "{}", stderr(&o));
+    assert_eq!(fs::read_to_string(&w).unwrap(), "default 50\n");
+    signal(&child, libc::SIGTERM);
+    assert!(child.wait().unwrap().success());
+    assert_eq!(fs::read_to_string(&w).unwrap(), "default 100\n259:0 250\n");
+}
+
+#[test]
+fn bad_values_and_vanished_cgroups_change_nothing() {
+    let f = Fixture::new();
+    let q = f.knob("io.cost.qos");
+    let o = f.run(&["knob", "set", q.to_str().unwrap(), "259:0 rpct=101"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("io.cost.qos: rpct=101 out of range 0..=100"),
+        "{}",
+        stderr(&o)
+    );
+    let o = f.run(&["knob", "set", q.to_str().unwrap(), "259:0 min=80 max=20"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("min=80.00 greater than max=20.00"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(fs::read_to_string(&q).unwrap(), QOS);
+    let gone = f.cg.join("gone/io.weight");
+    let o = f.run(&["knob", "set", gone.to_str().unwrap(), "default 50"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("does not exist (vanished?); nothing changed"),
+        "{}",
+        stderr(&o)
+    );
+    let o = f.run(&[
+        "knob",
+        "set",
+        f.cg.join("io.stat").to_str().unwrap(),
+        "8:0 rbytes=1",
+    ]);
+    assert!(stderr(&o).contains("read-only"), "{}", stderr(&o));
+    assert!(f.journals().is_empty());
+    assert_eq!(
+        fs::read_to_string(f.knob("io.weight")).unwrap(),
+        "default 100\n259:0 250\n"
+    );
+}
+
+#[test]
+fn set_without_hold_keeps_and_get_parses() {
+    let f = Fixture::new();
+    let w = f.knob("io.weight");
+    let o = f.run(&["knob", "set", w.to_str().unwrap(), "default 50"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(fs::read_to_string(&w).unwrap(), "default 50\n");
+    assert!(f.journals().is_empty());
+    let o = Command::new(BIN)
+        .args(["knob", "get", f.knob("io.cost.qos").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert_eq!(String::from_utf8_lossy(&o.stdout), QOS);
+    fs::write(f.knob("io.max"), "8:0 rbps=oops\n").unwrap();
+    let o = Command::new(BIN)
+        .args(["knob", "get", f.knob("io.max").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("io.max: rbps=oops is not a number"),
+        "{}",
+        stderr(&o)
+    );
+}
