@@ -253,7 +253,9 @@ pub fn run_top<F: FnMut() -> Result<Snapshot>>(
             std::thread::sleep(Duration::from_millis(50));
         }
         let cur = next()?;
-        let rows = rows(&cur.delta_since(&prev), opts.device.as_deref());
+        let delta = cur.delta_since(&prev);
+        let rows = rows(&delta, opts.device.as_deref());
+        let panels = render_panels(&delta, opts.device.as_deref());
         prev = cur;
         last = det.observe(&rows);
         let mut out = std::io::stdout().lock();
@@ -263,7 +265,7 @@ pub fn run_top<F: FnMut() -> Result<Snapshot>>(
         let now = chrono_free_time();
         write!(
             out,
-            "iowarden top  {now}  (interval {:?})\n{}",
+            "iowarden top  {now}  (interval {:?})\n{}{panels}",
             opts.interval,
             render(&rows, &last)
         )?;
@@ -276,6 +278,57 @@ pub fn run_top<F: FnMut() -> Result<Snapshot>>(
         culprit: det.culprit().map(str::to_string),
         last_verdict: last,
     })
+}
+
+/// The iocost and NVMe panels under the table: one line per iocost device,
+/// one per cgroup under it, and the head-of-line pairs of the window.
+pub fn render_panels(delta: &Snapshot, device: Option<&str>) -> String {
+    let mut s = String::new();
+    let on = |d: &str| device.is_none_or(|x| x == d);
+    for d in delta.iocost_devices.iter().filter(|d| on(&d.device.name)) {
+        let range = match (d.qos_vrate_min_ratio, d.qos_vrate_max_ratio) {
+            (Some(a), Some(b)) => format!(" [{:.0}%..{:.0}%]", a * 100.0, b * 100.0),
+            _ => String::new(),
+        };
+        s += &format!(
+            "iocost {}: vrate {:.1}%{range} busy {} missed r/w {}/{} ppm\n",
+            d.device.name,
+            d.vrate_ratio * 100.0,
+            d.busy_level,
+            d.missed_ppm_read,
+            d.missed_ppm_write
+        );
+        for c in delta.iocost_cgroups.iter().filter(|c| c.device == d.device) {
+            s += &format!(
+                "  {:<36} weight {:>5.0} hweight {:>5.1}% inuse {:>5.1}% debt {} delay {}{}\n",
+                c.cgroup.path,
+                c.weight,
+                c.hweight_active_ratio * 100.0,
+                c.hweight_inuse_ratio * 100.0,
+                fmt_lat(Some(c.debt_seconds)),
+                fmt_lat(Some(c.delay_seconds)),
+                if c.active { "" } else { " (idle)" }
+            );
+        }
+    }
+    let mut hol: Vec<_> = delta
+        .nvme_hol
+        .iter()
+        .filter(|h| h.culprit.is_some() && h.count > 0 && on(&h.device.name))
+        .collect();
+    hol.sort_by_key(|h| std::cmp::Reverse(h.count));
+    for h in hol.iter().take(5) {
+        s += &format!(
+            "nvme {} q{}: {} small requests of {} queued behind large ones of {} (mean {})\n",
+            h.device.name,
+            h.qid,
+            h.count,
+            h.victim.path,
+            h.culprit.as_ref().map(|c| c.path.as_str()).unwrap_or("?"),
+            fmt_lat(Some(h.latency_sum_seconds / h.count as f64))
+        );
+    }
+    s
 }
 
 fn chrono_free_time() -> String {
@@ -294,6 +347,60 @@ fn chrono_free_time() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn panels_show_iocost_and_hol() {
+        use iowarden_exporters::{CgroupRef, DeviceRef, HolSeries, IocostCgroup, IocostDevice};
+        let dev = DeviceRef {
+            name: "nvme0n1".into(),
+            major: 259,
+            minor: 0,
+        };
+        let mut d = Snapshot::default();
+        d.iocost_devices.push(IocostDevice {
+            device: dev.clone(),
+            vrate_ratio: 1.0,
+            qos_vrate_min_ratio: Some(0.5),
+            qos_vrate_max_ratio: Some(1.5),
+            ..Default::default()
+        });
+        d.iocost_cgroups.push(IocostCgroup {
+            device: dev.clone(),
+            cgroup: CgroupRef {
+                id: 3,
+                path: "/b".into(),
+            },
+            weight: 500.0,
+            hweight_active_ratio: 5.0 / 6.0,
+            active: true,
+            ..Default::default()
+        });
+        d.nvme_hol.push(HolSeries {
+            device: dev,
+            qid: 1,
+            victim: CgroupRef {
+                id: 4,
+                path: "/vic".into(),
+            },
+            culprit: Some(CgroupRef {
+                id: 5,
+                path: "/hog".into(),
+            }),
+            count: 10,
+            latency_sum_seconds: 0.3,
+        });
+        let p = render_panels(&d, None);
+        assert!(
+            p.contains("iocost nvme0n1: vrate 100.0% [50%..150%]"),
+            "{p}"
+        );
+        assert!(p.contains("/b") && p.contains("hweight  83.3%"), "{p}");
+        assert!(
+            p.contains("10 small requests of /vic queued behind large ones of /hog"),
+            "{p}"
+        );
+        assert!(render_panels(&d, Some("loop0")).is_empty());
+    }
 
     fn row(cg: &str, share: f64, p99_ms: f64) -> Row {
         Row {
