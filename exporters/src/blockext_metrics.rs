@@ -18,24 +18,35 @@ fn l(pairs: &[(&str, String)]) -> Labels {
         .collect()
 }
 
-/// Mean submit -> complete time of the victim's small requests that had a
-/// large request of another cgroup in flight on the queue, minus the mean of
-/// those that had none; per (device, qid, victim). None without both.
+/// Per (device, qid, victim): mean submit -> complete time of the victim's
+/// small requests that had a large request of another cgroup in flight on
+/// that queue, minus the mean of the victim's small requests that had none
+/// (on any queue of the device). None without both.
 pub fn hol_extra_latency(hol: &[HolSeries]) -> Vec<(String, u32, String, f64)> {
     use std::collections::BTreeMap;
-    // (device, qid, victim) -> [(count, sum) clean, (count, sum) hol]
-    let mut m: BTreeMap<(String, u32, String), [(u64, f64); 2]> = BTreeMap::new();
+    // (device, victim) -> (count, sum) of unobstructed requests
+    let mut clean: BTreeMap<(String, String), (u64, f64)> = BTreeMap::new();
+    // (device, qid, victim) -> (count, sum) behind large ones
+    let mut behind: BTreeMap<(String, u32, String), (u64, f64)> = BTreeMap::new();
     for h in hol {
-        let e = m
-            .entry((h.device.name.clone(), h.qid, h.victim.path.clone()))
-            .or_default();
-        let i = usize::from(h.culprit.is_some());
-        e[i].0 += h.count;
-        e[i].1 += h.latency_sum_seconds;
+        let e = if h.culprit.is_some() {
+            behind
+                .entry((h.device.name.clone(), h.qid, h.victim.path.clone()))
+                .or_default()
+        } else {
+            clean
+                .entry((h.device.name.clone(), h.victim.path.clone()))
+                .or_default()
+        };
+        e.0 += h.count;
+        e.1 += h.latency_sum_seconds;
     }
-    m.into_iter()
-        .filter(|(_, v)| v[0].0 > 0 && v[1].0 > 0)
-        .map(|((d, q, c), v)| (d, q, c, v[1].1 / v[1].0 as f64 - v[0].1 / v[0].0 as f64))
+    behind
+        .into_iter()
+        .filter_map(|((d, q, v), (n, sum))| {
+            let &(cn, csum) = clean.get(&(d.clone(), v.clone()))?;
+            (n > 0 && cn > 0).then(|| (d, q, v, sum / n as f64 - csum / cn as f64))
+        })
         .collect()
 }
 
@@ -402,7 +413,9 @@ mod tests {
 
     #[test]
     fn extra_latency_is_the_difference_of_means() {
-        let x = hol_extra_latency(&[hol(None, 10, 0.010), hol(Some("/hog"), 5, 0.025)]);
+        let mut other_q = hol(None, 10, 0.010);
+        other_q.qid = 2;
+        let x = hol_extra_latency(&[other_q, hol(Some("/hog"), 5, 0.025)]);
         assert_eq!(x.len(), 1);
         assert!((x[0].3 - 0.004).abs() < 1e-12, "{x:?}");
         assert!(hol_extra_latency(&[hol(Some("/hog"), 5, 0.025)]).is_empty());

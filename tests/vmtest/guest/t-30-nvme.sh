@@ -82,5 +82,8 @@ ok "nvme HOL: victim on another queue is (almost) never behind /nv-hog" "grep -q
 curl -s 127.0.0.1:9620/metrics 2>/dev/null > $SCRATCH/nvme-metrics || python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9620/metrics").read().decode())' > $SCRATCH/nvme-metrics
 grep -E '^iowarden_(nvme_hol_events|nvme_hol_extra|hwq_cpu|nvme_sq_occupancy_max)' $SCRATCH/nvme-metrics | head -12
 ok "nvme metrics exported (hol events, cpu map)" "grep -q '^iowarden_nvme_hol_events_total' $SCRATCH/nvme-metrics && grep -q '^iowarden_hwq_cpu' $SCRATCH/nvme-metrics"
+python3 "$(dirname "$0")/promql.py" $SCRATCH 127.0.0.1:9620 "$(dirname "$0")/../../../dashboards/iowarden-nvme-queues.json" > $SCRATCH/promql-9620 2>&1
+cat $SCRATCH/promql-9620
+ok "dashboard iowarden-nvme-queues.json: every panel query returns data from a real Prometheus" "grep -q '^OK  *panel' $SCRATCH/promql-9620 && ! grep -q '^BAD' $SCRATCH/promql-9620"
 kill $IW; wait $IW 2>/dev/null
 rmdir $CG/nv-a $CG/nv-vic $CG/nv-hog

@@ -63,6 +63,9 @@ ok "iocost: iowarden's vrate equals io.stat cost.vrate" "grep -q '^OK vrate' $SC
 python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9621/metrics").read().decode())' > $SCRATCH/iocost-metrics
 grep -E '^iowarden_iocost_(vrate_ratio|hweight_active|weight|usage)' $SCRATCH/iocost-metrics | head
 ok "iocost metrics exported" "grep -q '^iowarden_iocost_hweight_active_ratio' $SCRATCH/iocost-metrics && grep -q '^iowarden_iocost_vrate_ratio' $SCRATCH/iocost-metrics"
+python3 "$(dirname "$0")/promql.py" $SCRATCH 127.0.0.1:9621 "$(dirname "$0")/../../../dashboards/iowarden-iocost.json" > $SCRATCH/promql-9621 2>&1
+cat $SCRATCH/promql-9621
+ok "dashboard iowarden-iocost.json: every panel query returns data from a real Prometheus" "grep -q '^OK  *panel' $SCRATCH/promql-9621 && ! grep -q '^BAD' $SCRATCH/promql-9621"
 kill $IW; wait $IW 2>/dev/null
 
 # Restore: iocost off and automatic parameters again (or the lines we found).
