@@ -291,6 +291,18 @@ fn bad_values_and_vanished_cgroups_change_nothing() {
         "8:0 rbytes=1",
     ]);
     assert!(stderr(&o).contains("read-only"), "{}", stderr(&o));
+    // A --hold too large for a Duration is an error, not a panic.
+    let w = f.knob("io.weight");
+    let o = f.run(&[
+        "knob",
+        "set",
+        w.to_str().unwrap(),
+        "default 50",
+        "--hold",
+        "1e300",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--hold 1e300"), "{}", stderr(&o));
     assert!(f.journals().is_empty());
     assert_eq!(
         fs::read_to_string(f.knob("io.weight")).unwrap(),

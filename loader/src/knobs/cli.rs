@@ -81,11 +81,12 @@ pub fn run(cmd: KnobCmd) -> Result<()> {
             hold,
             iocost_interval,
         } => {
+            // try_from: from_secs_f64 panics on NaN, negative or huge values.
             let hold = match hold {
-                Some(h) if !(h.is_finite() && h >= 0.0) => {
-                    bail!("--hold {h}: not a number of seconds")
-                }
-                Some(h) => Some(Duration::from_secs_f64(h)),
+                Some(h) => match Duration::try_from_secs_f64(h) {
+                    Ok(d) => Some(d),
+                    Err(_) => bail!("--hold {h:?}: not a usable number of seconds"),
+                },
                 None => None,
             };
             let stop = Arc::new(AtomicBool::new(false));

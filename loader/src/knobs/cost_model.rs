@@ -8,7 +8,7 @@
 use std::fmt;
 
 use super::cost_qos::Ctrl;
-use super::fields::{self, opt, parse_in, write_fields, Layout};
+use super::fields::{self, opt, parse_u64, write_fields, Layout};
 use super::{DevNum, KnobError};
 
 const KNOB: &str = "io.cost.model";
@@ -75,9 +75,11 @@ impl CostModel {
                     "model"
                 }
                 _ => match COEFS.iter().position(|c| *c == k) {
-                    // A zero rate would make every I/O infinitely expensive.
+                    // 0 is legal: the kernel (match_u64) takes it and then
+                    // charges nothing for that term, and prints it back, so
+                    // refusing it would make such a file unreadable/unrestorable.
                     Some(i) => {
-                        m.coefs[i] = Some(parse_in(KNOB, k, v, 1, u64::MAX)?);
+                        m.coefs[i] = Some(parse_u64(KNOB, k, v)?);
                         COEFS[i]
                     }
                     None => return Ok(None),
@@ -146,15 +148,22 @@ mod tests {
     #[test]
     fn rejects() {
         let e = |s: &str| CostModel::parse(s).unwrap_err().to_string();
-        assert_eq!(
-            e("8:0 rbps=0"),
-            "io.cost.model: rbps=0 out of range 1..=18446744073709551615"
-        );
+        assert_eq!(e("8:0 rbps=x"), "io.cost.model: rbps=x is not a number");
         assert_eq!(
             e("8:0 model=quadratic"),
             "io.cost.model: model=quadratic unsupported (only linear)"
         );
         assert!(e("8:0 wbps=-1").contains("not a number"));
-        assert!(e("8:0 wbps=18446744073709551616").contains("out of range"));
+        assert!(e("8:0 wbps=18446744073709551616").contains("not a number"));
+    }
+
+    #[test]
+    fn zero_coefficients_the_kernel_prints() {
+        // 6.1 accepts `rbps=0` (match_u64) and prints it back.
+        let s = "259:0 ctrl=user model=linear rbps=0 rseqiops=0 rrandiops=1 wbps=2 wseqiops=3 wrandiops=4\n";
+        let v = parse_all(s).unwrap();
+        assert_eq!(v[0].coef("rbps"), Some(0));
+        assert_eq!(format_lines(&v), s);
+        assert_eq!(v[0].restore_line(), s.trim_end());
     }
 }
