@@ -31,8 +31,8 @@ fn within(a: u64, b: u64, frac: f64) -> bool {
 
 /// Two cgroups doing direct I/O on one loop device: counts and bytes per
 /// cgroup equal fio's own report within 0.5%; p50 and p99 of the total
-/// latency within one histogram bucket of fio's clat percentiles (A's p99:
-/// never above; see below); I/O from
+/// latency never more than one histogram bucket above fio's clat
+/// percentiles and at most two below (fio's reaping, see below); I/O from
 /// the root cgroup stays out of both; nothing is left behind.
 ///
 /// The loop device's backing blocks are written first: reads of a sparse
@@ -162,13 +162,15 @@ fn per_cgroup_fidelity_against_fio() {
                 cg.rel,
                 q * 100.0
             );
-            // Not below either, except for A's p99: 30 of 3000 sub-ms reads,
-            // where a vCPU descheduled by the hypervisor or fio waiting for
-            // the run queue after the completion (both invisible to any
-            // block-layer event) has been seen to add up to 1.4 ms.
+            // Not far below either. fio's clat ends when fio reaps the
+            // completion, which no block-layer event sees: on this 2-vCPU VM
+            // that adds 0.03-0.15 ms, up to two buckets (each ~20% wide) at
+            // sub-ms latencies. A's p99 (30 of 3000 sub-ms reads) is left
+            // out: a vCPU descheduled by the hypervisor or fio waiting for
+            // the run queue has been seen to add up to 1.4 ms there.
             if q < 0.9 || op == Op::Write {
                 assert!(
-                    theirs <= ours + 1,
+                    theirs <= ours + 2,
                     "{} p{}: iowarden's bucket {ours} is below fio's {theirs}",
                     cg.rel,
                     q * 100.0
