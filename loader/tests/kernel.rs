@@ -247,6 +247,7 @@ fn block_layer_latency_is_within_what_fio_sees() {
     let daemon = Daemon::start(19618, &["--device", &dev.name()]);
     let mut args = fio_args(&dev.path, "randread", "4k", 1, 2000, "0", "256M");
     args[3] = "--ioengine=psync".into();
+    args.retain(|a| a != "--userspace_reap=1"); // a libaio option
     let f = fio_json(a.command("fio", &args).output().unwrap());
     std::thread::sleep(Duration::from_millis(1200));
     let snap = daemon.snapshot();
