@@ -206,6 +206,31 @@ impl Extensions {
                     device,
                 });
             }
+            // Devices with iocost on that raised no event since we attached
+            // (steady state fires none): what the files say.
+            for (majmin, line) in &qos {
+                let Some((ma, mi)) = crate::devices::parse_majmin(majmin) else {
+                    continue;
+                };
+                let devt = crate::devices::kernel_devt(ma, mi);
+                if iocost::field(line, "enable") != Some("1")
+                    || s.devs.iter().any(|(d, _)| *d == devt)
+                {
+                    continue;
+                }
+                let vrate = pct(iocost::device_line(&root_stat, majmin)
+                    .and_then(|l| iocost::field(l, "cost.vrate")));
+                snap.iocost_devices.push(IocostDevice {
+                    device: devices.get(devt),
+                    vrate_ratio: vrate.unwrap_or(0.0),
+                    io_stat_vrate_ratio: vrate,
+                    qos_vrate_min_ratio: pct(iocost::field(line, "min")),
+                    qos_vrate_max_ratio: pct(iocost::field(line, "max")),
+                    qos: Some(line.clone()),
+                    model: model.get(majmin).cloned(),
+                    ..Default::default()
+                });
+            }
             let mut stats: HashMap<String, String> = HashMap::new();
             for (k, c) in &s.cgroups {
                 let device = devices.get(k.devt);

@@ -20,8 +20,12 @@ in_cg nv-a 1 --name=a1 --rw=randread --bs=4k --iodepth=4 --number_ios=3000
 snap 2
 # Victim 4 KiB QD1 beside a 256 KiB QD32 hog on the same CPU (same queue),
 # then on the other CPU (other queue).
-in_cg nv-hog 0 --name=hog --rw=randread --bs=256k --iodepth=32 --time_based --runtime=14 & H=$!
-sleep 1
+in_cg nv-hog 0 --name=hog --rw=randread --bs=256k --iodepth=32 --time_based --runtime=20 & H=$!
+# Start the victim once the hog's large requests flow (fio starts slowly here).
+for _ in $(seq 100); do
+  python3 -c 'import json,sys,urllib.request as u; s=json.load(u.urlopen("http://127.0.0.1:9620/snapshot.json")); sys.exit(0 if sum(x["large_commands"] for x in s["nvme_queue_cgroups"] if x["cgroup"]["path"] == "/nv-hog") > 64 else 1)' && break
+  sleep 0.3
+done
 in_cg nv-vic 0 --name=vic0 --rw=randread --bs=4k --iodepth=1 --time_based --runtime=5
 snap 3
 in_cg nv-vic 1 --name=vic1 --rw=randread --bs=4k --iodepth=1 --time_based --runtime=5

@@ -23,15 +23,20 @@ IW=$!
 for _ in $(seq 600); do python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:9621/snapshot.json")' 2>/dev/null && break; sleep 0.2; done
 snap() { python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9621/snapshot.json").read().decode())' > $SCRATCH/ic-$1.json; }
 job() { bash -c "echo \$\$ > $CG/$1/cgroup.procs; exec fio --name=$1 --filename=/dev/$DEV --direct=1 --ioengine=libaio --rw=randread --bs=4k --iodepth=32 --size=1G --time_based --runtime=16 --output=/dev/null"; }
+# top from the start, as a user would: it sees the cgroups activate.
+"$IOWARDEN_BIN" top --device $DEV --interval 1s --duration 9s > $SCRATCH/ic-top.txt 2>&1 &
+sleep 3
 job ic-a & A=$!
 job ic-b & B=$!
 sleep 4; snap 0
 for i in 1 2 3 4 5 6; do sleep 1; grep "^$MM" $CG/io.stat | grep -o 'cost.vrate=[0-9.]*'; done
 snap 1
-"$IOWARDEN_BIN" top --device $DEV --interval 1s --duration 2500ms > $SCRATCH/ic-top.txt 2>&1
 cp $CG/io.stat $SCRATCH/ic-io.stat
 wait $A $B
 grep -E '^(iocost|  /ic-)' $SCRATCH/ic-top.txt | tail -3
+# A top started in steady state (no iocost events) still shows the device.
+"$IOWARDEN_BIN" top --device $DEV --interval 1s --duration 1500ms > $SCRATCH/ic-top2.txt 2>&1 || true
+ok "iocost: top started in steady state shows the device from its files" "grep -q '^iocost nvme0n1: vrate 100.0% \[100%..100%\]' $SCRATCH/ic-top2.txt"
 ok "iocost: top shows the iocost panel" "grep -q '^iocost nvme0n1: vrate' $SCRATCH/ic-top.txt && grep -q '/ic-b .*weight *500' $SCRATCH/ic-top.txt"
 python3 - $SCRATCH > $SCRATCH/iocost-check 2>&1 <<'PY'
 import json, sys
