@@ -8,9 +8,11 @@ pub mod json;
 pub mod model;
 pub mod openmetrics;
 pub mod selfmetrics;
+pub mod tuner;
 
 pub use blockext::*;
 pub use json::{decode_json, encode_json};
 pub use model::*;
 pub use openmetrics::{collapse_buckets, encode_openmetrics, SelfMetrics};
 pub use selfmetrics::{BpfProgramStats, RuntimeMetrics, TableFill};
+pub use tuner::{TunerDecision, TunerSlo, TunerStatus};

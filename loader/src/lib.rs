@@ -51,3 +51,4 @@ pub mod sysinfo;
 pub mod topview;
 
 pub mod tracer;
+pub mod tune;

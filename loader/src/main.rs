@@ -69,6 +69,10 @@ enum Cmd {
         /// JSON file naming pods and containers by uid and id, for iowarden_cgroup_info
         #[arg(long)]
         pod_map: Option<std::path::PathBuf>,
+        /// Knob journal directory: what a killed `tune`/`knob set --hold` left
+        /// changed is restored at start
+        #[arg(long, default_value = iowarden::knobs::writer::DEFAULT_STATE_DIR)]
+        state_dir: std::path::PathBuf,
     },
     /// Live view of cgroups sorted by device-time share, naming the noisy neighbour
     Top {
@@ -91,11 +95,139 @@ enum Cmd {
         #[arg(long, default_value = "1s", value_parser = parse_duration)]
         wait: Duration,
     },
+    /// Tune io.cost.qos online so the protected cgroups meet their latency
+    /// SLOs while the device keeps as much throughput as it can
+    Tune(TuneArgs),
     /// Read, set and restore cgroup v2 io.* knobs (journaled, restorable)
     Knob {
         #[command(subcommand)]
         cmd: iowarden::knobs::cli::KnobCmd,
     },
+}
+
+#[derive(Args)]
+struct TuneArgs {
+    /// The device to tune: a whole disk by name (nvme0n1) or MAJ:MIN
+    #[arg(long)]
+    device: String,
+    /// A cgroup whose SLOs must hold (path on the io hierarchy, e.g. /lc); repeatable
+    #[arg(long, required = true)]
+    protect: Vec<String>,
+    /// Latency SLO of every protected cgroup, <read|write|any>-p<pct>=<latency>,
+    /// e.g. read-p99=2ms; repeatable
+    #[arg(long, required = true)]
+    slo: Vec<String>,
+    /// Lowest vrate (percent of the cost model) the tuner may set
+    #[arg(long, default_value_t = 5.0)]
+    vrate_min: f64,
+    /// Highest vrate (percent) the tuner may set
+    #[arg(long, default_value_t = 100.0)]
+    vrate_max: f64,
+    /// First vrate to try (default: --vrate-max)
+    #[arg(long)]
+    start: Option<f64>,
+    /// Largest vrate change per decision, percentage points
+    #[arg(long, default_value_t = 30.0)]
+    max_step: f64,
+    /// Slack (fraction of the target) needed before raising vrate
+    #[arg(long, default_value_t = 0.15)]
+    margin: f64,
+    /// Decision period: one bounded step per period
+    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    period: Duration,
+    /// Fewer I/Os of an SLO's class in a period: no decision
+    #[arg(long, default_value_t = 100)]
+    min_samples: u64,
+    /// Also set io.weight 'default W' on the protected cgroups
+    #[arg(long)]
+    protect_weight: Option<u32>,
+    /// Print the decisions; write nothing
+    #[arg(long)]
+    dry_run: bool,
+    /// Where the journal of previous knob values lives
+    #[arg(long, default_value = iowarden::knobs::writer::DEFAULT_STATE_DIR)]
+    state_dir: std::path::PathBuf,
+    /// Address for /metrics and /snapshot.json (with iowarden_tune_* metrics)
+    #[arg(long, default_value = "127.0.0.1:9617")]
+    listen: SocketAddr,
+    /// Poll interval
+    #[arg(long, default_value = "500ms", value_parser = parse_duration)]
+    interval: Duration,
+    /// Stop (and restore the knobs) after this long
+    #[arg(long, value_parser = parse_duration)]
+    duration: Option<Duration>,
+}
+
+fn tune(a: TuneArgs) -> Result<()> {
+    use iowarden::tune::{controller::ControllerConfig, runner, slo::parse_slo};
+    let device = resolve_device(&a.device)?;
+    let slos = a
+        .slo
+        .iter()
+        .map(|s| parse_slo(s).map_err(anyhow::Error::msg))
+        .collect::<Result<Vec<_>>>()?;
+    let controller = ControllerConfig {
+        vrate_min: a.vrate_min,
+        vrate_max: a.vrate_max,
+        start: a.start.unwrap_or(a.vrate_max),
+        max_step: a.max_step,
+        margin: a.margin,
+        min_samples: a.min_samples,
+        ..ControllerConfig::default()
+    };
+    let resolver = iowarden::cgroups::CgroupResolver::for_host()?;
+    let mut tuner = runner::Tuner::prepare(
+        runner::TuneOptions {
+            device: device.clone(),
+            protect: a.protect,
+            slos,
+            controller,
+            period: a.period,
+            protect_weight: a.protect_weight,
+            writer: iowarden::knobs::writer::WriterConfig {
+                state_dir: a.state_dir,
+                dry_run: a.dry_run,
+                ..Default::default()
+            },
+        },
+        &resolver,
+    )?;
+    let server = daemon::bind(a.listen)?;
+    let trace = TraceArgs {
+        device: Some(format!("{}:{}", device.major, device.minor)),
+        max_series: 1024,
+        no_latency: false,
+        no_hwq: false,
+        no_nvme: false,
+        no_iocost: false,
+    };
+    let monitor = start_monitor(&trace)?;
+    let stop = stop_flag()?;
+    tuner.start()?;
+    let result = daemon::run(
+        monitor,
+        server,
+        &daemon::RunOptions {
+            listen: a.listen,
+            interval: a.interval,
+            duration: a.duration,
+            bpf_stats: false,
+            pods: None,
+        },
+        stop,
+        &mut |snap| tuner.on_poll(snap),
+    );
+    eprintln!("iowarden tune: {}", tuner.summary());
+    let restored = tuner.finish();
+    for m in restored.as_deref().unwrap_or_default() {
+        eprintln!("iowarden: {m}");
+    }
+    match (result, restored) {
+        (Err(e), Ok(_)) => Err(e.context("tuner stopped; what it changed was restored")),
+        (Err(e), Err(r)) => Err(e.context(format!("tuner stopped, and restoring failed: {r:#}"))),
+        (Ok(()), Err(e)) => Err(e),
+        (Ok(()), Ok(_)) => Ok(()),
+    }
 }
 
 fn tracer_config(t: &TraceArgs) -> Result<TracerConfig> {
@@ -128,6 +260,22 @@ fn start_monitor(trace: &TraceArgs) -> Result<Monitor> {
     Ok(monitor)
 }
 
+/// Restores what a killed iowarden left changed (it journaled the previous
+/// values); a failure is reported but does not stop the daemon.
+fn recover_knobs(state_dir: std::path::PathBuf) {
+    use iowarden::knobs::writer::{Writer, WriterConfig};
+    let mut w = Writer::new(WriterConfig {
+        state_dir,
+        ..Default::default()
+    });
+    match w.recover() {
+        Ok(msgs) => msgs.iter().for_each(|m| eprintln!("iowarden: {m}")),
+        Err(e) => {
+            eprintln!("iowarden: warning: could not restore knobs a killed run left changed: {e:#}")
+        }
+    }
+}
+
 fn stop_flag() -> Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
@@ -147,6 +295,7 @@ fn main() {
 fn real_main(cli: Cli) -> Result<()> {
     match cli.cmd {
         Cmd::Knob { cmd } => iowarden::knobs::cli::run(cmd),
+        Cmd::Tune(args) => tune(args),
         Cmd::Run {
             trace,
             listen,
@@ -154,7 +303,9 @@ fn real_main(cli: Cli) -> Result<()> {
             duration,
             bpf_stats,
             pod_map,
+            state_dir,
         } => {
+            recover_knobs(state_dir);
             let pods = pod_map
                 .as_deref()
                 .map(StaticPodDirectory::load)
@@ -176,6 +327,7 @@ fn real_main(cli: Cli) -> Result<()> {
                     pods,
                 },
                 stop_flag()?,
+                &mut |_| Ok(()),
             )
         }
         Cmd::Top {

@@ -1,0 +1,143 @@
+# `iowarden tune` on real iocost: a latency-critical cgroup (4 KiB randread,
+# QD2) beside a best-effort hog (128 KiB randread, QD32) on the throttled
+# NVMe device. Measured by fio (clat p99 of the LC job, both jobs' bandwidth):
+#   (a) iocost off, (b) iocost with the kernel's default QoS,
+#   (d) the tightest fixed QoS the tuner may set (vrate pinned at --vrate-min),
+#   (c) the tuner with an SLO (b) misses.
+# (c) must converge within CONVERGE_BY s, meet the SLO in the steady state
+# after it, and keep more aggregate throughput than (d). Then: kill -9 mid-run
+# and the next iowarden restores the qos; bad input changes nothing; a
+# protected cgroup vanishing mid-run stops the tuner and restores.
+. "$(dirname "$0")/lib.sh"
+[ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
+IW=$IOWARDEN_BIN
+MM=$(cat /sys/block/$DEV/dev)
+ST=$SCRATCH/tune-state; rm -rf $ST
+T=$SCRATCH/tune; rm -rf $T; mkdir -p $T
+SLO_MS=${TUNE_SLO_MS:-5}
+SLO="read-p99=${SLO_MS}ms"
+CONVERGE_BY=40
+PHASE=15
+echo +io > $CG/cgroup.subtree_control
+mkdir -p $CG/tn-lc $CG/tn-hog
+orig_qos=$(grep "^$MM " $CG/io.cost.qos || true)
+orig_model=$(grep "^$MM " $CG/io.cost.model || true)
+echo "  before: qos '${orig_qos}' model '${orig_model}'"
+
+# job NAME CGROUP RUNTIME RAMP: the LC job or the hog, fio JSON in $T/NAME.json
+job() {
+  local name=$1 cg=$2 runtime=$3 ramp=$4 args
+  if [ "$cg" = tn-lc ]; then
+    args="--rw=randread --bs=4k --iodepth=2 --offset=0 --size=512M"
+  else
+    args="--rw=randread --bs=128k --iodepth=32 --offset=1G --size=1G"
+  fi
+  bash -c "echo \$\$ > $CG/$cg/cgroup.procs; exec fio --name=$name --filename=/dev/$DEV --direct=1 --ioengine=libaio $args --time_based --runtime=$runtime --ramp_time=$ramp --output-format=json --output=$T/$name.json" > /dev/null 2>&1
+}
+# phase NAME RUNTIME RAMP: both jobs at once
+phase() {
+  job $1-lc tn-lc $2 $3 & local a=$!
+  job $1-hog tn-hog $2 $3 & local b=$!
+  wait $a $b
+}
+# fio numbers of a phase: "p99_ms lc_MBps hog_MBps total_MBps"
+nums() {
+  python3 - "$T/$1-lc.json" "$T/$1-hog.json" <<'PY'
+import json, sys
+lc, hog = (json.load(open(p))["jobs"][0]["read"] for p in sys.argv[1:3])
+p99 = lc["clat_ns"]["percentile"]["99.000000"] / 1e6
+a, b = lc["bw_bytes"] / 1e6, hog["bw_bytes"] / 1e6
+print(f"{p99:.3f} {a:.1f} {b:.1f} {a + b:.1f}")
+PY
+}
+qos() { grep "^$MM " $CG/io.cost.qos || true; }
+
+# (a) iocost off
+echo "$MM enable=0" > $CG/io.cost.qos
+phase off $PHASE 3; read a_p99 a_lc a_hog a_tot < <(nums off)
+echo "  (a) iocost off:        LC p99 ${a_p99} ms, LC ${a_lc} MB/s, hog ${a_hog} MB/s, total ${a_tot} MB/s"
+# (b) iocost with the kernel's defaults for this device
+echo "$MM enable=1 ctrl=auto" > $CG/io.cost.qos
+echo "  (b) qos: $(qos)"
+phase def $PHASE 3; read b_p99 b_lc b_hog b_tot < <(nums def)
+echo "  (b) iocost default QoS: LC p99 ${b_p99} ms, LC ${b_lc} MB/s, hog ${b_hog} MB/s, total ${b_tot} MB/s"
+# (d) the tightest fixed QoS within the tuner's bounds
+echo "$MM enable=1 ctrl=user rpct=0 wpct=0 min=5 max=5" > $CG/io.cost.qos
+phase tight $PHASE 3; read d_p99 d_lc d_hog d_tot < <(nums tight)
+echo "  (d) fixed vrate 5%:     LC p99 ${d_p99} ms, LC ${d_lc} MB/s, hog ${d_hog} MB/s, total ${d_tot} MB/s"
+# back to what the tuner will find and restore
+echo "$MM enable=0" > $CG/io.cost.qos
+echo "$MM ctrl=auto" > $CG/io.cost.qos
+pre_tune_qos=$(qos)
+ok "tune: SLO $SLO is missed by the default QoS (b) (fio LC p99 ${b_p99} ms)" "python3 -c 'import sys; sys.exit(not $b_p99 > $SLO_MS)'"
+
+# (c) the tuner; fio's statistics cover only the steady state after CONVERGE_BY s
+"$IW" tune --device $DEV --protect /tn-lc --slo $SLO --vrate-min 5 --period 2s \
+  --listen 127.0.0.1:9623 --state-dir $ST > $T/decisions.jsonl 2> $T/tune.log & TP=$!
+phase tuned $((CONVERGE_BY + 20)) $CONVERGE_BY &
+PH=$!
+sleep 20
+python3 "$(dirname "$0")/promql.py" $SCRATCH 127.0.0.1:9623 "$(dirname "$0")/../../../dashboards/iowarden-tuner.json" > $SCRATCH/promql-9623 2>&1
+wait $PH
+read c_p99 c_lc c_hog c_tot < <(nums tuned)
+during_qos=$(qos)
+kill -TERM $TP; wait $TP; trc=$?
+grep -E '^iowarden tune:' $T/tune.log | sed 's/^/  /' | tail -25
+echo "  (c) tuned:              LC p99 ${c_p99} ms, LC ${c_lc} MB/s, hog ${c_hog} MB/s, total ${c_tot} MB/s; qos then: $during_qos"
+conv=$(python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    d = json.loads(l)
+    if d["action"] == "converged":
+        print(d["at_seconds"], d["vrate_to"]); break
+else:
+    print("none none")' $T/decisions.jsonl)
+read conv_at conv_vrate <<< "$conv"
+echo "  tune: converged after ${conv_at} s at vrate ${conv_vrate}%; summary: $(grep 'converged after\|not converged' $T/tune.log | tail -1)"
+ok "tune: converges within ${CONVERGE_BY} s" "[ '$conv_at' != none ] && python3 -c 'import sys; sys.exit(not $conv_at <= $CONVERGE_BY)'"
+ok "tune: SLO $SLO met in the steady state (fio LC p99 ${c_p99} ms)" "python3 -c 'import sys; sys.exit(not $c_p99 <= $SLO_MS)'"
+ok "tune: more aggregate throughput than the tightest fixed QoS (${c_tot} vs ${d_tot} MB/s)" "python3 -c 'import sys; sys.exit(not $c_tot > $d_tot)'"
+ok "tune: exits 0 on SIGTERM and restores the qos" "[ $trc -eq 0 ] && [ \"\$(qos)\" = \"\$pre_tune_qos\" ]"
+cat $SCRATCH/promql-9623
+ok "dashboard iowarden-tuner.json: every panel query returns data from a real Prometheus" "grep -q '^OK  *panel' $SCRATCH/promql-9623 && ! grep -q '^BAD' $SCRATCH/promql-9623"
+
+# Crash safety: kill -9 once it has written, then the next iowarden restores.
+"$IW" tune --device $DEV --protect /tn-lc --slo $SLO --period 1s --start 50 \
+  --listen 127.0.0.1:9624 --state-dir $ST > /dev/null 2> $T/crash.log & TP=$!
+for _ in $(seq 100); do qos | grep -q 'max=50.00' && break; sleep 0.1; done
+crash_qos=$(qos)
+kill -9 $TP; wait $TP 2>/dev/null
+after_kill=$(qos)
+"$IW" run --device $DEV --listen 127.0.0.1:9625 --duration 1s --state-dir $ST > /dev/null 2> $T/recover.log
+echo "  crash: while tuning '$crash_qos'; after kill -9 '$after_kill'; after restart '$(qos)'"
+sed 's/^/  /' $T/recover.log | grep -i restor
+ok "tune: kill -9 leaves the change; the next iowarden run restores the qos" "echo \"\$after_kill\" | grep -q 'max=50.00' && [ \"\$(qos)\" = \"\$pre_tune_qos\" ] && grep -q 'restored' $T/recover.log"
+
+# Bad input: a clear error and nothing changed.
+bad() { # NAME EXPECTED-MESSAGE ARGS...
+  local name=$1 want=$2; shift 2
+  "$IW" tune "$@" --state-dir $ST --listen 127.0.0.1:9626 --duration 5s > /dev/null 2> $T/bad.log; local rc=$?
+  echo "  $name: rc $rc: $(tail -1 $T/bad.log)"
+  ok "tune: $name is refused, nothing changed" "[ $rc -ne 0 ] && grep -q \"$want\" $T/bad.log && [ \"\$(qos)\" = \"\$pre_tune_qos\" ]"
+}
+bad "a malformed SLO" "SLO 'read-p99=fast'" --device $DEV --protect /tn-lc --slo read-p99=fast
+bad "an unknown device" "nvme9n9" --device nvme9n9 --protect /tn-lc --slo $SLO
+bad "an unknown cgroup" "no cgroup /tn-nope" --device $DEV --protect /tn-nope --slo $SLO
+bad "inverted bounds" "vrate-min 60 is above --vrate-max 40" --device $DEV --protect /tn-lc --slo $SLO --vrate-min 60 --vrate-max 40
+
+# A protected cgroup that vanishes mid-run: the tuner stops, restores, says why.
+mkdir -p $CG/tn-gone
+"$IW" tune --device $DEV --protect /tn-gone --slo $SLO --period 1s --start 50 \
+  --listen 127.0.0.1:9627 --state-dir $ST > /dev/null 2> $T/gone.log & TP=$!
+for _ in $(seq 100); do qos | grep -q 'max=50.00' && break; sleep 0.1; done
+rmdir $CG/tn-gone
+wait $TP; grc=$?
+echo "  vanished: rc $grc: $(grep -i 'vanished' $T/gone.log | tail -1)"
+ok "tune: a protected cgroup vanishing stops it with a clear error and restores" "[ $grc -ne 0 ] && grep -q 'protected cgroup /tn-gone vanished' $T/gone.log && [ \"\$(qos)\" = \"\$pre_tune_qos\" ]"
+
+# Restore what this test itself set (the kernel keeps the device's line).
+echo "$MM enable=0" > $CG/io.cost.qos
+echo "$MM ctrl=auto" > $CG/io.cost.qos
+echo "$MM ctrl=auto" > $CG/io.cost.model
+rmdir $CG/tn-lc $CG/tn-hog
+echo "  after: qos '$(qos)' model '$(grep "^$MM " $CG/io.cost.model || true)'"
