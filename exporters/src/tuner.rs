@@ -53,7 +53,7 @@ pub struct TunerStatus {
     pub decisions: Vec<(String, u64)>,
     pub last: Option<TunerDecision>,
     pub converged: bool,
-    /// Seconds from start to the first convergence.
+    /// Seconds from start to the latest convergence (a miss reopens the search).
     pub converged_after_seconds: Option<f64>,
     /// Aggregate device throughput over the last period.
     pub throughput_bytes_per_second: f64,

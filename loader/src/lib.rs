@@ -46,6 +46,7 @@ pub mod knobs;
 pub mod monitor;
 pub mod nvme;
 pub mod preflight;
+pub mod profile;
 pub mod selfstats;
 pub mod sysinfo;
 pub mod topview;

@@ -98,6 +98,29 @@ enum Cmd {
     /// Tune io.cost.qos online so the protected cgroups meet their latency
     /// SLOs while the device keeps as much throughput as it can
     Tune(TuneArgs),
+    /// Measure a device's linear iocost model with saturating fio runs
+    /// (overwrites the region: refuses a device in use unless --force)
+    Profile {
+        /// A whole disk by name (nvme0n1, loop3) or MAJ:MIN
+        device: String,
+        /// Run time of each of the six fio cases
+        #[arg(long, default_value = "10s", value_parser = parse_duration)]
+        duration: Duration,
+        /// Start of the region to use, bytes (K, M, G suffixes)
+        #[arg(long, default_value = "0", value_parser = iowarden::profile::parse_size)]
+        offset: u64,
+        /// Length of the region (default: to the end of the device)
+        #[arg(long, value_parser = iowarden::profile::parse_size)]
+        size: Option<u64>,
+        /// Profile even a device that is mounted, partitioned or holds data
+        #[arg(long)]
+        force: bool,
+        /// Write the model to io.cost.model (journaled; kept)
+        #[arg(long)]
+        apply: bool,
+        #[arg(long, default_value = iowarden::knobs::writer::DEFAULT_STATE_DIR)]
+        state_dir: std::path::PathBuf,
+    },
     /// Read, set and restore cgroup v2 io.* knobs (journaled, restorable)
     Knob {
         #[command(subcommand)]
@@ -296,6 +319,45 @@ fn real_main(cli: Cli) -> Result<()> {
     match cli.cmd {
         Cmd::Knob { cmd } => iowarden::knobs::cli::run(cmd),
         Cmd::Tune(args) => tune(args),
+        Cmd::Profile {
+            device,
+            duration,
+            offset,
+            size,
+            force,
+            apply,
+            state_dir,
+        } => {
+            let d = resolve_device(&device)?;
+            // Checked before the runs: the profile takes minutes.
+            let model_path = iowarden::iocost::cgroup2_root().map(|r| r.join("io.cost.model"));
+            if apply && !model_path.as_ref().is_some_and(|p| p.exists()) {
+                anyhow::bail!("--apply: no io.cost.model on this host (iocost needs the io controller on cgroup v2); nothing measured or changed");
+            }
+            let (line, report) = iowarden::profile::profile(&iowarden::profile::ProfileOptions {
+                name: d.name.clone(),
+                devnum: format!("{}:{}", d.major, d.minor),
+                runtime: duration,
+                offset,
+                size,
+                force,
+            })?;
+            for r in report {
+                eprintln!("iowarden profile: {r}");
+            }
+            println!("{line}");
+            if apply {
+                let mut w =
+                    iowarden::knobs::writer::Writer::new(iowarden::knobs::writer::WriterConfig {
+                        state_dir,
+                        ..Default::default()
+                    });
+                let path = model_path.expect("checked above");
+                eprintln!("iowarden: {}", w.set(&path, &line)?);
+                w.keep_all()?;
+            }
+            Ok(())
+        }
         Cmd::Run {
             trace,
             listen,

@@ -104,6 +104,22 @@ pub struct SloSample {
     /// None when the period had no I/O of the SLO's class.
     pub observed_seconds: Option<f64>,
     pub samples: u64,
+    /// Mean time the cgroup's I/Os waited in iocost's own throttle before
+    /// reaching the block layer (io.stat cost.wait); the histograms behind
+    /// `observed_seconds` start after it.
+    pub throttle_seconds: f64,
+}
+
+impl SloSample {
+    /// What the application sees, approximately: the block-layer quantile
+    /// plus the mean throttle wait.
+    pub fn effective(&self) -> f64 {
+        self.observed_seconds.unwrap_or(0.0) + self.throttle_seconds
+    }
+    /// The miss comes from iocost holding the cgroup back, not the device queue.
+    pub fn throttled(&self) -> bool {
+        self.throttle_seconds > self.observed_seconds.unwrap_or(0.0)
+    }
 }
 
 /// What the controller sees each period.
@@ -150,8 +166,10 @@ pub struct Controller {
     v: f64,
     /// Highest vrate at which every SLO held.
     good: Option<f64>,
-    /// Lowest vrate at which an SLO was missed.
+    /// Lowest vrate at which an SLO was missed (device queueing).
     bad: Option<f64>,
+    /// Highest vrate at which a protected cgroup was throttled by iocost.
+    low_bad: Option<f64>,
     backoff: u32,
     /// Consecutive periods met within the margin at the current v.
     tight: u32,
@@ -174,6 +192,7 @@ impl Controller {
             v,
             good: None,
             bad: None,
+            low_bad: None,
             backoff: 0,
             tight: 0,
             slack: 0,
@@ -211,10 +230,11 @@ impl Controller {
         for s in &m.slos {
             let _ = write!(
                 why,
-                "{} {} (target {}, {} I/Os); ",
+                "{} {} + {:.3}ms throttled (target {}, {} I/Os); ",
                 s.name,
                 s.observed_seconds
                     .map_or("-".to_string(), |o| format!("{:.3}ms", o * 1e3)),
+                s.throttle_seconds * 1e3,
                 format_args!("{:.3}ms", s.target_seconds * 1e3),
                 s.samples
             );
@@ -242,8 +262,48 @@ impl Controller {
                 ),
             );
         }
-        let ratio = |s: &SloSample| s.observed_seconds.unwrap_or(0.0) / s.target_seconds;
+        let ratio = |s: &SloSample| s.effective() / s.target_seconds;
         let worst = m.slos.iter().map(ratio).fold(0.0, f64::max);
+        let worst_slo = m.slos.iter().max_by(|a, b| ratio(a).total_cmp(&ratio(b)));
+
+        if worst > 1.0 && worst_slo.is_some_and(|s| s.throttled()) {
+            // iocost itself holds the protected cgroup back: vrate is too low
+            // for its own I/O. Lowering it would make that worse.
+            self.low_bad = Some(self.low_bad.map_or(from, |b| b.max(from)));
+            if self.good.is_some_and(|g| g <= from) {
+                self.good = None;
+            }
+            self.converged = false;
+            self.tight = 0;
+            self.slack = 0;
+            self.backoff = self.cfg.backoff_periods;
+            let target = match (self.good, self.bad) {
+                (Some(g), _) => g,
+                (None, Some(b)) => (from + b) / 2.0,
+                (None, None) => from * self.cfg.increase,
+            };
+            self.v = self.step_to(target);
+            let name = worst_slo.map_or("", |s| s.name.as_str());
+            if self.v <= from {
+                return decision(
+                    Action::Hold,
+                    from,
+                    format!(
+                        "SLO missed ({:.0}% of target), {name} mostly waiting in iocost's throttle, at the upper bound {}%: raise its io.weight (--protect-weight)",
+                        worst * 100.0,
+                        self.cfg.vrate_max
+                    ),
+                );
+            }
+            return decision(
+                Action::Increase,
+                self.v,
+                format!(
+                    "SLO missed ({:.0}% of target), {name} mostly waiting in iocost's throttle: vrate too low for its own I/O",
+                    worst * 100.0
+                ),
+            );
+        }
 
         if worst > 1.0 {
             // Missed: v is bad; a good value above it is stale (load changed).
@@ -255,10 +315,14 @@ impl Controller {
             self.tight = 0;
             self.slack = 0;
             self.backoff = self.cfg.backoff_periods;
-            let target = match self.good {
+            let mut target = match self.good {
                 Some(g) => g,
                 None => from * self.cfg.decrease,
             };
+            // Not into the region where the protected cgroups were throttled.
+            if let Some(lb) = self.low_bad.filter(|&lb| lb < from) {
+                target = target.max((from + lb) / 2.0);
+            }
             self.v = self.step_to(target);
             if self.v >= from {
                 return decision(
@@ -282,6 +346,9 @@ impl Controller {
         self.good = Some(self.good.map_or(from, |g| g.max(from)));
         if self.bad.is_some_and(|b| b <= from) {
             self.bad = None;
+        }
+        if self.low_bad.is_some_and(|b| b >= from) {
+            self.low_bad = None;
         }
         let has_slack = worst <= 1.0 - self.cfg.margin;
 
@@ -396,10 +463,58 @@ mod tests {
                 target_seconds: target,
                 observed_seconds: Some(observed),
                 samples,
+                throttle_seconds: 0.0,
             }],
             throughput_bytes_per_second: 1e8,
             iops: 1000.0,
         }
+    }
+
+    #[test]
+    fn a_protected_cgroup_throttled_by_iocost_raises_vrate() {
+        let mut c = Controller::new(ControllerConfig {
+            start: 10.0,
+            ..Default::default()
+        });
+        // Fast in the block layer, but 3 ms per I/O in iocost's throttle.
+        let mut m = slo(0.0005, 0.002, 1000);
+        m.slos[0].throttle_seconds = 0.003;
+        let d = c.decide(&m);
+        assert_eq!((d.action, d.to), (Action::Increase, 13.0), "{d:?}");
+        assert!(
+            d.reason.contains("waiting in iocost's throttle"),
+            "{}",
+            d.reason
+        );
+        assert!(d.reason.contains("+ 3.000ms throttled"), "{}", d.reason);
+        // A queueing miss above never sends it back below the throttled value.
+        c.decide(&slo(0.0005, 0.002, 1000)); // backoff
+        c.decide(&slo(0.0005, 0.002, 1000)); // backoff
+        let d = c.decide(&slo(0.004, 0.002, 1000));
+        assert_eq!(d.action, Action::Decrease);
+        assert!(d.to > 10.0, "{d:?}");
+        // At the upper bound it says what to do instead.
+        let mut c = Controller::new(ControllerConfig::default());
+        let d = c.decide(&m);
+        assert_eq!(d.action, Action::Hold);
+        assert!(d.reason.contains("raise its io.weight"), "{}", d.reason);
+    }
+
+    #[test]
+    fn finds_the_window_between_throttling_and_queueing() {
+        let mut plant = Plant {
+            lc_demand_units_per_second: 2_000.0,
+            ..Plant::default()
+        };
+        let mut c = Controller::new(ControllerConfig {
+            start: 5.0,
+            ..Default::default()
+        });
+        let ds = run(&mut plant, &mut c, 40);
+        assert!(c.converged(), "not converged at {}: {ds:#?}", c.vrate());
+        let m = plant.period_noiseless(c.vrate());
+        assert!(m.slos[0].effective() <= plant.slo_target, "{m:?}");
+        assert!(c.vrate() >= plant.max_vrate_meeting(plant.slo_target) * 0.75);
     }
 
     /// Runs the controller against a plant; returns (decisions, vrates).

@@ -38,6 +38,7 @@ pub fn measure(
                 target_seconds: slo.target.as_secs_f64(),
                 observed_seconds: h.quantile(&delta.hist_lower_bounds_seconds, slo.quantile),
                 samples: h.count(),
+                throttle_seconds: 0.0,
             });
         }
     }

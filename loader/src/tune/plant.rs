@@ -20,6 +20,10 @@ pub struct Plant {
     pub bytes_per_unit: f64,
     /// Relative noise on the measured p99 (uniform ±noise).
     pub noise: f64,
+    /// The protected cgroup's own demand: it gets 90% of iocost's budget
+    /// (weight 10:1 against the hog) and waits in iocost's throttle for the
+    /// rest, 10 ms per unit of overload.
+    pub lc_demand_units_per_second: f64,
     pub rng: u64,
 }
 
@@ -33,6 +37,7 @@ impl Default for Plant {
             lc_samples: 3000,
             bytes_per_unit: 32768.0,
             noise: 0.0,
+            lc_demand_units_per_second: 0.0,
             rng: 0x9e37_79b9_7f4a_7c15,
         }
     }
@@ -76,6 +81,15 @@ impl Plant {
         rho * self.capacity_units_per_second / self.model_units_per_second * 100.0
     }
 
+    fn throttle(&self, vrate: f64) -> f64 {
+        let share = 0.9 * vrate / 100.0 * self.model_units_per_second;
+        if self.lc_demand_units_per_second <= share {
+            0.0
+        } else {
+            (self.lc_demand_units_per_second / share - 1.0) * 0.01
+        }
+    }
+
     fn measure(&self, vrate: f64, p99: f64) -> Measurement {
         let admitted =
             (vrate / 100.0 * self.model_units_per_second).min(self.capacity_units_per_second);
@@ -85,6 +99,7 @@ impl Plant {
                 target_seconds: self.slo_target,
                 observed_seconds: Some(p99),
                 samples: self.lc_samples,
+                throttle_seconds: self.throttle(vrate),
             }],
             throughput_bytes_per_second: admitted * self.bytes_per_unit,
             iops: admitted,

@@ -44,6 +44,8 @@ pub struct Tuner {
     started: Instant,
     status: TunerStatus,
     decisions: BTreeMap<String, u64>,
+    /// io.stat cost.wait (µs) of each protected cgroup at the period start.
+    wait_base: Vec<Option<u64>>,
 }
 
 /// `/lc`, `lc` and `/sys/fs/cgroup/lc` all name the same cgroup.
@@ -132,6 +134,7 @@ impl Tuner {
             started: Instant::now(),
             status,
             decisions: BTreeMap::new(),
+            wait_base: Vec::new(),
         })
     }
 
@@ -179,6 +182,20 @@ impl Tuner {
         Ok(())
     }
 
+    /// Each protected cgroup's cumulative iocost wait on the device, µs.
+    fn iocost_waits(&self) -> Vec<Option<u64>> {
+        let majmin = self.devnum();
+        self.protected
+            .iter()
+            .map(|p| {
+                let text =
+                    std::fs::read_to_string(self.root.join(&p.path[1..]).join("io.stat")).ok()?;
+                let line = crate::iocost::device_line(&text, &majmin)?;
+                crate::iocost::field(line, "cost.wait")?.parse().ok()
+            })
+            .collect()
+    }
+
     fn check_cgroups(&self) -> Result<()> {
         for p in &self.protected {
             if !self.root.join(&p.path[1..]).is_dir() {
@@ -194,6 +211,7 @@ impl Tuner {
         self.check_cgroups()?;
         let Some(base) = &self.base else {
             self.base = Some(snap.clone());
+            self.wait_base = self.iocost_waits();
             self.period_started = Instant::now();
             snap.tuner = Some(self.status.clone());
             return Ok(());
@@ -201,8 +219,31 @@ impl Tuner {
         if self.period_started.elapsed() >= self.opts.period {
             let delta = snap.delta_since(base);
             let dev = (self.opts.device.major, self.opts.device.minor);
-            let m = measure(&delta, dev, &self.protected, &self.opts.slos);
+            let mut m = measure(&delta, dev, &self.protected, &self.opts.slos);
+            let waits = self.iocost_waits();
+            let per_cgroup = self.opts.slos.len();
+            for (i, ((p, now), then)) in self
+                .protected
+                .iter()
+                .zip(&waits)
+                .zip(&self.wait_base)
+                .enumerate()
+            {
+                let ios: u64 = delta
+                    .io
+                    .iter()
+                    .filter(|s| s.cgroup.id == p.id && (s.device.major, s.device.minor) == dev)
+                    .map(|s| s.ios)
+                    .sum();
+                if let (Some(now), Some(then), true) = (now, then, ios > 0) {
+                    let w = now.saturating_sub(*then) as f64 / 1e6 / ios as f64;
+                    for s in &mut m.slos[i * per_cgroup..(i + 1) * per_cgroup] {
+                        s.throttle_seconds = w;
+                    }
+                }
+            }
             self.decide(&m)?;
+            self.wait_base = waits;
             self.base = Some(snap.clone());
             self.period_started = Instant::now();
         }
@@ -234,7 +275,9 @@ impl Tuner {
                 st.periods_met += st.met as u64;
             }
         }
-        if d.action == Action::Converged && self.status.converged_after_seconds.is_none() {
+        // The latest convergence: a miss reopens the search, and the time
+        // that matters is when it last settled.
+        if d.action == Action::Converged {
             self.status.converged_after_seconds = Some(at);
         }
         self.status.converged = self.controller.converged();
@@ -266,6 +309,7 @@ impl Tuner {
                 "target_seconds": s.target_seconds,
                 "observed_seconds": s.observed_seconds,
                 "samples": s.samples,
+                "throttle_seconds": s.throttle_seconds,
             })).collect::<Vec<_>>(),
             "throughput_bytes_per_second": m.throughput_bytes_per_second.round(),
             "iops": m.iops.round(),
