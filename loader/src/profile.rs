@@ -188,7 +188,7 @@ pub fn profile(o: &ProfileOptions) -> Result<(String, Vec<String>)> {
         .parse()?;
     let dev_bytes = sectors * 512;
     let size = o.size.unwrap_or(dev_bytes.saturating_sub(o.offset));
-    if o.offset % 4096 != 0 || size < 4 << 20 || o.offset + size > dev_bytes {
+    if !o.offset.is_multiple_of(4096) || size < 4 << 20 || o.offset + size > dev_bytes {
         bail!(
             "region offset {} size {size} does not fit {} ({dev_bytes} bytes): 4 KiB-aligned, at least 4 MiB",
             o.offset,
