@@ -50,6 +50,7 @@ pub mod profile;
 pub mod selfstats;
 pub mod sysinfo;
 pub mod topview;
+pub mod tui;
 
 pub mod tracer;
 pub mod tune;
