@@ -173,6 +173,8 @@ pub struct Controller {
     backoff: u32,
     /// Consecutive periods met within the margin at the current v.
     tight: u32,
+    /// The last period was a marginal miss waiting for confirmation.
+    unconfirmed: bool,
     /// Consecutive periods with slack while converged.
     slack: u32,
     converged: bool,
@@ -195,6 +197,7 @@ impl Controller {
             low_bad: None,
             backoff: 0,
             tight: 0,
+            unconfirmed: false,
             slack: 0,
             converged: false,
         }
@@ -304,6 +307,23 @@ impl Controller {
                 ),
             );
         }
+
+        // A marginal miss (within the margin) at a value that met before may
+        // be noise: it is acted on only when the next period misses too.
+        // Large misses act at once.
+        let marginal = worst <= 1.0 + self.cfg.margin;
+        if worst > 1.0 && marginal && !self.unconfirmed && self.good.is_some_and(|g| g >= from) {
+            self.unconfirmed = true;
+            return decision(
+                Action::Hold,
+                from,
+                format!(
+                    "SLO missed by a margin ({:.0}% of target) where it held before: confirming next period",
+                    worst * 100.0
+                ),
+            );
+        }
+        self.unconfirmed = false;
 
         if worst > 1.0 {
             // Missed: v is bad; a good value above it is stale (load changed).
@@ -595,6 +615,30 @@ mod tests {
         assert_eq!(d.action, Action::Increase);
         // Bisects towards the known-bad 100.
         assert_eq!(d.to, 85.0);
+    }
+
+    #[test]
+    fn a_marginal_miss_where_it_held_before_needs_confirmation() {
+        let mut c = Controller::new(ControllerConfig {
+            start: 50.0,
+            ..Default::default()
+        });
+        c.decide(&slo(0.0018, 0.002, 1000)); // met: 50 is good
+        let d = c.decide(&slo(0.0022, 0.002, 1000)); // 110%: maybe noise
+        assert_eq!((d.action, d.to), (Action::Hold, 50.0), "{d:?}");
+        assert!(d.reason.contains("confirming"), "{}", d.reason);
+        let d = c.decide(&slo(0.0018, 0.002, 1000)); // met again: it was noise
+        assert_eq!(d.to, 50.0);
+        c.decide(&slo(0.0022, 0.002, 1000));
+        let d = c.decide(&slo(0.0022, 0.002, 1000)); // confirmed
+        assert_eq!(d.action, Action::Decrease, "{d:?}");
+        // A large miss acts at once.
+        let mut c = Controller::new(ControllerConfig {
+            start: 50.0,
+            ..Default::default()
+        });
+        c.decide(&slo(0.0018, 0.002, 1000));
+        assert_eq!(c.decide(&slo(0.003, 0.002, 1000)).action, Action::Decrease);
     }
 
     #[test]

@@ -20,7 +20,7 @@ IW=$IOWARDEN_BIN
 MM=$(cat /sys/block/$DEV/dev)
 ST=$SCRATCH/tune-state; rm -rf $ST
 T=$SCRATCH/tune; rm -rf $T; mkdir -p $T
-CONVERGE_BY=40
+CONVERGE_BY=45
 PHASE=12
 VMIN=20
 echo +io > $CG/cgroup.subtree_control
@@ -84,7 +84,7 @@ ok "tune: SLO $SLO (1.5 x the tightest QoS's p99) is missed by the default QoS (
 phase tuned $((CONVERGE_BY + 25)) $((CONVERGE_BY + 5)) &
 PH=$!
 sleep 5
-"$IW" tune --device $DEV --protect /tn-lc --slo $SLO --vrate-min $VMIN --period 2s --protect-weight 1000 \
+"$IW" tune --device $DEV --protect /tn-lc --slo $SLO --vrate-min $VMIN --period 3s --protect-weight 1000 \
   --listen 127.0.0.1:9623 --state-dir $ST > $T/decisions.jsonl 2> $T/tune.log & TP=$!
 snap() { python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9623/snapshot.json").read().decode())' > $T/$1.json; }
 ( sleep 15; python3 "$(dirname "$0")/promql.py" $SCRATCH 127.0.0.1:9623 "$(dirname "$0")/../../../dashboards/iowarden-tuner.json" > $SCRATCH/promql-9623 2>&1 ) & PQ=$!
