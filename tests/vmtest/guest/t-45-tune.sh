@@ -60,21 +60,23 @@ PY
 }
 qos() { grep "^$MM " $CG/io.cost.qos || true; }
 
-# (d) the tightest fixed QoS within the tuner's bounds
-echo "$MM enable=1 ctrl=user rpct=0 wpct=0 min=$VMIN max=$VMIN" > $CG/io.cost.qos
-phase tight $PHASE 3; read d_p99 d_lc d_hog d_tot < <(nums tight)
-echo "  (d) fixed vrate $VMIN%:    LC p99 ${d_p99} ms, LC ${d_lc} MB/s, hog ${d_hog} MB/s, total ${d_tot} MB/s"
-SLO_MS=$(python3 -c "import math; print(max(1, math.ceil(1.5 * $d_p99)))")
-SLO="read-p99=${SLO_MS}ms"
+# (a) iocost off
+echo "$MM enable=0" > $CG/io.cost.qos
+phase off $PHASE 3; read a_p99 a_lc a_hog a_tot < <(nums off)
+echo "  (a) iocost off:        LC p99 ${a_p99} ms, LC ${a_lc} MB/s, hog ${a_hog} MB/s, total ${a_tot} MB/s"
 # (b) iocost with the kernel's defaults for this device
 echo "$MM enable=1 ctrl=auto" > $CG/io.cost.qos
 echo "  (b) qos: $(qos)"
 phase def $PHASE 3; read b_p99 b_lc b_hog b_tot < <(nums def)
 echo "  (b) iocost default QoS: LC p99 ${b_p99} ms, LC ${b_lc} MB/s, hog ${b_hog} MB/s, total ${b_tot} MB/s"
-# (a) iocost off
+# (d) last: switching iocost to ctrl=auto keeps the vrate it had, so (b)
+# must not follow a pinned low vrate.
+echo "$MM enable=1 ctrl=user rpct=0 wpct=0 min=$VMIN max=$VMIN" > $CG/io.cost.qos
+phase tight $PHASE 3; read d_p99 d_lc d_hog d_tot < <(nums tight)
+echo "  (d) fixed vrate $VMIN%:    LC p99 ${d_p99} ms, LC ${d_lc} MB/s, hog ${d_hog} MB/s, total ${d_tot} MB/s"
+SLO_MS=$(python3 -c "import math; print(max(1, math.ceil(1.5 * $d_p99)))")
+SLO="read-p99=${SLO_MS}ms"
 echo "$MM enable=0" > $CG/io.cost.qos
-phase off $PHASE 3; read a_p99 a_lc a_hog a_tot < <(nums off)
-echo "  (a) iocost off:        LC p99 ${a_p99} ms, LC ${a_lc} MB/s, hog ${a_hog} MB/s, total ${a_tot} MB/s"
 echo "$MM ctrl=auto" > $CG/io.cost.qos
 pre_tune_qos=$(qos)
 ok "tune: SLO $SLO (1.5 x the tightest QoS's p99) is missed by the default QoS (b) (fio LC p99 ${b_p99} ms)" "python3 -c 'import sys; sys.exit(not $b_p99 > $SLO_MS)'"
