@@ -304,6 +304,9 @@ pub fn encode_openmetrics(snap: &Snapshot, extra: &SelfMetrics) -> Result<String
     reg.register_collector(Box::new(crate::blockext_metrics::BlockExtCollector {
         snap: snap.clone(),
     }));
+    reg.register_collector(Box::new(crate::locks_metrics::LocksCollector {
+        snap: snap.clone(),
+    }));
     let mut out = String::new();
     prometheus_client::encoding::text::encode(&mut out, &reg)?;
     Ok(out)
