@@ -12,7 +12,7 @@ enum lk_const {
 	LK_MAX_SLOTS = 4096,
 	LK_SLOT_PROBES = 8,
 	/* Stack map buckets; a stack id is below this (it fits the key's 15 bits). */
-	LK_STACK_ENTRIES = 8192,
+	LK_STACK_ENTRIES = 16384,
 	/* Frames kept per stack: bounds the unwind bpf_get_stackid does. */
 	LK_STACK_DEPTH = 32,
 	/* Frames the block-only filter looks at (innermost first). */

@@ -23,6 +23,8 @@ pub fn is_lock_frame(name: &str) -> bool {
         "_raw_spin_",
         "_raw_read_",
         "_raw_write_",
+        "raw_spin_rq_",
+        "_raw_spin_rq_",
         "__raw_spin_",
         "do_raw_spin_",
         "do_raw_read_",
@@ -509,8 +511,8 @@ ffffffff81000700 t helper\t[nvme]
 ffffffff81000800 t other_fn\t[ext4]
 ";
         let syms = parse_kallsyms_text(text);
-        assert_eq!(syms.len(), 8, "data symbols skipped");
-        assert_eq!(syms[5].module.as_deref(), Some("nvme"));
+        assert_eq!(syms.len(), 9, "data symbols skipped");
+        assert_eq!(syms[6].module.as_deref(), Some("nvme"));
         let r = block_ranges(&syms, 16);
         assert_eq!(
             r,

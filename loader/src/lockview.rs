@@ -205,7 +205,10 @@ mod tests {
                 },
                 op: Op::Read,
                 ios: 100,
-                ..Default::default()
+                bytes: 0,
+                merged: 0,
+                requeued: 0,
+                latency: Default::default(),
             }],
             locks: Some(LockReport {
                 mode: "block".into(),
