@@ -84,33 +84,35 @@ mod tests {
 
     #[test]
     fn lock_metrics_render() {
-        let mut s = Snapshot::default();
-        s.locks = Some(LockReport {
-            mode: "block".into(),
-            top: vec![
-                LockSiteRow {
-                    site: "dd_dispatch_request".into(),
-                    cgroup: CgroupRef {
-                        id: 5,
-                        path: "/w".into(),
+        let s = Snapshot {
+            locks: Some(LockReport {
+                mode: "block".into(),
+                top: vec![
+                    LockSiteRow {
+                        site: "dd_dispatch_request".into(),
+                        cgroup: CgroupRef {
+                            id: 5,
+                            path: "/w".into(),
+                        },
+                        count: 3,
+                        wait_seconds: 0.25,
                     },
-                    count: 3,
-                    wait_seconds: 0.25,
-                },
-                LockSiteRow {
-                    site: "other".into(),
-                    cgroup: CgroupRef {
-                        id: 5,
-                        path: "/w".into(),
+                    LockSiteRow {
+                        site: "other".into(),
+                        cgroup: CgroupRef {
+                            id: 5,
+                            path: "/w".into(),
+                        },
+                        count: 1,
+                        wait_seconds: 0.5,
                     },
-                    count: 1,
-                    wait_seconds: 0.5,
-                },
-            ],
-            filtered: 7,
-            dropped: vec![("stack".into(), 2)],
+                ],
+                filtered: 7,
+                dropped: vec![("stack".into(), 2)],
+                ..Default::default()
+            }),
             ..Default::default()
-        });
+        };
         let text = crate::openmetrics::encode_openmetrics(&s, &Default::default()).unwrap();
         for want in [
             r#"iowarden_lock_wait_seconds_total{site="dd_dispatch_request",cgroup="/w"} 0.25"#,

@@ -10,7 +10,8 @@ use crate::lockstack::folded_line;
 
 /// Lock waits are often below a microsecond: ns, us or ms.
 pub fn fmt_wait(s: Option<f64>) -> String {
-    match s {
+    // + 0.0: an empty f64 sum is -0.0, which would print as "-0ns".
+    match s.map(|s| s + 0.0) {
         None => "-".into(),
         Some(s) if s < 1e-6 => format!("{:.0}ns", s * 1e9),
         Some(s) if s < 1e-3 => format!("{:.1}us", s * 1e6),
@@ -250,6 +251,7 @@ mod tests {
         assert_eq!(rows[1].wait_per_io, None, "the root cgroup did no I/O here");
         assert!((lock_wait_per_io(&snap(), "/w", Some("loop3")).unwrap() - 0.00003).abs() < 1e-12);
         assert_eq!(lock_wait_per_io(&snap(), "/w", Some("vda")), None);
+        assert_eq!(fmt_wait(Some(std::iter::empty::<f64>().sum())), "0ns");
         let p = render_panel(&snap(), None, 5);
         assert!(p.starts_with("locks (block): 25 contentions"), "{p}");
         assert!(p.contains("dd_dispatch_request"), "{p}");
