@@ -11,9 +11,10 @@ enum lk_const {
 	/* Series table: open addressing over (stack id, cgroup, kind) keys. */
 	LK_MAX_SLOTS = 4096,
 	LK_SLOT_PROBES = 8,
-	/* Stack map buckets; a stack id is below this (it fits the key's 15 bits). */
-	LK_STACK_ENTRIES = 16384,
-	/* Frames kept per stack: bounds the unwind bpf_get_stackid does. */
+	/* Stack table entries; a stack id is below this (it fits the key's 15 bits). */
+	LK_STACK_ENTRIES = 4096,
+	LK_STACK_PROBES = 4,
+	/* Frames kept per stack: bounds the one unwind per contention. */
 	LK_STACK_DEPTH = 32,
 	/* Frames the block-only filter looks at (innermost first). */
 	LK_FILTER_DEPTH = 16,
@@ -26,14 +27,14 @@ enum lk_const {
 	/* Wait histogram: bucket i holds [2^i, 2^(i+1)) ns (bucket 0 also 0 and 1 ns);
 	 * the last bucket is open. */
 	LK_HIST_BUCKETS = 32,
-	/* Stack id recorded when bpf_get_stackid failed: time still counted. */
+	/* Stack id recorded when no stack could be kept: time still counted. */
 	LK_NO_STACK = 0x7fff,
 };
 
 /* Counters (per CPU) of what was not recorded, and why. */
 enum lk_counter {
 	LK_DROP_SLOT_FULL = 0,  /* series table full: wait not recorded */
-	LK_DROP_STACK = 1,      /* stack map full or bucket taken: recorded under LK_NO_STACK */
+	LK_DROP_STACK = 1,      /* no stack (unwind failed, table full): recorded under LK_NO_STACK */
 	LK_DROP_NEST = 2,       /* LK_NEST open waits at a begin: stale ones (lost ends) discarded */
 	LK_DROP_STORAGE = 3,    /* no task storage (allocation failed / busy) */
 	LK_DROP_UNMATCHED = 4,  /* contention_end with no begin seen (attach mid-wait, skipped begin) */
@@ -87,6 +88,19 @@ struct lk_task {
 	__u32 depth;
 	__u32 pad;
 	struct lk_wait w[LK_NEST];
+};
+
+/*
+ * One kernel stack, innermost frame first, in a table indexed by stack id:
+ * deduplicated by a hash of its frames in BPF (one unwind per contention
+ * serves both the block filter and the site; bpf_get_stackid would unwind
+ * again). hash 0 = free; n is written last, 0 = still being written.
+ */
+struct lk_stack {
+	__u64 hash;
+	__u32 n;
+	__u32 pad;
+	__u64 ips[LK_STACK_DEPTH];
 };
 
 /* Tables the BPF side fills and user space reads through the mmapped .bss. */

@@ -15,7 +15,7 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
 
 use crate::cgroups::CgroupResolver;
-use crate::locks_skel::types::{lk_const, lk_counter, lk_counters, lk_stats};
+use crate::locks_skel::types::{lk_const, lk_counter, lk_counters, lk_stack, lk_stats};
 use crate::locks_skel::{LocksSkel, LocksSkelBuilder};
 use crate::lockstack::{self, TopSites};
 use crate::tracer::ProgStats;
@@ -42,6 +42,9 @@ pub struct LockConfig {
     pub block_only: bool,
     /// Sites exported by name in metrics; the rest is "other".
     pub top_sites: usize,
+    /// Kernel frames unwound per contention (1..=32): the unwind is most of
+    /// an event's cost.
+    pub stack_depth: u32,
 }
 
 impl Default for LockConfig {
@@ -49,6 +52,10 @@ impl Default for LockConfig {
         LockConfig {
             block_only: true,
             top_sites: 10,
+            stack_depth: std::env::var("IOWARDEN_LOCK_STACK_DEPTH")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(lk_const::LK_STACK_DEPTH.0),
         }
     }
 }
@@ -201,6 +208,7 @@ impl LockTracer {
             .as_deref_mut()
             .context("locks BPF object has no .rodata")?;
         ro.block_only = cfg.block_only;
+        ro.stack_depth = cfg.stack_depth.clamp(1, lk_const::LK_STACK_DEPTH.0);
         ro.nr_block_ranges = ranges.len() as u32;
         for (i, (s, e)) in ranges.iter().enumerate() {
             ro.block_start[i] = *s;
@@ -299,20 +307,20 @@ impl LockTracer {
         if let Some(s) = self.stacks.get(&id) {
             return s.clone();
         }
-        let addrs: Vec<u64> = self
+        let st: lk_stack = self
             .skel
             .maps
             .stacks
             .lookup(&id.to_ne_bytes(), MapFlags::ANY)
             .ok()
             .flatten()
-            .map(|b| {
-                b.chunks_exact(8)
-                    .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
-                    .take_while(|&a| a != 0)
-                    .collect()
-            })
+            .map(|b| pod(&b))
             .unwrap_or_default();
+        if st.n == 0 {
+            // Still being written by the BPF side: not cached, read next poll.
+            return ("(no stack)".into(), Vec::new());
+        }
+        let addrs: Vec<u64> = st.ips.iter().take(st.n as usize).copied().collect();
         let syms = self.symbolizer.symbolize(&addrs, true).unwrap_or_default();
         let mut names = Vec::new();
         let mut frames = Vec::new();
