@@ -168,8 +168,15 @@ int BPF_PROG(iocost_ioc_vrate_adj, struct ioc *ioc, __u64 new_vrate, __u32 *miss
 
 	if (!d)
 		return 0;
-	/* Called right before the kernel stores new_vrate as the base rate. */
-	d->vrate = new_vrate;
+	/*
+	 * ioc_adjust_base_vrate() fires this right before storing new_vrate as
+	 * the base rate, except when it leaves the rate alone (not busy, or
+	 * under-busy with lagging cgroups): there, kernels before 6.3 pass the
+	 * effective rate (base + vtime error compensation), so keep the base
+	 * dev_state() just read.
+	 */
+	if (!(d->busy_level == 0 || (d->busy_level < 0 && nr_lagging)))
+		d->vrate = new_vrate;
 	/* A pointer to an int argument is a plain scalar to the verifier. */
 	bpf_probe_read_kernel(d->missed_ppm, sizeof(d->missed_ppm), missed_ppm);
 	d->rq_wait_pct = rq_wait_pct;

@@ -10,6 +10,7 @@ pub mod locks_metrics;
 pub mod model;
 pub mod openmetrics;
 pub mod selfmetrics;
+pub mod tuner;
 
 pub use blockext::*;
 pub use json::{decode_json, encode_json};
@@ -17,3 +18,4 @@ pub use locks::{log2_quantile_seconds, LockReport, LockSeries, LockSiteRow, Lock
 pub use model::*;
 pub use openmetrics::{collapse_buckets, encode_openmetrics, SelfMetrics};
 pub use selfmetrics::{BpfProgramStats, RuntimeMetrics, TableFill};
+pub use tuner::{TunerDecision, TunerSlo, TunerStatus};

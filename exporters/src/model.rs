@@ -298,6 +298,9 @@ pub struct Snapshot {
     /// Kernel lock contention (None when the lock programs are off).
     #[serde(default)]
     pub locks: Option<crate::locks::LockReport>,
+    /// The online io.cost.qos tuner's state (`iowarden tune` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tuner: Option<crate::tuner::TunerStatus>,
 }
 
 impl Snapshot {
@@ -389,6 +392,7 @@ impl Snapshot {
                     .saturating_sub(prev.drops.nested_lost),
             },
             cpu_queue_map: self.cpu_queue_map.clone(),
+            tuner: self.tuner.clone(),
             nvme_queue_cgroups: self.nvme_queue_cgroups.clone(),
             nvme_queues: self.nvme_queues.clone(),
             nvme_hol: self

@@ -121,12 +121,17 @@ pub struct RunOptions {
     pub pods: Option<Arc<StaticPodDirectory>>,
 }
 
+/// Called with every snapshot before it is served (the tuner decides and
+/// attaches its state here); an error stops the daemon.
+pub type PollHook<'a> = &'a mut dyn FnMut(&mut Snapshot) -> Result<()>;
+
 /// Runs until `stop` is set or `duration` elapses.
 pub fn run(
     mut monitor: Monitor,
     server: tiny_http::Server,
     opts: &RunOptions,
     stop: Arc<AtomicBool>,
+    hook: PollHook,
 ) -> Result<()> {
     let shared = Arc::new(Shared {
         pods: opts.pods.clone(),
@@ -140,7 +145,9 @@ pub fn run(
             ..monitor.runtime_stats(on)
         };
     };
-    *shared.snapshot.lock().unwrap() = monitor.poll()?;
+    let mut first = monitor.poll()?;
+    hook(&mut first)?;
+    *shared.snapshot.lock().unwrap() = first;
     refresh_runtime(&monitor);
     let http = {
         let (shared, stop) = (shared.clone(), stop.clone());
@@ -163,7 +170,7 @@ pub fn run(
         }
         next += opts.interval;
         let t0 = Instant::now();
-        match monitor.poll() {
+        match monitor.poll().and_then(|mut s| hook(&mut s).map(|_| s)) {
             Ok(s) => *shared.snapshot.lock().unwrap() = s,
             Err(e) => break Err(e),
         }

@@ -60,8 +60,11 @@ pub mod lockview;
 pub mod monitor;
 pub mod nvme;
 pub mod preflight;
+pub mod profile;
 pub mod selfstats;
 pub mod sysinfo;
 pub mod topview;
+pub mod tui;
 
 pub mod tracer;
+pub mod tune;

@@ -77,6 +77,10 @@ enum Cmd {
         /// JSON file naming pods and containers by uid and id, for iowarden_cgroup_info
         #[arg(long)]
         pod_map: Option<std::path::PathBuf>,
+        /// Knob journal directory: what a killed `tune`/`knob set --hold` left
+        /// changed is restored at start
+        #[arg(long, default_value = iowarden::knobs::writer::DEFAULT_STATE_DIR)]
+        state_dir: std::path::PathBuf,
     },
     /// Live view of cgroups sorted by device-time share, naming the noisy neighbour
     Top {
@@ -119,11 +123,164 @@ enum Cmd {
         #[arg(long, default_value_t = 20)]
         top: usize,
     },
+    /// Tune io.cost.qos online so the protected cgroups meet their latency
+    /// SLOs while the device keeps as much throughput as it can
+    Tune(TuneArgs),
+    /// Measure a device's linear iocost model with saturating fio runs
+    /// (overwrites the region: refuses a device in use unless --force)
+    Profile {
+        /// A whole disk by name (nvme0n1, loop3) or MAJ:MIN
+        device: String,
+        /// Run time of each of the six fio cases
+        #[arg(long, default_value = "10s", value_parser = parse_duration)]
+        duration: Duration,
+        /// Start of the region to use, bytes (K, M, G suffixes)
+        #[arg(long, default_value = "0", value_parser = iowarden::profile::parse_size)]
+        offset: u64,
+        /// Length of the region (default: to the end of the device)
+        #[arg(long, value_parser = iowarden::profile::parse_size)]
+        size: Option<u64>,
+        /// Profile even a device that is mounted, partitioned or holds data
+        #[arg(long)]
+        force: bool,
+        /// Write the model to io.cost.model (journaled; kept)
+        #[arg(long)]
+        apply: bool,
+        #[arg(long, default_value = iowarden::knobs::writer::DEFAULT_STATE_DIR)]
+        state_dir: std::path::PathBuf,
+    },
     /// Read, set and restore cgroup v2 io.* knobs (journaled, restorable)
     Knob {
         #[command(subcommand)]
         cmd: iowarden::knobs::cli::KnobCmd,
     },
+}
+
+#[derive(Args)]
+struct TuneArgs {
+    /// The device to tune: a whole disk by name (nvme0n1) or MAJ:MIN
+    #[arg(long)]
+    device: String,
+    /// A cgroup whose SLOs must hold (path on the io hierarchy, e.g. /lc); repeatable
+    #[arg(long, required = true)]
+    protect: Vec<String>,
+    /// Latency SLO of every protected cgroup, <read|write|any>-p<pct>=<latency>,
+    /// e.g. read-p99=2ms; repeatable
+    #[arg(long, required = true)]
+    slo: Vec<String>,
+    /// Lowest vrate (percent of the cost model) the tuner may set
+    #[arg(long, default_value_t = 5.0)]
+    vrate_min: f64,
+    /// Highest vrate (percent) the tuner may set
+    #[arg(long, default_value_t = 100.0)]
+    vrate_max: f64,
+    /// First vrate to try (default: --vrate-max)
+    #[arg(long)]
+    start: Option<f64>,
+    /// Largest vrate change per decision, percentage points
+    #[arg(long, default_value_t = 30.0)]
+    max_step: f64,
+    /// Slack (fraction of the target) needed before raising vrate
+    #[arg(long, default_value_t = 0.15)]
+    margin: f64,
+    /// Decision period: one bounded step per period
+    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    period: Duration,
+    /// Fewer I/Os of an SLO's class in a period: no decision
+    #[arg(long, default_value_t = 100)]
+    min_samples: u64,
+    /// Also set io.weight 'default W' on the protected cgroups
+    #[arg(long)]
+    protect_weight: Option<u32>,
+    /// Print the decisions; write nothing
+    #[arg(long)]
+    dry_run: bool,
+    /// Where the journal of previous knob values lives
+    #[arg(long, default_value = iowarden::knobs::writer::DEFAULT_STATE_DIR)]
+    state_dir: std::path::PathBuf,
+    /// Address for /metrics and /snapshot.json (with iowarden_tune_* metrics)
+    #[arg(long, default_value = "127.0.0.1:9617")]
+    listen: SocketAddr,
+    /// Poll interval
+    #[arg(long, default_value = "500ms", value_parser = parse_duration)]
+    interval: Duration,
+    /// Stop (and restore the knobs) after this long
+    #[arg(long, value_parser = parse_duration)]
+    duration: Option<Duration>,
+}
+
+fn tune(a: TuneArgs) -> Result<()> {
+    use iowarden::tune::{controller::ControllerConfig, runner, slo::parse_slo};
+    let device = resolve_device(&a.device)?;
+    let slos = a
+        .slo
+        .iter()
+        .map(|s| parse_slo(s).map_err(anyhow::Error::msg))
+        .collect::<Result<Vec<_>>>()?;
+    let controller = ControllerConfig {
+        vrate_min: a.vrate_min,
+        vrate_max: a.vrate_max,
+        start: a.start.unwrap_or(a.vrate_max),
+        max_step: a.max_step,
+        margin: a.margin,
+        min_samples: a.min_samples,
+        ..ControllerConfig::default()
+    };
+    let resolver = iowarden::cgroups::CgroupResolver::for_host()?;
+    let mut tuner = runner::Tuner::prepare(
+        runner::TuneOptions {
+            device: device.clone(),
+            protect: a.protect,
+            slos,
+            controller,
+            period: a.period,
+            protect_weight: a.protect_weight,
+            writer: iowarden::knobs::writer::WriterConfig {
+                state_dir: a.state_dir,
+                dry_run: a.dry_run,
+                ..Default::default()
+            },
+        },
+        &resolver,
+    )?;
+    let server = daemon::bind(a.listen)?;
+    let trace = TraceArgs {
+        device: Some(format!("{}:{}", device.major, device.minor)),
+        max_series: 1024,
+        no_latency: false,
+        no_hwq: false,
+        no_nvme: false,
+        no_iocost: false,
+        no_locks: false,
+        locks_all: false,
+    };
+    let monitor = start_monitor(&trace)?;
+    let stop = stop_flag()?;
+    tuner.start()?;
+    let result = daemon::run(
+        monitor,
+        server,
+        &daemon::RunOptions {
+            listen: a.listen,
+            interval: a.interval,
+            duration: a.duration,
+            bpf_stats: false,
+            pods: None,
+        },
+        stop,
+        &mut |snap| tuner.on_poll(snap),
+    );
+    eprintln!("iowarden tune: {}", tuner.summary());
+    let restored = tuner.finish();
+    for m in restored.as_deref().unwrap_or_default() {
+        eprintln!("iowarden: {m}");
+    }
+    match (result, restored) {
+        (Err(e), Ok(_)) => Err(e.context("tuner stopped; what it changed was restored")),
+        (Err(e), Err(r)) => Err(e.context(format!("tuner stopped, and restoring failed: {r:#}"))),
+        (Ok(()), Err(e)) => Err(e),
+        (Ok(()), Ok(_)) => Ok(()),
+    }
 }
 
 fn tracer_config(t: &TraceArgs) -> Result<TracerConfig> {
@@ -160,6 +317,22 @@ fn start_monitor(trace: &TraceArgs) -> Result<Monitor> {
     Ok(monitor)
 }
 
+/// Restores what a killed iowarden left changed (it journaled the previous
+/// values); a failure is reported but does not stop the daemon.
+fn recover_knobs(state_dir: std::path::PathBuf) {
+    use iowarden::knobs::writer::{Writer, WriterConfig};
+    let mut w = Writer::new(WriterConfig {
+        state_dir,
+        ..Default::default()
+    });
+    match w.recover() {
+        Ok(msgs) => msgs.iter().for_each(|m| eprintln!("iowarden: {m}")),
+        Err(e) => {
+            eprintln!("iowarden: warning: could not restore knobs a killed run left changed: {e:#}")
+        }
+    }
+}
+
 fn stop_flag() -> Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
@@ -179,6 +352,46 @@ fn main() {
 fn real_main(cli: Cli) -> Result<()> {
     match cli.cmd {
         Cmd::Knob { cmd } => iowarden::knobs::cli::run(cmd),
+        Cmd::Tune(args) => tune(args),
+        Cmd::Profile {
+            device,
+            duration,
+            offset,
+            size,
+            force,
+            apply,
+            state_dir,
+        } => {
+            let d = resolve_device(&device)?;
+            // Checked before the runs: the profile takes minutes.
+            let model_path = iowarden::iocost::cgroup2_root().map(|r| r.join("io.cost.model"));
+            if apply && !model_path.as_ref().is_some_and(|p| p.exists()) {
+                anyhow::bail!("--apply: no io.cost.model on this host (iocost needs the io controller on cgroup v2); nothing measured or changed");
+            }
+            let (line, report) = iowarden::profile::profile(&iowarden::profile::ProfileOptions {
+                name: d.name.clone(),
+                devnum: format!("{}:{}", d.major, d.minor),
+                runtime: duration,
+                offset,
+                size,
+                force,
+            })?;
+            for r in report {
+                eprintln!("iowarden profile: {r}");
+            }
+            println!("{line}");
+            if apply {
+                let mut w =
+                    iowarden::knobs::writer::Writer::new(iowarden::knobs::writer::WriterConfig {
+                        state_dir,
+                        ..Default::default()
+                    });
+                let path = model_path.expect("checked above");
+                eprintln!("iowarden: {}", w.set(&path, &line)?);
+                w.keep_all()?;
+            }
+            Ok(())
+        }
         Cmd::Run {
             trace,
             listen,
@@ -186,7 +399,9 @@ fn real_main(cli: Cli) -> Result<()> {
             duration,
             bpf_stats,
             pod_map,
+            state_dir,
         } => {
+            recover_knobs(state_dir);
             let pods = pod_map
                 .as_deref()
                 .map(StaticPodDirectory::load)
@@ -208,6 +423,7 @@ fn real_main(cli: Cli) -> Result<()> {
                     pods,
                 },
                 stop_flag()?,
+                &mut |_| Ok(()),
             )
         }
         Cmd::Top {

@@ -188,7 +188,7 @@ pub fn fmt_lat(s: Option<f64>) -> String {
     }
 }
 
-fn fmt_rate(v: f64, unit: &str) -> String {
+pub fn fmt_rate(v: f64, unit: &str) -> String {
     if v >= 1e9 {
         format!("{:.1}G{unit}", v / 1e9)
     } else if v >= 1e6 {
@@ -235,14 +235,92 @@ pub struct TopOutcome {
 }
 
 /// Prints the table every interval until `stop`, or `duration` elapses. On
-/// a terminal the screen is redrawn in place; in a pipe every table is kept.
+/// a terminal it is a ratatui view with keys (q, s, p); in a pipe every
+/// table is printed as plain text and kept.
 pub fn run_top<F: FnMut() -> Result<Snapshot>>(
-    mut next: F,
+    next: F,
     opts: &TopOptions,
     stop: &AtomicBool,
 ) -> Result<TopOutcome> {
     use std::io::IsTerminal;
-    let tty = std::io::stdout().is_terminal();
+    if std::io::stdout().is_terminal() {
+        let mut term = ratatui::try_init()?;
+        let r = run_tui(next, opts, stop, &mut term);
+        ratatui::restore();
+        return r;
+    }
+    run_plain(next, opts, stop)
+}
+
+fn run_tui<F: FnMut() -> Result<Snapshot>>(
+    mut next: F,
+    opts: &TopOptions,
+    stop: &AtomicBool,
+    term: &mut ratatui::DefaultTerminal,
+) -> Result<TopOutcome> {
+    use crate::tui::{draw, on_key, sort_rows, KeyAction, TuiState};
+    use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+    let started = Instant::now();
+    let mut prev = next()?;
+    let mut det = NoisyNeighbourDetector::default();
+    let mut last = String::from("no noisy neighbour: no window observed yet");
+    let mut st = TuiState::default();
+    let (mut shown, mut panels) = (Vec::new(), String::new());
+    let mut due = Instant::now() + opts.interval;
+    let mut dirty = true;
+    while !stop.load(Ordering::Relaxed) && opts.duration.is_none_or(|d| started.elapsed() < d) {
+        if Instant::now() >= due {
+            due += opts.interval;
+            let cur = next()?;
+            let delta = cur.delta_since(&prev);
+            prev = cur;
+            let r = rows(&delta, opts.device.as_deref());
+            last = det.observe(&r);
+            if !st.paused {
+                shown = r;
+                panels = render_panels(&delta, opts.device.as_deref());
+                dirty = true;
+            }
+        }
+        if dirty {
+            sort_rows(&mut shown, st.sort);
+            let title = format!(
+                "iowarden top  {}  (interval {:?})",
+                chrono_free_time(),
+                opts.interval
+            );
+            term.draw(|f| draw(f, &title, &shown, &last, &panels, &st))?;
+            dirty = false;
+        }
+        if event::poll(Duration::from_millis(50))? {
+            if let Event::Key(k) = event::read()? {
+                if k.kind != KeyEventKind::Press {
+                    continue;
+                }
+                let c = match k.code {
+                    KeyCode::Char(c) => c,
+                    KeyCode::Esc => 'q',
+                    _ => continue,
+                };
+                match on_key(&mut st, c, k.modifiers.contains(KeyModifiers::CONTROL)) {
+                    KeyAction::Quit => break,
+                    KeyAction::Redraw => dirty = true,
+                    KeyAction::None => {}
+                }
+            }
+        }
+    }
+    Ok(TopOutcome {
+        culprit: det.culprit().map(str::to_string),
+        last_verdict: last,
+    })
+}
+
+fn run_plain<F: FnMut() -> Result<Snapshot>>(
+    mut next: F,
+    opts: &TopOptions,
+    stop: &AtomicBool,
+) -> Result<TopOutcome> {
     let started = Instant::now();
     let mut prev = next()?;
     let mut det = NoisyNeighbourDetector::default();
@@ -259,9 +337,6 @@ pub fn run_top<F: FnMut() -> Result<Snapshot>>(
         prev = cur;
         last = det.observe(&rows);
         let mut out = std::io::stdout().lock();
-        if tty {
-            write!(out, "\x1b[H\x1b[2J")?;
-        }
         let now = chrono_free_time();
         write!(
             out,
@@ -269,9 +344,7 @@ pub fn run_top<F: FnMut() -> Result<Snapshot>>(
             opts.interval,
             render(&rows, &last)
         )?;
-        if !tty {
-            writeln!(out)?;
-        }
+        writeln!(out)?;
         out.flush()?;
     }
     Ok(TopOutcome {

@@ -29,15 +29,15 @@ use serde_json::Value;
 const PLANNED: &[(&str, &str)] = &[
     (
         "iowarden_iocost_",
-        "iocost metrics need the io.cost controller (cgroup v2, iocost enabled on the device): the guest / later work",
+        "iocost metrics need the io.cost controller (cgroup v2, iocost enabled on the device): tested in the guest, tests/vmtest/guest/t-35-iocost.sh",
     ),
     (
         "iowarden_nvme_",
-        "NVMe queue metrics need an NVMe device: the guest's emulated NVMe / later work",
+        "NVMe queue metrics need an NVMe device: tested on the guest's emulated NVMe, tests/vmtest/guest/t-30-nvme.sh",
     ),
     (
         "iowarden_tune_",
-        "tuner metrics come from the tuner (other work in progress)",
+        "tuner metrics need iocost (cgroup v2): tested in the guest, tests/vmtest/guest/t-45-tune.sh",
     ),
 ];
 

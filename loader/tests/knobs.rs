@@ -336,3 +336,57 @@ fn set_without_hold_keeps_and_get_parses() {
         stderr(&o)
     );
 }
+
+/// A tuner writes the same knob many times: restoring puts the original back
+/// with one write per knob (each io.cost write is paced), both on a normal
+/// exit and when recovering a killed run's journal.
+#[test]
+fn repeated_changes_restore_to_the_original_with_one_write_each() {
+    use iowarden::knobs::writer::{Writer, WriterConfig};
+    let f = Fixture::new();
+    let cfg = WriterConfig {
+        state_dir: f.state.clone(),
+        dry_run: false,
+        iocost_min_interval: Duration::from_millis(0),
+    };
+    let (qos, weight) = (f.knob("io.cost.qos"), f.knob("io.weight"));
+    let orig_weight = fs::read_to_string(&weight).unwrap();
+    let mut w = Writer::new(cfg.clone());
+    for v in [40, 45, 50] {
+        w.set(&qos, &format!("259:0 enable=1 min={v} max={v}"))
+            .unwrap();
+    }
+    w.set(&weight, "default 300").unwrap();
+    w.set(&weight, "default 500").unwrap();
+    w.set(&weight, "259:0 700").unwrap();
+    let msgs = w.restore_all().unwrap();
+    assert_eq!(msgs.len(), 3, "{msgs:?}");
+    assert_eq!(fs::read_to_string(&qos).unwrap(), QOS);
+    assert_eq!(fs::read_to_string(&weight).unwrap(), orig_weight);
+    assert!(f.journals().is_empty());
+
+    // A killed run's journal: three changes of the qos, the file left at the last.
+    fs::create_dir_all(&f.state).unwrap();
+    let mut journal = String::new();
+    let mut prev = QOS.to_string();
+    for (id, v) in [
+        (1, "259:0 min=10 max=10"),
+        (2, "259:0 min=20 max=20"),
+        (3, "259:0 min=30 max=30"),
+    ] {
+        journal.push_str(
+            &serde_json::json!({"op": "set", "id": id, "pid": 1, "time": 0,
+                "path": qos, "previous": prev, "value": v})
+            .to_string(),
+        );
+        journal.push('\n');
+        prev = format!("{v}\n");
+    }
+    fs::write(f.state.join("journal-1-1.jsonl"), journal).unwrap();
+    fs::write(&qos, &prev).unwrap();
+    let msgs = Writer::new(cfg).recover().unwrap();
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert!(msgs[0].contains("did not exit cleanly"), "{msgs:?}");
+    assert_eq!(fs::read_to_string(&qos).unwrap(), QOS);
+    assert!(f.journals().is_empty());
+}

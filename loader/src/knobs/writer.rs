@@ -122,6 +122,13 @@ fn check_cgroup(path: &Path) -> Result<()> {
 }
 
 /// One write(2) of `data` to `path` (cgroupfs takes one command per write).
+/// Two writes set the same thing: same file, same device (or the same
+/// io.weight key, `default` or MAJ:MIN), so restoring the earlier one's
+/// previous value undoes both.
+fn same_target(pa: &Path, va: &str, pb: &Path, vb: &str) -> bool {
+    pa == pb && va.split_whitespace().next() == vb.split_whitespace().next()
+}
+
 fn write_once(path: &Path, data: &str, truncate: bool) -> Result<()> {
     let mut f = OpenOptions::new()
         .write(true)
@@ -334,6 +341,19 @@ impl Writer {
         let mut msgs = Vec::new();
         let mut errs = Vec::new();
         while let Some(c) = self.changes.pop() {
+            // An earlier change of the same knob restores the original value:
+            // the intermediate ones need no write (each io.cost write is paced).
+            if self
+                .changes
+                .iter()
+                .any(|e| same_target(&e.path, &e.value, &c.path, &c.value))
+            {
+                self.append(&Record::Done {
+                    id: c.id,
+                    how: "superseded".into(),
+                })?;
+                continue;
+            }
             match self.restore_change(&c) {
                 Ok(m) => {
                     self.append(&Record::Done {
@@ -405,7 +425,14 @@ impl Writer {
             let mut done_paths: HashMap<PathBuf, String> = HashMap::new();
             let mut failed = false;
             let mut jf = f;
-            for (id, pid, path, previous, value) in sets.into_iter().rev() {
+            // Only the first change of each knob: its previous value is the original.
+            let mut firsts: Vec<(u64, u32, PathBuf, String, String)> = Vec::new();
+            for s in sets {
+                if !firsts.iter().any(|f| same_target(&f.2, &f.4, &s.2, &s.4)) {
+                    firsts.push(s);
+                }
+            }
+            for (id, pid, path, previous, value) in firsts.into_iter().rev() {
                 let kind = match kind_of(&path) {
                     Ok(k) => k,
                     Err(_) => continue,

@@ -1,0 +1,152 @@
+//! Turns one decision period's snapshot delta into what the controller
+//! judges: each protected cgroup's quantile per SLO (allocation → completion,
+//! from iowarden's own histograms) and the device's aggregate throughput.
+
+use iowarden_exporters::{Histogram, Snapshot, Stage};
+
+use super::controller::{Measurement, SloSample};
+use super::slo::Slo;
+
+/// A protected cgroup: its path and id on the io controller's hierarchy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Protected {
+    pub path: String,
+    pub id: u64,
+}
+
+pub fn measure(
+    delta: &Snapshot,
+    device: (u32, u32),
+    protected: &[Protected],
+    slos: &[Slo],
+) -> Measurement {
+    let on_device = |s: &&iowarden_exporters::IoSeries| (s.device.major, s.device.minor) == device;
+    let mut m = Measurement::default();
+    for p in protected {
+        for slo in slos {
+            let mut h = Histogram::default();
+            for s in delta
+                .io
+                .iter()
+                .filter(on_device)
+                .filter(|s| s.cgroup.id == p.id && slo.class.covers(s.op))
+            {
+                h.add(s.latency.get(Stage::Total));
+            }
+            m.slos.push(SloSample {
+                name: format!("{} {}", p.path, slo.spec),
+                target_seconds: slo.target.as_secs_f64(),
+                observed_seconds: h.quantile(&delta.hist_lower_bounds_seconds, slo.quantile),
+                samples: h.count(),
+                throttle_seconds: 0.0,
+            });
+        }
+    }
+    let (bytes, ios) = delta
+        .io
+        .iter()
+        .filter(on_device)
+        .fold((0u64, 0u64), |(b, n), s| (b + s.bytes, n + s.ios));
+    if delta.window_seconds > 0.0 {
+        m.throughput_bytes_per_second = bytes as f64 / delta.window_seconds;
+        m.iops = ios as f64 / delta.window_seconds;
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tune::slo::parse_slo;
+    use iowarden_exporters::{CgroupRef, DeviceRef, IoSeries, Op, StageHistograms};
+
+    fn series(cg: u64, dev: (u32, u32), op: Op, bucket: usize, n: u64, bytes: u64) -> IoSeries {
+        let mut total = Histogram {
+            counts: vec![0; 4],
+            sum_seconds: 0.0,
+        };
+        total.counts[bucket] = n;
+        IoSeries {
+            cgroup: CgroupRef {
+                id: cg,
+                path: format!("/cg{cg}"),
+            },
+            device: DeviceRef {
+                name: "nvme0n1".into(),
+                major: dev.0,
+                minor: dev.1,
+            },
+            op,
+            ios: n,
+            bytes,
+            merged: 0,
+            requeued: 0,
+            latency: StageHistograms {
+                total,
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn quantiles_per_protected_cgroup_and_class_throughput_over_the_device() {
+        let snap = Snapshot {
+            window_seconds: 2.0,
+            // buckets [0,1ms) [1,2ms) [2,4ms) [4ms,..)
+            hist_lower_bounds_seconds: vec![0.0, 0.001, 0.002, 0.004],
+            io: vec![
+                series(7, (259, 0), Op::Read, 0, 990, 990 * 4096),
+                series(7, (259, 0), Op::Read, 2, 10, 10 * 4096),
+                // writes of the protected cgroup: not in a read SLO
+                series(7, (259, 0), Op::Write, 3, 500, 500 * 4096),
+                // the hog
+                series(9, (259, 0), Op::Write, 3, 1000, 1000 * 131072),
+                // another device entirely
+                series(7, (8, 0), Op::Read, 3, 1000, 1000 * 4096),
+            ],
+            ..Default::default()
+        };
+        let protected = [Protected {
+            path: "/lc".into(),
+            id: 7,
+        }];
+        let slos = [
+            parse_slo("read-p99=2ms").unwrap(),
+            parse_slo("any-p99=2ms").unwrap(),
+        ];
+        let m = measure(&snap, (259, 0), &protected, &slos);
+        assert_eq!(m.slos.len(), 2);
+        let read = &m.slos[0];
+        assert_eq!(read.name, "/lc read-p99=2ms");
+        assert_eq!(read.samples, 1000);
+        // rank 990 is the last sample of the first bucket
+        assert!(read.observed_seconds.unwrap() <= 0.001, "{read:?}");
+        let any = &m.slos[1];
+        assert_eq!(any.samples, 1500);
+        assert!(any.observed_seconds.unwrap() >= 0.004, "{any:?}");
+        let bytes = (1000 + 500) * 4096 + 1000 * 131072;
+        assert!((m.throughput_bytes_per_second - bytes as f64 / 2.0).abs() < 1e-6);
+        assert!((m.iops - 1250.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_quiet_cgroup_has_no_quantile_and_no_samples() {
+        let snap = Snapshot {
+            window_seconds: 1.0,
+            hist_lower_bounds_seconds: vec![0.0, 0.001],
+            ..Default::default()
+        };
+        let protected = [Protected {
+            path: "/lc".into(),
+            id: 7,
+        }];
+        let m = measure(
+            &snap,
+            (259, 0),
+            &protected,
+            &[parse_slo("read-p99=2ms").unwrap()],
+        );
+        assert_eq!(m.slos[0].samples, 0);
+        assert_eq!(m.slos[0].observed_seconds, None);
+    }
+}

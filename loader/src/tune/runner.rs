@@ -1,0 +1,379 @@
+//! `iowarden tune`: the kernel-touching half of the tuner. Validates
+//! everything before changing anything, writes io.cost.qos (and optionally
+//! io.weight) through the journaling writer, measures each decision period
+//! from the monitor's snapshots, logs every decision (JSON lines on stdout,
+//! a readable line on stderr, `iowarden_tune_*` metrics), and restores what
+//! it changed when it stops.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Result};
+use iowarden_exporters::{DeviceRef, Snapshot, TunerDecision, TunerSlo, TunerStatus};
+use serde_json::json;
+
+use super::controller::{Action, Controller, ControllerConfig, Measurement};
+use super::measure::{measure, Protected};
+use super::slo::Slo;
+use crate::cgroups::CgroupResolver;
+use crate::knobs::writer::{Writer, WriterConfig};
+
+pub struct TuneOptions {
+    pub device: DeviceRef,
+    /// Cgroup paths, relative to the io hierarchy's root or absolute.
+    pub protect: Vec<String>,
+    pub slos: Vec<Slo>,
+    pub controller: ControllerConfig,
+    pub period: Duration,
+    /// io.weight `default W` for the protected cgroups.
+    pub protect_weight: Option<u32>,
+    pub writer: WriterConfig,
+}
+
+pub struct Tuner {
+    opts: TuneOptions,
+    controller: Controller,
+    writer: Writer,
+    root: PathBuf,
+    qos_path: PathBuf,
+    protected: Vec<Protected>,
+    base: Option<Snapshot>,
+    period_started: Instant,
+    started: Instant,
+    status: TunerStatus,
+    decisions: BTreeMap<String, u64>,
+    /// io.stat cost.wait (µs) of each protected cgroup at the period start.
+    wait_base: Vec<Option<u64>>,
+}
+
+/// `/lc`, `lc` and `/sys/fs/cgroup/lc` all name the same cgroup.
+fn relative_path(root: &Path, p: &str) -> String {
+    let rel = Path::new(p)
+        .strip_prefix(root)
+        .map(|r| r.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| p.to_string());
+    format!("/{}", rel.trim_matches('/'))
+}
+
+impl Tuner {
+    /// Checks the device, the cgroups and the bounds. Changes nothing.
+    pub fn prepare(opts: TuneOptions, resolver: &CgroupResolver) -> Result<Tuner> {
+        opts.controller.validate().map_err(|e| anyhow!(e))?;
+        if opts.slos.is_empty() {
+            bail!("no SLO given: say what to protect, e.g. --slo read-p99=2ms");
+        }
+        if opts.protect.is_empty() {
+            bail!("no cgroup to protect: give --protect PATH (e.g. --protect /lc)");
+        }
+        if opts.period < opts.writer.iocost_min_interval {
+            bail!(
+                "--period {:?} is shorter than the {:?} between io.cost.qos writes",
+                opts.period,
+                opts.writer.iocost_min_interval
+            );
+        }
+        let root = resolver.root().to_path_buf();
+        let qos_path = root.join("io.cost.qos");
+        if !qos_path.exists() {
+            bail!(
+                "{} does not exist: iocost needs the io controller on cgroup v2 (on this host the io controller's hierarchy is {}); nothing changed",
+                qos_path.display(),
+                root.display()
+            );
+        }
+        let mut protected = Vec::new();
+        for p in &opts.protect {
+            let path = relative_path(&root, p);
+            if path == "/" {
+                bail!("--protect {p}: the root cgroup cannot be protected against itself");
+            }
+            let id = resolver.id_of(&path).ok_or_else(|| {
+                anyhow!(
+                    "--protect {p}: no cgroup {path} under {}; nothing changed",
+                    root.display()
+                )
+            })?;
+            if opts.protect_weight.is_some() && !root.join(&path[1..]).join("io.weight").exists() {
+                bail!("--protect-weight: {path} has no io.weight (enable +io in its parent's cgroup.subtree_control); nothing changed");
+            }
+            protected.push(Protected { path, id });
+        }
+        if let Some(w) = opts.protect_weight {
+            if !(1..=10000).contains(&w) {
+                bail!("--protect-weight {w} out of range (1 to 10000)");
+            }
+        }
+        let controller = Controller::new(opts.controller.clone());
+        let status = TunerStatus {
+            device: opts.device.clone(),
+            slos: protected
+                .iter()
+                .flat_map(|p| {
+                    opts.slos.iter().map(move |s| TunerSlo {
+                        cgroup: p.path.clone(),
+                        slo: s.spec.clone(),
+                        target_seconds: s.target.as_secs_f64(),
+                        ..Default::default()
+                    })
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let writer = Writer::new(opts.writer.clone());
+        Ok(Tuner {
+            opts,
+            controller,
+            writer,
+            root,
+            qos_path,
+            protected,
+            base: None,
+            period_started: Instant::now(),
+            started: Instant::now(),
+            status,
+            decisions: BTreeMap::new(),
+            wait_base: Vec::new(),
+        })
+    }
+
+    fn devnum(&self) -> String {
+        format!("{}:{}", self.opts.device.major, self.opts.device.minor)
+    }
+
+    /// The io.cost.qos line pinning vrate at `v`: latency targets off (the
+    /// tuner owns the latency objective: the kernel's own targets are
+    /// device-wide and cannot tell the protected cgroups apart).
+    pub fn qos_line(dev: &str, v: f64) -> String {
+        format!("{dev} enable=1 ctrl=user rpct=0.00 wpct=0.00 min={v:.2} max={v:.2}")
+    }
+
+    fn set_qos_status(&mut self, v: f64) {
+        self.status.qos = vec![
+            ("enable".into(), 1.0),
+            ("rpct".into(), 0.0),
+            ("wpct".into(), 0.0),
+            ("min".into(), v),
+            ("max".into(), v),
+        ];
+    }
+
+    /// Restores what a killed run left changed, then applies the first setting.
+    pub fn start(&mut self) -> Result<()> {
+        for m in self.writer.recover()? {
+            eprintln!("iowarden: {m}");
+        }
+        if let Some(w) = self.opts.protect_weight {
+            for p in self.protected.clone() {
+                let path = self.root.join(&p.path[1..]).join("io.weight");
+                eprintln!(
+                    "iowarden: {}",
+                    self.writer.set(&path, &format!("default {w}"))?
+                );
+            }
+        }
+        let v = self.controller.vrate();
+        let line = Self::qos_line(&self.devnum(), v);
+        eprintln!("iowarden: {}", self.writer.set(&self.qos_path, &line)?);
+        self.set_qos_status(v);
+        self.started = Instant::now();
+        self.period_started = Instant::now();
+        Ok(())
+    }
+
+    /// Each protected cgroup's cumulative iocost wait on the device, µs.
+    fn iocost_waits(&self) -> Vec<Option<u64>> {
+        let majmin = self.devnum();
+        self.protected
+            .iter()
+            .map(|p| {
+                let text =
+                    std::fs::read_to_string(self.root.join(&p.path[1..]).join("io.stat")).ok()?;
+                let line = crate::iocost::device_line(&text, &majmin)?;
+                crate::iocost::field(line, "cost.wait")?.parse().ok()
+            })
+            .collect()
+    }
+
+    fn check_cgroups(&self) -> Result<()> {
+        for p in &self.protected {
+            if !self.root.join(&p.path[1..]).is_dir() {
+                bail!("protected cgroup {} vanished", p.path);
+            }
+        }
+        Ok(())
+    }
+
+    /// Called after every poll with the cumulative snapshot: decides once
+    /// per period and attaches the tuner's status to the snapshot.
+    pub fn on_poll(&mut self, snap: &mut Snapshot) -> Result<()> {
+        self.check_cgroups()?;
+        let Some(base) = &self.base else {
+            self.base = Some(snap.clone());
+            self.wait_base = self.iocost_waits();
+            self.period_started = Instant::now();
+            snap.tuner = Some(self.status.clone());
+            return Ok(());
+        };
+        if self.period_started.elapsed() >= self.opts.period {
+            let delta = snap.delta_since(base);
+            let dev = (self.opts.device.major, self.opts.device.minor);
+            let mut m = measure(&delta, dev, &self.protected, &self.opts.slos);
+            let waits = self.iocost_waits();
+            let per_cgroup = self.opts.slos.len();
+            for (i, ((p, now), then)) in self
+                .protected
+                .iter()
+                .zip(&waits)
+                .zip(&self.wait_base)
+                .enumerate()
+            {
+                let ios: u64 = delta
+                    .io
+                    .iter()
+                    .filter(|s| s.cgroup.id == p.id && (s.device.major, s.device.minor) == dev)
+                    .map(|s| s.ios)
+                    .sum();
+                if let (Some(now), Some(then), true) = (now, then, ios > 0) {
+                    let w = now.saturating_sub(*then) as f64 / 1e6 / ios as f64;
+                    for s in &mut m.slos[i * per_cgroup..(i + 1) * per_cgroup] {
+                        s.throttle_seconds = w;
+                    }
+                }
+            }
+            self.decide(&m)?;
+            self.wait_base = waits;
+            self.base = Some(snap.clone());
+            self.period_started = Instant::now();
+        }
+        snap.tuner = Some(self.status.clone());
+        Ok(())
+    }
+
+    fn decide(&mut self, m: &Measurement) -> Result<()> {
+        let d = self.controller.decide(m);
+        let at = self.started.elapsed().as_secs_f64();
+        let written = if d.to != d.from {
+            let line = Self::qos_line(&self.devnum(), d.to);
+            self.writer.set(&self.qos_path, &line)?;
+            self.set_qos_status(d.to);
+            Some(line)
+        } else {
+            None
+        };
+        *self
+            .decisions
+            .entry(d.action.as_str().to_string())
+            .or_default() += 1;
+        if d.action != Action::Insufficient {
+            for (st, s) in self.status.slos.iter_mut().zip(&m.slos) {
+                st.observed_seconds = s.observed_seconds;
+                st.samples = s.samples;
+                st.met = s.observed_seconds.is_some_and(|o| o <= s.target_seconds);
+                st.periods += 1;
+                st.periods_met += st.met as u64;
+            }
+        }
+        // The latest convergence: a miss reopens the search, and the time
+        // that matters is when it last settled.
+        if d.action == Action::Converged {
+            self.status.converged_after_seconds = Some(at);
+        }
+        self.status.converged = self.controller.converged();
+        (self.status.vrate_good, self.status.vrate_bad) = self.controller.bracket();
+        self.status.throughput_bytes_per_second = m.throughput_bytes_per_second;
+        self.status.iops = m.iops;
+        self.status.decisions = self
+            .decisions
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect();
+        self.status.last = Some(TunerDecision {
+            at_seconds: at,
+            action: d.action.as_str().into(),
+            reason: d.reason.clone(),
+            vrate_from: d.from,
+            vrate_to: d.to,
+            written: written.clone(),
+        });
+        let line = json!({
+            "at_seconds": (at * 1000.0).round() / 1000.0,
+            "action": d.action.as_str(),
+            "vrate_from": d.from,
+            "vrate_to": d.to,
+            "reason": d.reason,
+            "converged": self.status.converged,
+            "slos": m.slos.iter().map(|s| json!({
+                "name": s.name,
+                "target_seconds": s.target_seconds,
+                "observed_seconds": s.observed_seconds,
+                "samples": s.samples,
+                "throttle_seconds": s.throttle_seconds,
+            })).collect::<Vec<_>>(),
+            "throughput_bytes_per_second": m.throughput_bytes_per_second.round(),
+            "iops": m.iops.round(),
+            "written": written,
+        });
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{line}")?;
+        out.flush()?;
+        eprintln!(
+            "iowarden tune: {:>7.1}s {:<12} vrate {:>7.2}% -> {:>7.2}%  {}",
+            at,
+            d.action.as_str(),
+            d.from,
+            d.to,
+            d.reason
+        );
+        Ok(())
+    }
+
+    /// A summary for the end of the run.
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "vrate {:.2}%, {}",
+            self.controller.vrate(),
+            match self.status.converged_after_seconds {
+                Some(t) => format!("converged after {t:.1} s"),
+                None => "not converged".into(),
+            }
+        );
+        for t in &self.status.slos {
+            s.push_str(&format!(
+                "; {} {}: met in {} of {} periods",
+                t.cgroup, t.slo, t.periods_met, t.periods
+            ));
+        }
+        s
+    }
+
+    /// Puts back every knob this run changed.
+    pub fn finish(&mut self) -> Result<Vec<String>> {
+        self.writer.restore_all()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protected_paths_normalise() {
+        let root = Path::new("/sys/fs/cgroup");
+        assert_eq!(relative_path(root, "/lc"), "/lc");
+        assert_eq!(relative_path(root, "lc/"), "/lc");
+        assert_eq!(relative_path(root, "/sys/fs/cgroup/a/b"), "/a/b");
+        assert_eq!(relative_path(root, "/sys/fs/cgroup"), "/");
+    }
+
+    #[test]
+    fn the_qos_line_pins_vrate_and_parses() {
+        let l = Tuner::qos_line("259:0", 42.5);
+        assert_eq!(
+            l,
+            "259:0 enable=1 ctrl=user rpct=0.00 wpct=0.00 min=42.50 max=42.50"
+        );
+        crate::knobs::KnobKind::CostQos.check_write(&l).unwrap();
+    }
+}
