@@ -6,6 +6,13 @@
 #   (BPF stats enabled only while iowarden is measured).
 # Prints medians and ratios against the no-tracing baseline.
 # Env: REPS (3), RUNTIME (s per fio run, 8), IODEPTH (16).
+#
+# MODE=locks: what the lock-contention programs cost. Against iowarden with
+# --no-locks in the same invocation: IOPS at the load above with the lock
+# programs in block-only mode (the default) and with --locks-all; and the
+# kernel-measured ns per contention event (contention_begin + contention_end
+# run time over their runs) under a contended load (LOCK_JOBS jobs on the
+# same loop device with mq-deadline selected for it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 IOWARDEN=${IOWARDEN:-target/release/iowarden}
@@ -54,15 +61,15 @@ stop_bg() { kill "$BG"; wait "$BG" 2>/dev/null || true; BG=""; }
 
 # bpftool here cannot name a program's process: iowarden's programs are the
 # only "tracing" (tp_btf) ones on block_rq_*, bpftrace's the "tracepoint" ones.
-prog_stats() {  # "run_time_ns run_cnt details" summed over block_rq_* programs of BPF type $1
+prog_stats() {  # "run_time_ns run_cnt details" summed over programs of BPF type $1 named $2* (block_rq_)
   bpftool prog show -j | python3 -c '
 import json,sys
-kind=sys.argv[1]; t=c=0; per=[]
+kind=sys.argv[1]; prefix=sys.argv[2]; t=c=0; per=[]
 for p in json.load(sys.stdin):
-    if p.get("type")==kind and p.get("name","").startswith("block_rq_"):
+    if p.get("type")==kind and p.get("name","").startswith(prefix):
         rt, rc = p.get("run_time_ns",0), p.get("run_cnt",0)
         t+=rt; c+=rc; per.append("%s=%.0fns/run" % (p.get("name","?"), rt/max(rc,1)))
-print(t, c, " ".join(sorted(per)))' "$1"
+print(t, c, " ".join(sorted(per)))' "$1" "${2:-block_rq_}"
 }
 
 measured_fio() {  # fio IOPS and BPF ns per I/O of the programs of BPF type $1
@@ -73,6 +80,50 @@ measured_fio() {  # fio IOPS and BPF ns per I/O of the programs of BPF type $1
   sysctl -qw kernel.bpf_stats_enabled=0
   echo "$iops $(python3 -c "print(($t1-$t0)/$ios)") $detail"
 }
+
+if [[ ${MODE:-} == locks ]]; then
+  LOCK_JOBS=${LOCK_JOBS:-16}
+  start_iowarden_with() {
+    "$IOWARDEN" run --listen 127.0.0.1:19699 --interval 1s "$@" >"$W/iowarden.log" 2>&1 & BG=$!
+    for _ in $(seq 100); do curl -sf http://127.0.0.1:19699/snapshot.json >/dev/null && return; sleep 0.1; done
+    echo "iowarden did not start: $(cat "$W/iowarden.log")" >&2; exit 1
+  }
+  contended() {  # ns per contention event and events/s under LOCK_JOBS jobs
+    local dev; dev=$(basename "$LOOP")
+    echo mq-deadline >"/sys/block/$dev/queue/scheduler"
+    sysctl -qw kernel.bpf_stats_enabled=1
+    read -r t0 c0 _ < <(prog_stats tracing contention_)
+    fio --name=c --filename="$LOOP" --direct=1 --ioengine=libaio --rw=randread --bs=4k --iodepth=16 \
+      --numjobs="$LOCK_JOBS" --time_based --runtime="$RUNTIME" --size=1G --group_reporting --output-format=json >/dev/null
+    read -r t1 c1 _ < <(prog_stats tracing contention_)
+    sysctl -qw kernel.bpf_stats_enabled=0
+    echo none >"/sys/block/$dev/queue/scheduler"
+    # One event = one begin + one end run.
+    python3 -c "print(2*($t1-$t0)/max($c1-$c0,1), ($c1-$c0)/2/$RUNTIME)"
+  }
+  declare -a OFF BLK ALL NSB NSA EVB EVA
+  for r in $(seq "$REPS"); do
+    start_iowarden_with --no-locks; read -r iops _ < <(fio_iops); OFF+=("$iops"); stop_bg
+    start_iowarden_with; read -r iops _ < <(fio_iops); BLK+=("$iops")
+    read -r ns ev < <(contended); NSB+=("$ns"); EVB+=("$ev"); stop_bg
+    start_iowarden_with --locks-all; read -r iops _ < <(fio_iops); ALL+=("$iops")
+    read -r ns ev < <(contended); NSA+=("$ns"); EVA+=("$ev"); stop_bg
+    printf 'round %s: no-locks %.0f IOPS | block-only %.0f IOPS, %.0f ns/event (%.0f events/s) | all %.0f IOPS, %.0f ns/event (%.0f events/s)\n' \
+      "$r" "${OFF[-1]}" "${BLK[-1]}" "${NSB[-1]}" "${EVB[-1]}" "${ALL[-1]}" "${NSA[-1]}" "${EVA[-1]}"
+  done
+  python3 - "${OFF[*]}" "${BLK[*]}" "${ALL[*]}" "${NSB[*]}" "${NSA[*]}" "${EVB[*]}" "${EVA[*]}" <<'PY'
+import statistics as st, sys, os
+off, blk, al, nsb, nsa, evb, eva = ([float(x) for x in a.split()] for a in sys.argv[1:8])
+m = st.median
+print(f"\nlock programs, loop device 4 KiB randread QD{os.environ.get('IODEPTH','16')}, medians of {len(off)} interleaved rounds")
+print(f"  iowarden --no-locks   {m(off):10.0f} IOPS   ratio 1.000")
+print(f"  iowarden (block-only) {m(blk):10.0f} IOPS   ratio {m(blk)/m(off):.3f}")
+print(f"  iowarden --locks-all  {m(al):10.0f} IOPS   ratio {m(al)/m(off):.3f}")
+print(f"  per contention event (begin+end, BPF stats, {os.environ.get('LOCK_JOBS','16')} jobs, mq-deadline):")
+print(f"    block-only {m(nsb):.0f} ns at {m(evb):.0f} events/s, all {m(nsa):.0f} ns at {m(eva):.0f} events/s")
+PY
+  exit 0
+fi
 
 declare -a NONE IOW BTR NSIO NSBT
 for r in $(seq "$REPS"); do

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use libbpf_cargo::SkeletonBuilder;
 
-const OBJECTS: &[&str] = &["iowarden", "nvme", "iocost"];
+const OBJECTS: &[&str] = &["iowarden", "nvme", "iocost", "locks"];
 
 fn main() {
     let bpf_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap()).join("../bpf");

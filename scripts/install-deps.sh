@@ -37,7 +37,7 @@ if ! command -v cargo >/dev/null && [[ -x $HOME/.cargo/bin/cargo ]]; then
   export PATH=$HOME/.cargo/bin:$PATH
 fi
 if ! command -v cargo >/dev/null; then
-  echo "install-deps: no Rust toolchain (cargo) found; install Rust >= 1.80 (rustup) and re-run" >&2
+  echo "install-deps: no Rust toolchain (cargo) found; install Rust >= 1.88 (rustup) and re-run" >&2
   exit 1
 fi
 

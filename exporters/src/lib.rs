@@ -5,6 +5,8 @@
 pub mod blockext;
 pub mod blockext_metrics;
 pub mod json;
+pub mod locks;
+pub mod locks_metrics;
 pub mod model;
 pub mod openmetrics;
 pub mod selfmetrics;
@@ -12,6 +14,7 @@ pub mod tuner;
 
 pub use blockext::*;
 pub use json::{decode_json, encode_json};
+pub use locks::{log2_quantile_seconds, LockReport, LockSeries, LockSiteRow, LockStack};
 pub use model::*;
 pub use openmetrics::{collapse_buckets, encode_openmetrics, SelfMetrics};
 pub use selfmetrics::{BpfProgramStats, RuntimeMetrics, TableFill};

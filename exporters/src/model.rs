@@ -295,6 +295,9 @@ pub struct Snapshot {
     pub iocost_devices: Vec<crate::blockext::IocostDevice>,
     #[serde(default)]
     pub iocost_cgroups: Vec<crate::blockext::IocostCgroup>,
+    /// Kernel lock contention (None when the lock programs are off).
+    #[serde(default)]
+    pub locks: Option<crate::locks::LockReport>,
     /// The online io.cost.qos tuner's state (`iowarden tune` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tuner: Option<crate::tuner::TunerStatus>,
@@ -413,6 +416,10 @@ impl Snapshot {
                 .collect(),
             iocost_devices: self.iocost_devices.clone(),
             iocost_cgroups: self.iocost_cgroups.clone(),
+            locks: self.locks.as_ref().map(|l| match &prev.locks {
+                Some(p) => l.delta_since(p),
+                None => l.clone(),
+            }),
         }
     }
 }

@@ -304,6 +304,9 @@ pub fn encode_openmetrics(snap: &Snapshot, extra: &SelfMetrics) -> Result<String
     reg.register_collector(Box::new(crate::blockext_metrics::BlockExtCollector {
         snap: snap.clone(),
     }));
+    reg.register_collector(Box::new(crate::locks_metrics::LocksCollector {
+        snap: snap.clone(),
+    }));
     if let Some(t) = &snap.tuner {
         reg.register_collector(Box::new(crate::tuner::TunerCollector { t: t.clone() }));
     }

@@ -14,11 +14,14 @@ use iowarden_exporters::{
 use crate::cgroups::CgroupResolver;
 use crate::devices::DeviceNames;
 use crate::iocost::{self, IocostTracer, VTIME_PER_SEC, VTIME_PER_USEC, WEIGHT_ONE};
+use crate::locks::{LockConfig, LockTracer};
 use crate::nvme::{NvmeConfig, NvmeTracer};
+use crate::tracer::{ProgStats, TableFill};
 
 pub struct Extensions {
     nvme: Option<NvmeTracer>,
     iocost: Option<IocostTracer>,
+    locks: Option<LockTracer>,
     cgroup2: Option<PathBuf>,
     pub probes: Vec<ProbeStatus>,
 }
@@ -64,7 +67,7 @@ pub fn cpu_queue_map(device: &str) -> Vec<CpuQueueMap> {
     out
 }
 
-fn cgroup_ref(resolver: &CgroupResolver, id: u64) -> CgroupRef {
+pub(crate) fn cgroup_ref(resolver: &CgroupResolver, id: u64) -> CgroupRef {
     CgroupRef {
         id,
         path: if id == UNATTRIBUTED_CGROUP_ID {
@@ -76,7 +79,7 @@ fn cgroup_ref(resolver: &CgroupResolver, id: u64) -> CgroupRef {
 }
 
 impl Extensions {
-    pub fn start(nvme: bool, iocost_on: bool) -> Result<Extensions> {
+    pub fn start(nvme: bool, iocost_on: bool, locks: Option<&LockConfig>) -> Result<Extensions> {
         let mut probes = Vec::new();
         let nvme = if nvme {
             let (t, st) = NvmeTracer::start(&NvmeConfig::default())?;
@@ -94,12 +97,53 @@ impl Extensions {
             probes.push(off("iocost", "disabled by --no-iocost"));
             None
         };
+        let locks = match locks {
+            Some(cfg) => {
+                let (t, st) = LockTracer::start(cfg)?;
+                probes.push(st);
+                t
+            }
+            None => {
+                probes.push(off("locks", "disabled by --no-locks"));
+                None
+            }
+        };
         Ok(Extensions {
             nvme,
             iocost,
+            locks,
             cgroup2: iocost::cgroup2_root(),
             probes,
         })
+    }
+
+    /// The lock report (None when the lock programs are off). Mutable: it
+    /// symbolizes new stacks and keeps the exported top sites.
+    pub fn lock_report(
+        &mut self,
+        resolver: &mut CgroupResolver,
+    ) -> Result<Option<iowarden_exporters::LockReport>> {
+        self.locks.as_mut().map(|t| t.report(resolver)).transpose()
+    }
+
+    pub fn lock_prog_stats(&self) -> Vec<ProgStats> {
+        self.locks
+            .as_ref()
+            .map(|t| t.prog_stats())
+            .unwrap_or_default()
+    }
+
+    pub fn lock_table_fill(&self) -> Vec<TableFill> {
+        self.locks
+            .as_ref()
+            .map(|t| {
+                vec![(
+                    "lock_series",
+                    t.slots_used(),
+                    crate::locks::MAX_SLOTS as u64,
+                )]
+            })
+            .unwrap_or_default()
     }
 
     /// Fills the optional parts of `snap`.

@@ -33,6 +33,17 @@ pub mod iocost_skel {
     include!(concat!(env!("OUT_DIR"), "/iocost.skel.rs"));
 }
 
+pub mod locks_skel {
+    #![allow(
+        clippy::all,
+        non_camel_case_types,
+        non_snake_case,
+        dead_code,
+        missing_docs
+    )]
+    include!(concat!(env!("OUT_DIR"), "/locks.skel.rs"));
+}
+
 pub mod cgroups;
 pub mod collect;
 pub mod container;
@@ -43,6 +54,9 @@ pub mod extensions;
 pub mod hist;
 pub mod iocost;
 pub mod knobs;
+pub mod locks;
+pub mod lockstack;
+pub mod lockview;
 pub mod monitor;
 pub mod nvme;
 pub mod preflight;

@@ -9,9 +9,10 @@ use clap::{Args, Parser, Subcommand};
 use iowarden::container::StaticPodDirectory;
 use iowarden::devices::{kernel_devt, resolve_device};
 use iowarden::duration::parse_duration;
+use iowarden::locks::LockConfig;
 use iowarden::monitor::Monitor;
 use iowarden::tracer::TracerConfig;
-use iowarden::{daemon, preflight, selfstats, topview};
+use iowarden::{daemon, lockview, preflight, selfstats, topview};
 
 #[derive(Parser)]
 #[command(
@@ -45,6 +46,13 @@ struct TraceArgs {
     /// under a global lock for every iocost event while they are attached)
     #[arg(long)]
     no_iocost: bool,
+    /// Do not load the lock contention programs (lock:contention_begin/end)
+    #[arg(long)]
+    no_locks: bool,
+    /// Record lock contention anywhere in the kernel, not only in stacks
+    /// through the block layer (costs a stack walk per contention)
+    #[arg(long)]
+    locks_all: bool,
 }
 
 #[derive(Subcommand)]
@@ -94,6 +102,26 @@ enum Cmd {
         /// How long to trace before printing
         #[arg(long, default_value = "1s", value_parser = parse_duration)]
         wait: Duration,
+    },
+    /// Where I/O waits on kernel locks: wait time per lock site and cgroup over a window
+    Locks {
+        #[command(flatten)]
+        trace: TraceArgs,
+        /// How long to trace
+        #[arg(long, default_value = "10s", value_parser = parse_duration)]
+        duration: Duration,
+        /// Print folded stacks (root first, cgroup as root frame, value = ns waited) for flamegraph.pl
+        #[arg(long)]
+        folded: bool,
+        /// Every contended kernel lock, not only under the block layer
+        #[arg(long, conflicts_with = "block_only")]
+        all: bool,
+        /// Only stacks through the block layer (the default)
+        #[arg(long)]
+        block_only: bool,
+        /// Rows of the table
+        #[arg(long, default_value_t = 20)]
+        top: usize,
     },
     /// Tune io.cost.qos online so the protected cgroups meet their latency
     /// SLOs while the device keeps as much throughput as it can
@@ -223,6 +251,8 @@ fn tune(a: TuneArgs) -> Result<()> {
         no_hwq: false,
         no_nvme: false,
         no_iocost: false,
+        no_locks: false,
+        locks_all: false,
     };
     let monitor = start_monitor(&trace)?;
     let stop = stop_flag()?;
@@ -268,6 +298,10 @@ fn tracer_config(t: &TraceArgs) -> Result<TracerConfig> {
         hwq: !t.no_hwq,
         nvme: !t.no_nvme,
         iocost: !t.no_iocost,
+        locks: (!t.no_locks).then(|| LockConfig {
+            block_only: !t.locks_all,
+            ..Default::default()
+        }),
     })
 }
 
@@ -412,6 +446,56 @@ fn real_main(cli: Cli) -> Result<()> {
             };
             let outcome = topview::run_top(|| monitor.poll(), &opts, &stop)?;
             println!("{}", outcome.culprit.unwrap_or(outcome.last_verdict));
+            Ok(())
+        }
+        Cmd::Locks {
+            mut trace,
+            duration,
+            folded,
+            all,
+            block_only: _,
+            top,
+        } => {
+            trace.no_locks = false;
+            trace.locks_all |= all;
+            let mut monitor = start_monitor(&trace)?;
+            let stop = stop_flag()?;
+            let device = trace
+                .device
+                .as_deref()
+                .map(resolve_device)
+                .transpose()?
+                .map(|d| d.name);
+            let prev = monitor.poll()?;
+            if prev.locks.is_none() {
+                anyhow::bail!("lock contention cannot be traced here (see the message above)");
+            }
+            let t0 = std::time::Instant::now();
+            while t0.elapsed() < duration && !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let delta = monitor.poll()?.delta_since(&prev);
+            if folded {
+                print!("{}", lockview::folded(&delta));
+            } else {
+                print!("{}", lockview::render_panel(&delta, device.as_deref(), top));
+                let mut cgroups: Vec<&str> =
+                    delta.io.iter().map(|s| s.cgroup.path.as_str()).collect();
+                cgroups.sort_unstable();
+                cgroups.dedup();
+                for cg in cgroups {
+                    if let Some(w) = lockview::lock_wait_per_io(&delta, cg, device.as_deref()) {
+                        println!(
+                            "lock wait per I/O{}: {cg} {}",
+                            device
+                                .as_deref()
+                                .map(|d| format!(" on {d}"))
+                                .unwrap_or_default(),
+                            lockview::fmt_wait(Some(w))
+                        );
+                    }
+                }
+            }
             Ok(())
         }
         Cmd::Snapshot { trace, json, wait } => {

@@ -32,7 +32,7 @@ impl Monitor {
     pub fn start(cfg: &TracerConfig) -> Result<Monitor> {
         let resolver = CgroupResolver::for_host()?;
         let tracer = Tracer::start(cfg)?;
-        let ext = Extensions::start(cfg.nvme, cfg.iocost)?;
+        let ext = Extensions::start(cfg.nvme, cfg.iocost, cfg.locks.as_ref())?;
         let mut probes = tracer.probes().to_vec();
         probes.extend(ext.probes.iter().cloned());
         Ok(Monitor {
@@ -93,6 +93,7 @@ impl Monitor {
         );
         self.ext
             .fill(&mut snap, &self.resolver, &mut self.devices)?;
+        snap.locks = self.ext.lock_report(&mut self.resolver)?;
         Ok(snap)
     }
 }
@@ -117,6 +118,7 @@ impl Monitor {
                 .tracer
                 .prog_stats()
                 .into_iter()
+                .chain(self.ext.lock_prog_stats())
                 .map(|p| iowarden_exporters::BpfProgramStats {
                     program: p.name,
                     run_time_seconds: p.run_time_ns as f64 / 1e9,
@@ -128,6 +130,7 @@ impl Monitor {
                 .tracer
                 .table_fill()
                 .into_iter()
+                .chain(self.ext.lock_table_fill())
                 .map(|(t, entries, capacity)| iowarden_exporters::TableFill {
                     table: t.to_string(),
                     entries,

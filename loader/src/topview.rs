@@ -401,6 +401,7 @@ pub fn render_panels(delta: &Snapshot, device: Option<&str>) -> String {
             fmt_lat(Some(h.latency_sum_seconds / h.count as f64))
         );
     }
+    s += &crate::lockview::render_panel(delta, device, 5);
     s
 }
 

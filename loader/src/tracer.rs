@@ -34,6 +34,8 @@ pub struct TracerConfig {
     pub nvme: bool,
     /// iocost programs (where the kernel has iocost).
     pub iocost: bool,
+    /// Lock contention programs (None: off).
+    pub locks: Option<crate::locks::LockConfig>,
 }
 
 impl Default for TracerConfig {
@@ -45,6 +47,7 @@ impl Default for TracerConfig {
             hwq: true,
             nvme: true,
             iocost: true,
+            locks: Some(crate::locks::LockConfig::default()),
         }
     }
 }
