@@ -7,9 +7,9 @@
 # Prints medians and ratios against the no-tracing baseline.
 # Env: REPS (3), RUNTIME (s per fio run, 8), IODEPTH (16).
 #
-# MODE=locks: what the lock-contention programs cost. Against iowarden with
-# --no-locks in the same invocation: IOPS at the load above with the lock
-# programs in block-only mode (the default) and with --locks-all; and the
+# MODE=locks: what the lock-contention programs cost. Against iowarden
+# without them (the default) in the same invocation: IOPS at the load above
+# with --locks (block-layer stacks only) and with --locks-all; and the
 # kernel-measured ns per contention event (contention_begin + contention_end
 # run time over their runs) under a contended load (LOCK_JOBS jobs on the
 # same loop device with mq-deadline selected for it).
@@ -103,8 +103,8 @@ if [[ ${MODE:-} == locks ]]; then
   }
   declare -a OFF BLK ALL NSB NSA EVB EVA
   for r in $(seq "$REPS"); do
-    start_iowarden_with --no-locks; read -r iops _ < <(fio_iops); OFF+=("$iops"); stop_bg
-    start_iowarden_with; read -r iops _ < <(fio_iops); BLK+=("$iops")
+    start_iowarden_with; read -r iops _ < <(fio_iops); OFF+=("$iops"); stop_bg
+    start_iowarden_with --locks; read -r iops _ < <(fio_iops); BLK+=("$iops")
     read -r ns ev < <(contended); NSB+=("$ns"); EVB+=("$ev"); stop_bg
     start_iowarden_with --locks-all; read -r iops _ < <(fio_iops); ALL+=("$iops")
     read -r ns ev < <(contended); NSA+=("$ns"); EVA+=("$ev"); stop_bg
@@ -116,8 +116,8 @@ import statistics as st, sys, os
 off, blk, al, nsb, nsa, evb, eva = ([float(x) for x in a.split()] for a in sys.argv[1:8])
 m = st.median
 print(f"\nlock programs, loop device 4 KiB randread QD{os.environ.get('IODEPTH','16')}, medians of {len(off)} interleaved rounds")
-print(f"  iowarden --no-locks   {m(off):10.0f} IOPS   ratio 1.000")
-print(f"  iowarden (block-only) {m(blk):10.0f} IOPS   ratio {m(blk)/m(off):.3f}")
+print(f"  iowarden (no locks)   {m(off):10.0f} IOPS   ratio 1.000")
+print(f"  iowarden --locks      {m(blk):10.0f} IOPS   ratio {m(blk)/m(off):.3f}")
 print(f"  iowarden --locks-all  {m(al):10.0f} IOPS   ratio {m(al)/m(off):.3f}")
 print(f"  per contention event (begin+end, BPF stats, {os.environ.get('LOCK_JOBS','16')} jobs, mq-deadline):")
 print(f"    block-only {m(nsb):.0f} ns at {m(evb):.0f} events/s, all {m(nsa):.0f} ns at {m(eva):.0f} events/s")

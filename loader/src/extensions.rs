@@ -104,7 +104,10 @@ impl Extensions {
                 t
             }
             None => {
-                probes.push(off("locks", "disabled by --no-locks"));
+                probes.push(off(
+                    "locks",
+                    "off by default: --locks to load (a kernel stack walk per contention)",
+                ));
                 None
             }
         };

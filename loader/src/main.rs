@@ -46,11 +46,12 @@ struct TraceArgs {
     /// under a global lock for every iocost event while they are attached)
     #[arg(long)]
     no_iocost: bool,
-    /// Do not load the lock contention programs (lock:contention_begin/end)
+    /// Load the lock contention programs (lock:contention_begin/end): wait
+    /// time per lock site and cgroup, stacks through the block layer only.
+    /// Off by default: every contention costs a kernel stack walk (~2 us)
     #[arg(long)]
-    no_locks: bool,
-    /// Record lock contention anywhere in the kernel, not only in stacks
-    /// through the block layer (costs a stack walk per contention)
+    locks: bool,
+    /// Like --locks, but record contention anywhere in the kernel
     #[arg(long)]
     locks_all: bool,
 }
@@ -251,7 +252,7 @@ fn tune(a: TuneArgs) -> Result<()> {
         no_hwq: false,
         no_nvme: false,
         no_iocost: false,
-        no_locks: false,
+        locks: false,
         locks_all: false,
     };
     let monitor = start_monitor(&trace)?;
@@ -298,7 +299,7 @@ fn tracer_config(t: &TraceArgs) -> Result<TracerConfig> {
         hwq: !t.no_hwq,
         nvme: !t.no_nvme,
         iocost: !t.no_iocost,
-        locks: (!t.no_locks).then(|| LockConfig {
+        locks: (t.locks || t.locks_all).then(|| LockConfig {
             block_only: !t.locks_all,
             ..Default::default()
         }),
@@ -456,7 +457,7 @@ fn real_main(cli: Cli) -> Result<()> {
             block_only: _,
             top,
         } => {
-            trace.no_locks = false;
+            trace.locks = true;
             trace.locks_all |= all;
             let mut monitor = start_monitor(&trace)?;
             let stop = stop_flag()?;

@@ -293,7 +293,7 @@ fn lock_metrics_are_bounded_and_name_the_scheduler() {
 #[test]
 fn missing_lock_tracepoints_degrade() {
     let out = Command::new(env!("CARGO_BIN_EXE_iowarden"))
-        .args(["snapshot", "--json", "--wait", "200ms"])
+        .args(["snapshot", "--json", "--wait", "200ms", "--locks"])
         .env("IOWARDEN_HIDE_TRACEPOINTS", "contention_end")
         .output()
         .unwrap();
@@ -311,10 +311,12 @@ fn missing_lock_tracepoints_degrade() {
     assert!(snap.locks.is_none());
     let p = snap.probes.iter().find(|p| p.name == "locks").unwrap();
     assert!(!p.active);
-    // --no-locks says so too.
+    // Off unless asked for, and it says so.
     let out = Command::new(env!("CARGO_BIN_EXE_iowarden"))
-        .args(["snapshot", "--json", "--wait", "100ms", "--no-locks"])
+        .args(["snapshot", "--json", "--wait", "100ms"])
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&out.stderr).contains("locks inactive: disabled by --no-locks"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("locks inactive: off by default: --locks")
+    );
 }

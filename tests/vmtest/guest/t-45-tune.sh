@@ -134,7 +134,12 @@ for l in open(sys.argv[1]):
         last = (d["at_seconds"], d["vrate_to"])
 print(*last)' $T/decisions.jsonl $CONVERGE_BY)
 read conv_at conv_vrate <<< "$conv"
-echo "  tune: last converged before the steady state after ${conv_at} s at vrate ${conv_vrate}%; $(grep 'converged after\|not converged' $T/tune.log | tail -1)"
+reopened=$(python3 -c '
+import json, sys
+ds = [json.loads(l) for l in open(sys.argv[1])]
+first = next((i for i, d in enumerate(ds) if d["action"] == "converged"), len(ds))
+print(sum(d["action"] == "decrease" for d in ds[first:]))' $T/decisions.jsonl)
+echo "  tune: converged before the steady state after ${conv_at} s at vrate ${conv_vrate}%; misses that reopened the search afterwards: $reopened; at the end: $(grep 'converged after\|not converged' $T/tune.log | tail -1)"
 ok "tune: converges within ${CONVERGE_BY} s" "[ '$conv_at' != none ] && python3 -c 'import sys; sys.exit(not $conv_at <= $CONVERGE_BY)'"
 ok "tune: SLO $SLO met in the steady state (iowarden LC read p99 ${iw_p99} ms over $iw_n reads; fio clat p99 ${c_p99} ms)" "[ $iw_n -ge 500 ] && python3 -c 'import sys; sys.exit(not $iw_p99 <= $SLO_MS)'"
 ok "tune: more aggregate throughput than the tightest fixed QoS (${c_tot} vs ${d_tot} MB/s)" "python3 -c 'import sys; sys.exit(not $c_tot > $d_tot)'"
