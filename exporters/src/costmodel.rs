@@ -160,7 +160,7 @@ impl Collector for CostModelCollector {
             &mut enc,
             "iowarden_cost_model_error",
             "(model cost - measured device time) / measured device time per class, since start",
-            Some(Unit::Ratios),
+            Some(Unit::Other("ratio".into())),
             &err,
         )?;
         let mut bps = Vec::new();
@@ -203,5 +203,65 @@ impl Collector for CostModelCollector {
             &iops,
         )?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Snapshot;
+    use crate::openmetrics::{encode_openmetrics, SelfMetrics};
+
+    #[test]
+    fn families_units_and_labels() {
+        let m = DeviceCostModel {
+            device: DeviceRef {
+                name: "loop1".into(),
+                major: 7,
+                minor: 1,
+            },
+            configured: CostParams {
+                rbps: 200,
+                rrandiops: 5,
+                ..Default::default()
+            },
+            source: "flag".into(),
+            fitted: CostParams {
+                rseqiops: 9,
+                ..Default::default()
+            },
+            fitted_line: String::new(),
+            classes: vec![CostClass {
+                op: Op::Read,
+                random: true,
+                size_bytes: 4096,
+                ios: 10,
+                bytes: 40960,
+                device_seconds: 0.5,
+                model_seconds: 1.0,
+                error: Some(1.0),
+                fitted_error: None,
+            }],
+        };
+        let snap = Snapshot {
+            cost_models: vec![m],
+            ..Default::default()
+        };
+        let t = encode_openmetrics(&snap, &SelfMetrics::default()).unwrap();
+        let l = r#"device="loop1",devt="7:1",op="read",pattern="random",size="4096""#;
+        for line in [
+            format!("iowarden_cost_class_requests_total{{{l}}} 10"),
+            format!("iowarden_cost_class_device_seconds_total{{{l}}} 0.5"),
+            format!("iowarden_cost_class_model_seconds_total{{{l}}} 1.0"),
+            format!("iowarden_cost_model_error_ratio{{{l},model=\"configured\"}} 1.0"),
+            r#"iowarden_cost_model_bandwidth_bytes_per_second{device="loop1",devt="7:1",op="read",model="configured"} 200"#.to_string(),
+            r#"iowarden_cost_model_iops{device="loop1",devt="7:1",op="read",model="configured",pattern="random"} 5"#.to_string(),
+            r#"iowarden_cost_model_iops{device="loop1",devt="7:1",op="read",model="fitted",pattern="sequential"} 9"#.to_string(),
+        ] {
+            assert!(t.contains(&line), "{line} in\n{t}");
+        }
+        // No fitted error for the class, no zero terms.
+        assert!(!t.contains(r#"model="fitted"} "#), "{t}");
+        assert!(!t.contains(r#"op="write""#), "{t}");
     }
 }
