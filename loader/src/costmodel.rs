@@ -357,18 +357,24 @@ fn solve_subset(rows: &[([f64; 3], f64, f64)], free: &[usize]) -> Option<Vec<f64
             a[r][k] += w * xr * y;
         }
     }
-    // Gaussian elimination with partial pivoting.
+    // Gauss-Jordan elimination with partial pivoting; a pivot tiny against
+    // the matrix means a column depends on the others (singular).
+    let norm = a
+        .iter()
+        .flat_map(|r| r[..k].iter())
+        .fold(0.0f64, |m, v| m.max(v.abs()));
     for col in 0..k {
         let piv = (col..k).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;
-        if a[piv][col].abs() < 1e-9 * (1.0 + a[col][col].abs()) {
+        if a[piv][col].abs() <= 1e-10 * norm {
             return None;
         }
         a.swap(col, piv);
-        for r in 0..k {
+        let pivot_row = a[col].clone();
+        for (r, row) in a.iter_mut().enumerate() {
             if r != col {
-                let f = a[r][col] / a[col][col];
-                for c in col..=k {
-                    a[r][c] -= f * a[col][c];
+                let f = row[col] / pivot_row[col];
+                for (v, p) in row.iter_mut().zip(&pivot_row).skip(col) {
+                    *v -= f * p;
                 }
             }
         }

@@ -107,7 +107,7 @@ mod tests {
             }],
             ..Default::default()
         };
-        let t = render(&[m.clone()], None);
+        let t = render(std::slice::from_ref(&m), None);
         assert!(t.contains("loop3 (7:3)"), "{t}");
         assert!(t.contains(&m.fitted_line), "{t}");
         assert!(

@@ -258,3 +258,40 @@ fn model_subcommand_prints_the_fit() {
         assert!(row.trim_end().ends_with('%'), "{row}");
     }
 }
+
+/// Without --cost-model a device is charged with the model the kernel
+/// would use for it (no io.cost.model on this cgroup v1 host: blk-iocost's
+/// default for its type) from its very first request: the loader claims its
+/// device entry before the programs attach.
+#[test]
+fn host_default_model_from_the_first_request() {
+    use iowarden::costmodel::{request_cost, AUTOP_HDD, AUTOP_SSD_DFL};
+    let dev = LoopDev::file(2048);
+    let name = dev.name();
+    let cg = Cgroup::new("iowarden-test-cost-host");
+    let daemon = Daemon::start(19632, &["--device", &name]);
+    fio(&cg, &dev.path, "randread", "4k", 300, "2G");
+    std::thread::sleep(Duration::from_millis(1200));
+    let snap = daemon.snapshot();
+    let rotational = std::fs::read_to_string(format!("/sys/block/{name}/queue/rotational"))
+        .unwrap()
+        .trim()
+        == "1";
+    let (model, source) = if rotational {
+        (AUTOP_HDD, "default-hdd")
+    } else {
+        (AUTOP_SSD_DFL, "default-ssd")
+    };
+    let m = snap
+        .cost_models
+        .iter()
+        .find(|m| m.device.name == name)
+        .unwrap();
+    assert_eq!(m.source, source);
+    let s = read_series(&snap, &name, &cg);
+    let lc = model.lcoefs();
+    let want = (s.ios - s.random_ios) * request_cost(&lc, false, false, 4096)
+        + s.random_ios * request_cost(&lc, false, true, 4096);
+    assert!(s.ios > 0);
+    assert_eq!(vtime(s.cost_seconds), want, "{source}: {s:?}");
+}
