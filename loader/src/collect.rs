@@ -385,6 +385,51 @@ mod tests {
     }
 
     #[test]
+    fn cost_classes_sum_cpus_and_nested_updates() {
+        use crate::skel::types::iow_cost_class;
+        use crate::tracer::RawCostClass;
+        let devt = (7 << 20) | 1;
+        // Device 0, write (op 1), random, 64 KiB (size 4): (1 * 2 + 1) * 9 + 4.
+        let class = 3 * SIZES as u32 + 4;
+        let c = |ios, ns| iow_cost_class {
+            ios,
+            bytes: ios * 65536,
+            device_ns: ns,
+            cost: ios * 100,
+        };
+        let mut nested = iow_update {
+            slot: NO_SLOT,
+            hwq: NO_SLOT,
+            cost_class: class,
+            bytes: 65536,
+            cost: 100,
+            ..Default::default()
+        };
+        nested.lat_ns[1] = 7;
+        nested.bucket = [NO_BUCKET, 0, NO_BUCKET];
+        let raw = |per_cpu, nested: Vec<iow_update>| RawSample {
+            devs: vec![(0, devt)],
+            cost_classes: vec![RawCostClass {
+                devt,
+                class,
+                per_cpu,
+            }],
+            nested,
+            ..Default::default()
+        };
+        let mut acc = Accumulator::default();
+        acc.add(&raw(vec![c(2, 10), c(3, 20)], vec![nested]));
+        acc.add(&raw(vec![c(4, 30), c(3, 20)], vec![]));
+        let v = acc.cost_classes();
+        assert_eq!(v.len(), 1);
+        let (d, s) = v[0];
+        assert_eq!(d, devt);
+        assert!(s.write && s.random && s.size == 4, "{s:?}");
+        assert_eq!((s.ios, s.device_ns, s.cost), (8, 57, 800));
+        assert_eq!(s.bytes, 8 * 65536);
+    }
+
+    #[test]
     fn reused_slot_starts_from_zero() {
         let mut acc = Accumulator::default();
         let one = |key, ios| RawSample {
