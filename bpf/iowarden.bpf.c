@@ -59,17 +59,6 @@ struct {
 	__type(value, struct iow_cost_coefs);
 } cost_coefs SEC(".maps");
 
-/* End sector of the series' previous request completed on this CPU (the
- * model's "cursor"), indexed by slot. Per CPU: no shared write per I/O;
- * iocost's 16 MiB window makes a stream whose completions hop between CPUs
- * still look sequential on each. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 512); /* resized by the loader to slot_mask + 1 */
-	__type(key, __u32);
-	__type(value, __u64);
-} cost_cursor SEC(".maps");
-
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, IOW_COST_CLASSES);
@@ -441,12 +430,13 @@ static __always_inline __u64 issue_time(struct request *rq, __u32 dev_idx)
 
 /*
  * The linear iocost model's cost of a completed read or write, as
- * blk-iocost.c calc_vtime_cost_builtin charges a bio: a base cost, random
- * when the request starts more than IOW_COST_RANDIO_PAGES pages from where
- * the series' previous one ended (sequential when there is none), else
- * sequential, plus a cost per 4 KiB page (at least one). The kernel charges
- * bios at submission; this charges whole requests at completion (a merged
- * bio pays no base cost in the kernel either).
+ * blk-iocost.c calc_vtime_cost_builtin charges a bio: a base cost by
+ * read/write and pattern plus a cost per 4 KiB page (at least one). The
+ * request is random when it starts more than IOW_COST_RANDIO_PAGES pages
+ * from where the series' previous one ended, sequential otherwise (and when
+ * there is no previous one). The kernel charges bios at submission; this
+ * charges whole requests at completion (a merged bio pays no base cost in
+ * the kernel either); one completed in parts is charged on its last part.
  */
 static __always_inline void charge_cost(struct request *rq, struct iow_update *u,
 					__u32 dev, __u32 nr_bytes)
@@ -454,7 +444,8 @@ static __always_inline void charge_cost(struct request *rq, struct iow_update *u
 	__u32 op = (u->key >> IOW_KEY_OP_SHIFT) & 3;
 	__u32 slot = u->slot, idx = dev;
 	struct iow_cost_coefs *c;
-	__u64 *cursor, sector, prev, seek = 0, pages;
+	struct iow_io_stats *s;
+	__u64 sector, prev, seek = 0, pages;
 	__u32 rand, size;
 
 	if (op > IOW_OP_WRITE || slot == IOW_NO_SLOT || !nr_bytes)
@@ -466,15 +457,18 @@ static __always_inline void charge_cost(struct request *rq, struct iow_update *u
 		if (!c || !c->valid)
 			return;
 	}
-	cursor = bpf_map_lookup_elem(&cost_cursor, &slot);
-	if (!cursor)
+	/* The cursor lives in the series' per-CPU stats, on the cache line
+	 * commit() updates next. A plain store: a nested program moving it
+	 * in between only misjudges one request's pattern. */
+	s = bpf_map_lookup_elem(&io_stats, &slot);
+	if (!s)
 		return;
 	sector = rq->__sector;
-	prev = *cursor;
+	prev = s->cursor;
 	if (prev)
 		seek = (sector > prev ? sector - prev : prev - sector) >> 3;
 	rand = seek > IOW_COST_RANDIO_PAGES;
-	*cursor = sector + (nr_bytes >> 9);
+	s->cursor = sector + (nr_bytes >> 9);
 	pages = nr_bytes >> 12;
 	if (!pages)
 		pages = 1;

@@ -93,6 +93,11 @@ struct iow_io_stats {
 	__u64 requeued; /* requests handed back by the driver */
 	__u64 cost;     /* linear model cost of completed reads/writes, vtime (2^37/s) */
 	__u64 rand_ios; /* of those, requests the model classified random */
+	/* End sector of the previous request completed on this CPU (the
+	 * model's cursor; 0 = none). Per CPU: no shared write per I/O, and
+	 * iocost's 16 MiB window keeps a stream whose completions hop between
+	 * CPUs sequential on each. State, not a counter. */
+	__u64 cursor;
 	__u64 lat_sum_ns[IOW_NR_STAGES];
 	/* u32 per CPU per bucket: user space reads deltas with wrapping
 	 * subtraction every poll, far more often than a bucket can wrap.

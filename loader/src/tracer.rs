@@ -208,7 +208,6 @@ impl Tracer {
             .filter(|&v| v < 64)
             .unwrap_or(64);
         open.maps.io_stats.set_max_entries(slots)?;
-        open.maps.cost_cursor.set_max_entries(slots)?;
         let bss = open
             .maps
             .bss_data
@@ -459,12 +458,6 @@ impl Tracer {
         self.skel
             .maps
             .io_stats
-            .update_percpu(&slot.to_ne_bytes(), &zero, MapFlags::ANY)?;
-        // The next series in this slot starts without a previous request.
-        let zero = vec![vec![0u8; 8]; ncpu];
-        self.skel
-            .maps
-            .cost_cursor
             .update_percpu(&slot.to_ne_bytes(), &zero, MapFlags::ANY)?;
         let bss = self
             .skel
