@@ -145,8 +145,9 @@ fn host_model(dev: &DeviceRef) -> (LinearModel, &'static str) {
 }
 
 /// Devices to give their own model before tracing starts: the traced one,
-/// or every whole disk with media (at most half the device table, leaving
-/// room for devices that appear later).
+/// or every whole disk that has done I/O since boot (at most half the
+/// device table, leaving room for devices that appear later; a claimed
+/// device is polled like one with I/O).
 pub fn devices_to_preload(filter_devt: Option<u32>) -> Vec<u32> {
     if let Some(d) = filter_devt {
         return vec![d];
@@ -154,8 +155,11 @@ pub fn devices_to_preload(filter_devt: Option<u32>) -> Vec<u32> {
     crate::devices::list_block_devices()
         .into_iter()
         .filter(|(name, _, _)| {
-            std::fs::read_to_string(format!("/sys/block/{name}/size"))
-                .is_ok_and(|s| s.trim() != "0")
+            // /sys/block/X/stat: reads completed is field 1, writes field 5.
+            std::fs::read_to_string(format!("/sys/block/{name}/stat")).is_ok_and(|s| {
+                let f: Vec<&str> = s.split_whitespace().collect();
+                f.len() > 4 && (f[0] != "0" || f[4] != "0")
+            })
         })
         .map(|(_, ma, mi)| crate::devices::kernel_devt(ma, mi))
         .take(crate::tracer::MAX_DEVS as usize / 2)
