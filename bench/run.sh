@@ -13,6 +13,10 @@
 # kernel-measured ns per contention event (contention_begin + contention_end
 # run time over their runs) under a contended load (LOCK_JOBS jobs on the
 # same loop device with mq-deadline selected for it).
+#
+# MODE=cost: what charging the linear cost model costs. iowarden with
+# --no-cost against iowarden (cost on, the default), interleaved: IOPS and
+# kernel-measured ns per I/O of the block_rq_* programs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 IOWARDEN=${IOWARDEN:-target/release/iowarden}
@@ -80,6 +84,30 @@ measured_fio() {  # fio IOPS and BPF ns per I/O of the programs of BPF type $1
   sysctl -qw kernel.bpf_stats_enabled=0
   echo "$iops $(python3 -c "print(($t1-$t0)/$ios)") $detail"
 }
+
+if [[ ${MODE:-} == cost ]]; then
+  start_iowarden_args() {
+    "$IOWARDEN" run --listen 127.0.0.1:19699 --interval 1s "$@" >"$W/iowarden.log" 2>&1 & BG=$!
+    for _ in $(seq 100); do curl -sf http://127.0.0.1:19699/snapshot.json >/dev/null && return; sleep 0.1; done
+    echo "iowarden did not start: $(cat "$W/iowarden.log")" >&2; exit 1
+  }
+  declare -a OFFI OFFN ONI ONN
+  for r in $(seq "$REPS"); do
+    start_iowarden_args --no-cost; read -r iops ns d0 < <(measured_fio tracing); OFFI+=("$iops"); OFFN+=("$ns"); stop_bg
+    start_iowarden_args; read -r iops ns d1 < <(measured_fio tracing); ONI+=("$iops"); ONN+=("$ns"); stop_bg
+    printf 'round %s: --no-cost %.0f IOPS, %.0f ns/I/O (%s) | cost %.0f IOPS, %.0f ns/I/O (%s)\n' \
+      "$r" "${OFFI[-1]}" "${OFFN[-1]}" "$d0" "${ONI[-1]}" "${ONN[-1]}" "$d1"
+  done
+  python3 - "${OFFI[*]}" "${OFFN[*]}" "${ONI[*]}" "${ONN[*]}" <<'PY'
+import statistics as st, sys, os
+offi, offn, oni, onn = ([float(x) for x in a.split()] for a in sys.argv[1:5])
+m = st.median
+print(f"\ncost model, loop device 4 KiB randread QD{os.environ.get('IODEPTH','16')}, medians of {len(offi)} interleaved rounds")
+print(f"  iowarden --no-cost {m(offi):10.0f} IOPS   {m(offn):6.0f} ns BPF per I/O")
+print(f"  iowarden (cost)    {m(oni):10.0f} IOPS   {m(onn):6.0f} ns BPF per I/O   (+{m(onn)-m(offn):.0f} ns, IOPS ratio {m(oni)/m(offi):.3f})")
+PY
+  exit 0
+fi
 
 if [[ ${MODE:-} == locks ]]; then
   LOCK_JOBS=${LOCK_JOBS:-16}

@@ -28,6 +28,8 @@ char LICENSE[] SEC("license") = "GPL";
 /* Load-time switches (set by the loader before load). */
 const volatile bool enable_latency = true;
 const volatile bool enable_hwq = true;
+/* Charge every read/write the linear iocost model's cost (a few ns). */
+const volatile bool enable_cost = true;
 /* Trace only this dev_t (major << 20 | minor); 0 = every device. */
 const volatile __u32 filter_devt = 0;
 /* Number of series slots in use minus one (a power of two minus one). */
@@ -48,6 +50,21 @@ struct {
 	__type(key, __u32);
 	__type(value, struct iow_io_stats);
 } io_stats SEC(".maps");
+
+/* Cost model coefficients, written by the loader (see struct iow_cost_coefs). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, IOW_MAX_DEVS + 1);
+	__type(key, __u32);
+	__type(value, struct iow_cost_coefs);
+} cost_coefs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, IOW_COST_CLASSES);
+	__type(key, __u32);
+	__type(value, struct iow_cost_class);
+} cost_classes SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -214,6 +231,7 @@ static __always_inline void update_init(struct iow_update *u)
 	__builtin_memset(u, 0, sizeof(*u));
 	u->slot = IOW_NO_SLOT;
 	u->hwq = IOW_NO_SLOT;
+	u->cost_class = IOW_NO_SLOT;
 	for (int i = 0; i < IOW_NR_STAGES; i++)
 		u->bucket[i] = IOW_NO_BUCKET;
 }
@@ -229,6 +247,8 @@ static __always_inline void apply_series(struct iow_update *u)
 	s->bytes += u->bytes;
 	s->merged += u->merged;
 	s->requeued += u->requeued;
+	s->cost += u->cost;
+	s->rand_ios += u->rand_ios;
 	for (int i = 0; i < IOW_NR_STAGES; i++) {
 		__u32 b = u->bucket[i];
 
@@ -251,6 +271,19 @@ static __always_inline void apply_hwq(struct iow_update *u)
 	h->completed += u->hwq_completed;
 	h->requeued += u->hwq_requeued;
 	h->busy_ns += u->busy_ns;
+}
+
+static __always_inline void apply_cost_class(struct iow_update *u)
+{
+	__u32 idx = u->cost_class;
+	struct iow_cost_class *c = bpf_map_lookup_elem(&cost_classes, &idx);
+
+	if (!c)
+		return;
+	c->ios += 1;
+	c->bytes += u->bytes;
+	c->device_ns += u->lat_ns[IOW_STAGE_DEVICE];
+	c->cost += u->cost;
 }
 
 /* Applies an update to this CPU's counters, or hands it to user space when
@@ -277,6 +310,10 @@ static __always_inline void commit(struct iow_update *u)
 		apply_series(u);
 	if (u->hwq != IOW_NO_SLOT)
 		apply_hwq(u);
+	/* Classes take only requests whose device time is known, so that the
+	 * model's error compares like with like. */
+	if (u->cost_class != IOW_NO_SLOT && u->bucket[IOW_STAGE_DEVICE] != IOW_NO_BUCKET)
+		apply_cost_class(u);
 	barrier();
 	c->busy = 0;
 }
@@ -391,6 +428,59 @@ static __always_inline __u64 issue_time(struct request *rq, __u32 dev_idx)
 	return 0;
 }
 
+/*
+ * The linear iocost model's cost of a completed read or write, as
+ * blk-iocost.c calc_vtime_cost_builtin charges a bio: a base cost by
+ * read/write and pattern plus a cost per 4 KiB page (at least one). The
+ * request is random when it starts more than IOW_COST_RANDIO_PAGES pages
+ * from where the series' previous one ended, sequential otherwise (and when
+ * there is no previous one). The kernel charges bios at submission; this
+ * charges whole requests at completion (a merged bio pays no base cost in
+ * the kernel either); one completed in parts is charged on its last part.
+ */
+static __always_inline void charge_cost(struct request *rq, struct iow_update *u,
+					__u32 dev, __u32 nr_bytes)
+{
+	__u32 op = (u->key >> IOW_KEY_OP_SHIFT) & 3;
+	__u32 slot = u->slot, idx = dev;
+	struct iow_cost_coefs *c;
+	struct iow_io_stats *s;
+	__u64 sector, prev, seek = 0, pages;
+	__u32 rand, size;
+
+	if (op > IOW_OP_WRITE || slot == IOW_NO_SLOT || !nr_bytes)
+		return;
+	c = bpf_map_lookup_elem(&cost_coefs, &idx);
+	if (!c || !c->valid) {
+		idx = IOW_COST_DEFAULT;
+		c = bpf_map_lookup_elem(&cost_coefs, &idx);
+		if (!c || !c->valid)
+			return;
+	}
+	/* The cursor lives in the series' per-CPU stats, on the cache line
+	 * commit() updates next. A plain store: a nested program moving it
+	 * in between only misjudges one request's pattern. */
+	s = bpf_map_lookup_elem(&io_stats, &slot);
+	if (!s)
+		return;
+	sector = rq->__sector;
+	prev = s->cursor;
+	if (prev)
+		seek = (sector > prev ? sector - prev : prev - sector) >> 3;
+	rand = seek > IOW_COST_RANDIO_PAGES;
+	s->cursor = sector + (nr_bytes >> 9);
+	pages = nr_bytes >> 12;
+	if (!pages)
+		pages = 1;
+	u->cost = c->lcoef[op * 3 + 1 + rand] + pages * c->lcoef[op * 3];
+	u->rand_ios = rand;
+	size = log2_u64(nr_bytes);
+	size = size > 12 ? size - 12 : 0;
+	if (size >= IOW_COST_SIZES)
+		size = IOW_COST_SIZES - 1;
+	u->cost_class = ((dev * 2 + op) * 2 + rand) * IOW_COST_SIZES + size;
+}
+
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
@@ -408,6 +498,8 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 	if (nr_bytes < rq->__data_len)
 		goto out;
 	u.ios = 1;
+	if (enable_cost)
+		charge_cost(rq, &u, dev, nr_bytes);
 	now = bpf_ktime_get_ns();
 	issued = issue_time(rq, dev);
 	start = rq->start_time_ns;

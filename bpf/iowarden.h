@@ -26,6 +26,26 @@ enum iow_const {
 	IOW_MAX_HWQ = 64,
 	/* Fallback issue stamps when the kernel does not stamp io_start_time_ns. */
 	IOW_STAMP_SLOTS = 16384,
+	/* Cost model classes: request sizes by power of two, <= 4 KiB .. >= 1 MiB. */
+	IOW_COST_SIZES = 9,
+	/* (device, read/write, sequential/random, size) */
+	IOW_COST_CLASSES = IOW_MAX_DEVS * 2 * 2 * IOW_COST_SIZES,
+	/* cost_coefs entry for devices the loader has not given their own yet. */
+	IOW_COST_DEFAULT = IOW_MAX_DEVS,
+	/* blk-iocost.c LCOEF_RANDIO_PAGES: a request starting further than this
+	 * many 4 KiB pages from the previous one's end is random. */
+	IOW_COST_RANDIO_PAGES = 4096,
+};
+
+/* Index into iow_cost_coefs.lcoef, as blk-iocost.c's LCOEF_*: op * 3 + term. */
+enum iow_lcoef {
+	IOW_LCOEF_RPAGE = 0,
+	IOW_LCOEF_RSEQIO = 1,
+	IOW_LCOEF_RRANDIO = 2,
+	IOW_LCOEF_WPAGE = 3,
+	IOW_LCOEF_WSEQIO = 4,
+	IOW_LCOEF_WRANDIO = 5,
+	IOW_NR_LCOEFS = 6,
 };
 
 enum iow_op {
@@ -71,6 +91,13 @@ struct iow_io_stats {
 	__u64 bytes;    /* completed bytes (partial completions included) */
 	__u64 merged;   /* requests merged into another one */
 	__u64 requeued; /* requests handed back by the driver */
+	__u64 cost;     /* linear model cost of completed reads/writes, vtime (2^37/s) */
+	__u64 rand_ios; /* of those, requests the model classified random */
+	/* End sector of the previous request completed on this CPU (the
+	 * model's cursor; 0 = none). Per CPU: no shared write per I/O, and
+	 * iocost's 16 MiB window keeps a stream whose completions hop between
+	 * CPUs sequential on each. State, not a counter. */
+	__u64 cursor;
 	__u64 lat_sum_ns[IOW_NR_STAGES];
 	/* u32 per CPU per bucket: user space reads deltas with wrapping
 	 * subtraction every poll, far more often than a bucket can wrap.
@@ -86,6 +113,27 @@ struct iow_hwq_stats {
 	__u64 completed;
 	__u64 requeued;
 	__u64 busy_ns;   /* sum of issue -> completion times: mean occupancy by Little's law */
+};
+
+/*
+ * iocost's linear model of one device in its own units (vtime: 2^37 per
+ * second), derived by the loader from an io.cost.model line exactly as
+ * blk-iocost.c calc_lcoefs does. Indexed by device; IOW_COST_DEFAULT is
+ * used while a device's own entry is not valid yet.
+ */
+struct iow_cost_coefs {
+	__u64 lcoef[IOW_NR_LCOEFS];
+	__u32 valid;
+	__u32 pad;
+};
+
+/* Per-CPU samples of one cost class (only requests whose device time was
+ * measured): what the online refit and the model error are computed from. */
+struct iow_cost_class {
+	__u64 ios;
+	__u64 bytes;
+	__u64 device_ns; /* sum of issue -> completion times */
+	__u64 cost;      /* sum of model costs, vtime */
 };
 
 struct iow_drops {
@@ -105,10 +153,12 @@ struct iow_update {
 	__u64 key;                     /* series key, 0 = none */
 	__u64 bytes;
 	__u64 busy_ns;
+	__u64 cost;                    /* model cost, vtime */
 	__u64 lat_ns[IOW_NR_STAGES];
 	__u32 bucket[IOW_NR_STAGES];   /* IOW_NO_BUCKET = stage not measured */
 	__u32 slot;                    /* IOW_NO_SLOT = no series update */
 	__u32 hwq;                     /* dev_idx * IOW_MAX_HWQ + hctx, IOW_NO_SLOT = none */
+	__u32 cost_class;              /* index into cost_classes, IOW_NO_SLOT = none */
 	__u8 ios;
 	__u8 merged;
 	__u8 requeued;
@@ -116,7 +166,7 @@ struct iow_update {
 	__u8 hwq_issued;
 	__u8 hwq_completed;
 	__u8 hwq_requeued;
-	__u8 pad;
+	__u8 rand_ios;
 };
 
 /* Per-CPU: set while a program updates this CPU's counters. */
@@ -142,6 +192,7 @@ struct iow_enums {
 	enum iow_op op;
 	enum iow_stage stage;
 	enum iow_drop drop;
+	enum iow_lcoef lcoef;
 	struct iow_update update; /* the nested_updates record */
 };
 

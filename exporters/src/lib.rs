@@ -4,6 +4,7 @@
 
 pub mod blockext;
 pub mod blockext_metrics;
+pub mod costmodel;
 pub mod json;
 pub mod locks;
 pub mod locks_metrics;
@@ -13,6 +14,7 @@ pub mod selfmetrics;
 pub mod tuner;
 
 pub use blockext::*;
+pub use costmodel::{CostClass, CostParams, DeviceCostModel};
 pub use json::{decode_json, encode_json};
 pub use locks::{log2_quantile_seconds, LockReport, LockSeries, LockSiteRow, LockStack};
 pub use model::*;

@@ -201,6 +201,13 @@ pub struct IoSeries {
     pub merged: u64,
     /// Requests put back by the driver for another issue.
     pub requeued: u64,
+    /// Cost the device's linear iocost model charged the completed reads
+    /// and writes, in seconds of device time (see [`crate::DeviceCostModel`]).
+    #[serde(default)]
+    pub cost_seconds: f64,
+    /// Completed requests the model classified random (the rest sequential).
+    #[serde(default)]
+    pub random_ios: u64,
     pub latency: StageHistograms,
 }
 
@@ -298,6 +305,10 @@ pub struct Snapshot {
     /// Kernel lock contention (None when the lock programs are off).
     #[serde(default)]
     pub locks: Option<crate::locks::LockReport>,
+    /// The linear cost model of every traced device: configured, measured
+    /// against device time per class, refitted (cumulative).
+    #[serde(default)]
+    pub cost_models: Vec<crate::costmodel::DeviceCostModel>,
     /// The online io.cost.qos tuner's state (`iowarden tune` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tuner: Option<crate::tuner::TunerStatus>,
@@ -323,6 +334,8 @@ impl Snapshot {
                     bytes: s.bytes.saturating_sub(p.bytes),
                     merged: s.merged.saturating_sub(p.merged),
                     requeued: s.requeued.saturating_sub(p.requeued),
+                    cost_seconds: (s.cost_seconds - p.cost_seconds).max(0.0),
+                    random_ios: s.random_ios.saturating_sub(p.random_ios),
                     latency: StageHistograms {
                         queue: s.latency.queue.saturating_sub(&p.latency.queue),
                         device: s.latency.device.saturating_sub(&p.latency.device),
@@ -392,6 +405,7 @@ impl Snapshot {
                     .saturating_sub(prev.drops.nested_lost),
             },
             cpu_queue_map: self.cpu_queue_map.clone(),
+            cost_models: self.cost_models.clone(),
             tuner: self.tuner.clone(),
             nvme_queue_cgroups: self.nvme_queue_cgroups.clone(),
             nvme_queues: self.nvme_queues.clone(),
@@ -477,6 +491,8 @@ mod tests {
             bytes: ios * 4096,
             merged: 0,
             requeued: 0,
+            cost_seconds: 0.0,
+            random_ios: 0,
             latency: StageHistograms {
                 total: Histogram {
                     counts: vec![c, 0],

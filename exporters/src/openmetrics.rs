@@ -133,6 +133,20 @@ impl Collector for SnapshotCollector {
         )?;
         counter(
             &mut enc,
+            "iowarden_io_cost",
+            "Cost the device's linear iocost model charged the completed reads and writes (device time)",
+            Some(Unit::Seconds),
+            &per_io(&|x| x.cost_seconds),
+        )?;
+        counter(
+            &mut enc,
+            "iowarden_io_random_requests",
+            "Completed requests the cost model classified random (more than 16 MiB from the previous one's end)",
+            None,
+            &per_io(&|x| x.random_ios as f64),
+        )?;
+        counter(
+            &mut enc,
             "iowarden_io_device",
             "Sum of issue-to-completion time of completed requests (device time)",
             Some(Unit::Seconds),
@@ -307,6 +321,11 @@ pub fn encode_openmetrics(snap: &Snapshot, extra: &SelfMetrics) -> Result<String
     reg.register_collector(Box::new(crate::locks_metrics::LocksCollector {
         snap: snap.clone(),
     }));
+    if !snap.cost_models.is_empty() {
+        reg.register_collector(Box::new(crate::costmodel::CostModelCollector {
+            models: snap.cost_models.clone(),
+        }));
+    }
     if let Some(t) = &snap.tuner {
         reg.register_collector(Box::new(crate::tuner::TunerCollector { t: t.clone() }));
     }
@@ -376,6 +395,8 @@ mod tests {
             bytes: 12288,
             merged: 0,
             requeued: 0,
+            cost_seconds: 0.0,
+            random_ios: 0,
             latency: StageHistograms {
                 total: Histogram {
                     counts: {

@@ -8,11 +8,12 @@ use iowarden_exporters::{
     StageHistograms, SCHEMA_VERSION, UNATTRIBUTED_CGROUP_ID,
 };
 
+use crate::costmodel::{ClassSample, SIZES, VTIME_PER_SEC};
 use crate::devices::DeviceNames;
 use crate::hist::{NBUCKETS, NSTAGES};
 use crate::skel::types::{iow_drop, iow_io_stats, iow_update};
 use crate::tracer::RawSample;
-use crate::tracer::{MAX_HWQ, NO_BUCKET, NO_SLOT};
+use crate::tracer::{COST_CLASSES_PER_DEV, MAX_HWQ, NO_BUCKET, NO_SLOT};
 
 /// The fields of a series key; see bpf/iowarden.h.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -44,6 +45,8 @@ struct Totals {
     bytes: u64,
     merged: u64,
     requeued: u64,
+    cost: u64,
+    rand_ios: u64,
     lat_sum_ns: [u64; NSTAGES],
     hist: Vec<u64>,
 }
@@ -62,7 +65,19 @@ pub struct Accumulator {
     /// Hardware-queue counts that came through the nested-update ring
     /// buffer, by (devt, hctx); added to the per-CPU sums.
     nested_hwq: HashMap<(u32, u32), QueueTotals>,
+    /// Cost class samples by (devt, class within the device), and those
+    /// that came through the ring buffer, as for the hardware queues.
+    cost_classes: HashMap<(u32, u32), ClassTotals>,
+    nested_cost: HashMap<(u32, u32), ClassTotals>,
     drops: DropCounters,
+}
+
+#[derive(Default, Clone, Copy)]
+struct ClassTotals {
+    ios: u64,
+    bytes: u64,
+    device_ns: u64,
+    cost: u64,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -95,6 +110,8 @@ impl Accumulator {
                 t.bytes += cur.bytes.wrapping_sub(old.bytes);
                 t.merged += cur.merged.wrapping_sub(old.merged);
                 t.requeued += cur.requeued.wrapping_sub(old.requeued);
+                t.cost += cur.cost.wrapping_sub(old.cost);
+                t.rand_ios += cur.rand_ios.wrapping_sub(old.rand_ios);
                 for st in 0..NSTAGES {
                     t.lat_sum_ns[st] += cur.lat_sum_ns[st].wrapping_sub(old.lat_sum_ns[st]);
                 }
@@ -129,6 +146,23 @@ impl Accumulator {
         for (k, q) in &self.nested_hwq {
             self.hwq.entry(*k).or_insert(*q);
         }
+        for c in &raw.cost_classes {
+            let mut t = self
+                .nested_cost
+                .get(&(c.devt, c.class))
+                .copied()
+                .unwrap_or_default();
+            for v in &c.per_cpu {
+                t.ios += v.ios;
+                t.bytes += v.bytes;
+                t.device_ns += v.device_ns;
+                t.cost += v.cost;
+            }
+            self.cost_classes.insert((c.devt, c.class), t);
+        }
+        for (k, t) in &self.nested_cost {
+            self.cost_classes.entry(*k).or_insert(*t);
+        }
         let sum = |what: iow_drop| raw.drops.iter().map(|d| d.n[what.0 as usize]).sum::<u64>();
         self.drops = DropCounters {
             slot_table_full: sum(iow_drop::IOW_DROP_SLOT_FULL),
@@ -152,12 +186,27 @@ impl Accumulator {
             t.bytes += u.bytes;
             t.merged += u.merged as u64;
             t.requeued += u.requeued as u64;
+            t.cost += u.cost;
+            t.rand_ios += u.rand_ios as u64;
             for st in 0..NSTAGES {
                 let b = u.bucket[st];
                 if b != NO_BUCKET && (b as usize) < NBUCKETS {
                     t.lat_sum_ns[st] += u.lat_ns[st];
                     t.hist[st * NBUCKETS + b as usize] += 1;
                 }
+            }
+        }
+        if u.cost_class != NO_SLOT && u.bucket[1] != NO_BUCKET {
+            let dev = u.cost_class / COST_CLASSES_PER_DEV;
+            if let Some(&devt) = self.dev_of_idx.get(&dev) {
+                let t = self
+                    .nested_cost
+                    .entry((devt, u.cost_class % COST_CLASSES_PER_DEV))
+                    .or_default();
+                t.ios += 1;
+                t.bytes += u.bytes;
+                t.device_ns += u.lat_ns[1];
+                t.cost += u.cost;
             }
         }
         if u.hwq != NO_SLOT {
@@ -177,6 +226,30 @@ impl Accumulator {
     pub fn forget(&mut self, slot: u32, key: u64) {
         self.prev.remove(&slot);
         self.totals.remove(&key);
+    }
+
+    /// Cost class samples of every device, by kernel dev_t.
+    pub fn cost_classes(&self) -> Vec<(u32, ClassSample)> {
+        let mut v: Vec<(u32, ClassSample)> = self
+            .cost_classes
+            .iter()
+            .map(|(&(devt, class), t)| {
+                // (op * 2 + random) * SIZES + size, as the BPF side indexes.
+                let c = class as usize;
+                let sample = ClassSample {
+                    write: c / SIZES / 2 == 1,
+                    random: (c / SIZES) % 2 == 1,
+                    size: c % SIZES,
+                    ios: t.ios,
+                    bytes: t.bytes,
+                    device_ns: t.device_ns,
+                    cost: t.cost,
+                };
+                (devt, sample)
+            })
+            .collect();
+        v.sort_by_key(|(d, c)| (*d, c.write, c.random, c.size));
+        v
     }
 
     /// Cgroup ids that have recorded I/O.
@@ -219,6 +292,8 @@ impl Accumulator {
                 bytes: t.bytes,
                 merged: t.merged,
                 requeued: t.requeued,
+                cost_seconds: t.cost as f64 / VTIME_PER_SEC as f64,
+                random_ios: t.rand_ios,
                 latency: StageHistograms {
                     queue: stage(0),
                     device: stage(1),
@@ -307,6 +382,51 @@ mod tests {
         let t = &acc.totals[&key];
         assert_eq!(t.ios, 18);
         assert_eq!(t.hist[2 * NBUCKETS + 4], (u32::MAX as u64 - 1) + 3 + 4);
+    }
+
+    #[test]
+    fn cost_classes_sum_cpus_and_nested_updates() {
+        use crate::skel::types::iow_cost_class;
+        use crate::tracer::RawCostClass;
+        let devt = (7 << 20) | 1;
+        // Device 0, write (op 1), random, 64 KiB (size 4): (1 * 2 + 1) * 9 + 4.
+        let class = 3 * SIZES as u32 + 4;
+        let c = |ios, ns| iow_cost_class {
+            ios,
+            bytes: ios * 65536,
+            device_ns: ns,
+            cost: ios * 100,
+        };
+        let mut nested = iow_update {
+            slot: NO_SLOT,
+            hwq: NO_SLOT,
+            cost_class: class,
+            bytes: 65536,
+            cost: 100,
+            ..Default::default()
+        };
+        nested.lat_ns[1] = 7;
+        nested.bucket = [NO_BUCKET, 0, NO_BUCKET];
+        let raw = |per_cpu, nested: Vec<iow_update>| RawSample {
+            devs: vec![(0, devt)],
+            cost_classes: vec![RawCostClass {
+                devt,
+                class,
+                per_cpu,
+            }],
+            nested,
+            ..Default::default()
+        };
+        let mut acc = Accumulator::default();
+        acc.add(&raw(vec![c(2, 10), c(3, 20)], vec![nested]));
+        acc.add(&raw(vec![c(4, 30), c(3, 20)], vec![]));
+        let v = acc.cost_classes();
+        assert_eq!(v.len(), 1);
+        let (d, s) = v[0];
+        assert_eq!(d, devt);
+        assert!(s.write && s.random && s.size == 4, "{s:?}");
+        assert_eq!((s.ios, s.device_ns, s.cost), (8, 57, 800));
+        assert_eq!(s.bytes, 8 * 65536);
     }
 
     #[test]

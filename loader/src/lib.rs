@@ -47,6 +47,9 @@ pub mod locks_skel {
 pub mod cgroups;
 pub mod collect;
 pub mod container;
+pub mod costmodel;
+pub mod costs;
+pub mod costview;
 pub mod daemon;
 pub mod devices;
 pub mod duration;

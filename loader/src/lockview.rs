@@ -209,6 +209,8 @@ mod tests {
                 bytes: 0,
                 merged: 0,
                 requeued: 0,
+                cost_seconds: 0.0,
+                random_ios: 0,
                 latency: Default::default(),
             }],
             locks: Some(LockReport {

@@ -39,6 +39,15 @@ struct TraceArgs {
     /// Do not record per-hardware-queue counters
     #[arg(long)]
     no_hwq: bool,
+    /// Do not charge requests the linear iocost model's cost
+    #[arg(long)]
+    no_cost: bool,
+    /// The linear cost model for every device, io.cost.model's keys over
+    /// the kernel's SSD defaults, e.g. 'rbps=500000000 rrandiops=20000'
+    /// (default: each device's io.cost.model line, else the kernel's
+    /// defaults for its type)
+    #[arg(long, value_parser = parse_cost_model)]
+    cost_model: Option<iowarden::costmodel::LinearModel>,
     /// Do not load the NVMe queue programs
     #[arg(long)]
     no_nvme: bool,
@@ -123,6 +132,16 @@ enum Cmd {
         /// Rows of the table
         #[arg(long, default_value_t = 20)]
         top: usize,
+    },
+    /// Trace for a while, then print each device's linear cost model: the
+    /// one requests are charged with, its error per class against measured
+    /// device time, and the model refitted from those measurements
+    Model {
+        #[command(flatten)]
+        trace: TraceArgs,
+        /// How long to trace
+        #[arg(long, default_value = "10s", value_parser = parse_duration)]
+        duration: Duration,
     },
     /// Tune io.cost.qos online so the protected cgroups meet their latency
     /// SLOs while the device keeps as much throughput as it can
@@ -250,6 +269,8 @@ fn tune(a: TuneArgs) -> Result<()> {
         max_series: 1024,
         no_latency: false,
         no_hwq: false,
+        no_cost: false,
+        cost_model: None,
         no_nvme: false,
         no_iocost: false,
         locks: false,
@@ -284,6 +305,10 @@ fn tune(a: TuneArgs) -> Result<()> {
     }
 }
 
+fn parse_cost_model(s: &str) -> Result<iowarden::costmodel::LinearModel, String> {
+    iowarden::costmodel::LinearModel::parse_over(iowarden::costmodel::AUTOP_SSD_DFL, s)
+}
+
 fn tracer_config(t: &TraceArgs) -> Result<TracerConfig> {
     let filter_devt = match &t.device {
         Some(spec) => {
@@ -297,6 +322,9 @@ fn tracer_config(t: &TraceArgs) -> Result<TracerConfig> {
         filter_devt,
         latency: !t.no_latency,
         hwq: !t.no_hwq,
+        cost: !t.no_cost,
+        cost_model: t.cost_model,
+        cost_devices: Vec::new(),
         nvme: !t.no_nvme,
         iocost: !t.no_iocost,
         locks: (t.locks || t.locks_all).then(|| LockConfig {
@@ -497,6 +525,29 @@ fn real_main(cli: Cli) -> Result<()> {
                     }
                 }
             }
+            Ok(())
+        }
+        Cmd::Model { trace, duration } => {
+            if trace.no_cost {
+                anyhow::bail!("iowarden model needs cost charging (drop --no-cost)");
+            }
+            let mut monitor = start_monitor(&trace)?;
+            let stop = stop_flag()?;
+            let t0 = std::time::Instant::now();
+            while t0.elapsed() < duration && !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let snap = monitor.poll()?;
+            let device = trace
+                .device
+                .as_deref()
+                .map(resolve_device)
+                .transpose()?
+                .map(|d| d.name);
+            print!(
+                "{}",
+                iowarden::costview::render(&snap.cost_models, device.as_deref())
+            );
             Ok(())
         }
         Cmd::Snapshot { trace, json, wait } => {

@@ -9,6 +9,7 @@ use iowarden_exporters::Snapshot;
 
 use crate::cgroups::CgroupResolver;
 use crate::collect::{Accumulator, SeriesKey};
+use crate::costs::CostModels;
 use crate::devices::DeviceNames;
 use crate::extensions::Extensions;
 use crate::tracer::{Tracer, TracerConfig};
@@ -26,12 +27,23 @@ pub struct Monitor {
     missing: HashMap<u64, u32>,
     ext: Extensions,
     probes: Vec<iowarden_exporters::ProbeStatus>,
+    /// None when cost charging is off.
+    costs: Option<CostModels>,
 }
 
 impl Monitor {
     pub fn start(cfg: &TracerConfig) -> Result<Monitor> {
         let resolver = CgroupResolver::for_host()?;
-        let tracer = Tracer::start(cfg)?;
+        let mut costs = cfg.cost.then(|| CostModels::new(cfg.cost_model));
+        let mut cfg = cfg.clone();
+        let mut devices = DeviceNames::default();
+        if let Some(c) = &mut costs {
+            cfg.cost_devices = crate::costs::devices_to_preload(cfg.filter_devt)
+                .into_iter()
+                .map(|devt| (devt, c.resolve(devt, &devices.get(devt)).lcoefs()))
+                .collect();
+        }
+        let tracer = Tracer::start(&cfg)?;
         let ext = Extensions::start(cfg.nvme, cfg.iocost, cfg.locks.as_ref())?;
         let mut probes = tracer.probes().to_vec();
         probes.extend(ext.probes.iter().cloned());
@@ -39,11 +51,12 @@ impl Monitor {
             tracer,
             acc: Accumulator::default(),
             resolver,
-            devices: DeviceNames::default(),
+            devices,
             started: Instant::now(),
             missing: HashMap::new(),
             ext,
             probes,
+            costs,
         })
     }
 
@@ -55,6 +68,14 @@ impl Monitor {
     pub fn poll(&mut self) -> Result<Snapshot> {
         let raw = self.tracer.read()?;
         self.acc.add(&raw);
+        if let Some(costs) = &mut self.costs {
+            for &(idx, devt) in &raw.devs {
+                if !costs.known(devt) {
+                    let m = costs.resolve(devt, &self.devices.get(devt));
+                    self.tracer.set_cost_coefs(idx, m.lcoefs())?;
+                }
+            }
+        }
 
         // New cgroups appear between polls: walk the hierarchy again when an
         // id is unknown (at most once per poll).
@@ -94,6 +115,10 @@ impl Monitor {
         self.ext
             .fill(&mut snap, &self.resolver, &mut self.devices)?;
         snap.locks = self.ext.lock_report(&mut self.resolver)?;
+        if let Some(costs) = &self.costs {
+            let devices = &mut self.devices;
+            snap.cost_models = costs.report(&self.acc.cost_classes(), &mut |d| devices.get(d));
+        }
         Ok(snap)
     }
 }

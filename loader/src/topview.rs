@@ -544,6 +544,8 @@ mod tests {
             bytes: 40960,
             merged: 0,
             requeued: 0,
+            cost_seconds: 0.0,
+            random_ios: 0,
             latency: StageHistograms {
                 device: Histogram {
                     counts: vec![10],

@@ -12,12 +12,17 @@ use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
 
 use std::sync::{Arc, Mutex};
 
-use crate::skel::types::{iow_const, iow_drops, iow_hwq_stats, iow_io_stats, iow_update};
+use crate::skel::types::{
+    iow_const, iow_cost_class, iow_cost_coefs, iow_drops, iow_hwq_stats, iow_io_stats, iow_update,
+};
 use crate::skel::{IowardenSkel, IowardenSkelBuilder};
 
 pub const MAX_SLOTS: u32 = iow_const::IOW_MAX_SLOTS.0;
 pub const MAX_DEVS: u32 = iow_const::IOW_MAX_DEVS.0;
 pub const MAX_HWQ: u32 = iow_const::IOW_MAX_HWQ.0;
+/// Cost classes per device: (read/write, sequential/random, size).
+pub const COST_CLASSES_PER_DEV: u32 = iow_const::IOW_COST_CLASSES.0 / MAX_DEVS;
+pub const COST_DEFAULT: u32 = iow_const::IOW_COST_DEFAULT.0;
 /// IOW_NO_SLOT / IOW_NO_BUCKET of bpf/iowarden.h (macros: not in BTF).
 pub const NO_SLOT: u32 = u32::MAX;
 pub const NO_BUCKET: u32 = u32::MAX;
@@ -30,6 +35,15 @@ pub struct TracerConfig {
     pub filter_devt: Option<u32>,
     pub latency: bool,
     pub hwq: bool,
+    /// Charge every read/write the linear iocost model's cost.
+    pub cost: bool,
+    /// The model for every device (`--cost-model`); None: each device's own
+    /// (see crate::costs).
+    pub cost_model: Option<crate::costmodel::LinearModel>,
+    /// Devices given their cost coefficients (kernel dev_t, lcoefs) before
+    /// the programs attach: their device table entries are claimed at load,
+    /// so their first request is charged with their own model.
+    pub cost_devices: Vec<(u32, [u64; 6])>,
     /// NVMe queue programs (where the nvme driver is loaded).
     pub nvme: bool,
     /// iocost programs (where the kernel has iocost).
@@ -45,6 +59,9 @@ impl Default for TracerConfig {
             filter_devt: None,
             latency: true,
             hwq: true,
+            cost: true,
+            cost_model: None,
+            cost_devices: Vec::new(),
             nvme: true,
             iocost: true,
             locks: Some(crate::locks::LockConfig::default()),
@@ -75,10 +92,20 @@ pub struct RawHwq {
     pub per_cpu: Vec<iow_hwq_stats>,
 }
 
+/// Per-CPU samples of one cost class of one device.
+pub struct RawCostClass {
+    pub devt: u32,
+    /// Class within the device: (op * 2 + random) * IOW_COST_SIZES + size.
+    pub class: u32,
+    pub per_cpu: Vec<iow_cost_class>,
+}
+
 #[derive(Default)]
 pub struct RawSample {
     pub series: Vec<RawSeries>,
     pub hwqs: Vec<RawHwq>,
+    /// Cost classes that have samples.
+    pub cost_classes: Vec<RawCostClass>,
     pub drops: Vec<iow_drops>,
     /// Device table: index -> kernel dev_t, for occupied entries.
     pub devs: Vec<(u32, u32)>,
@@ -101,6 +128,35 @@ fn from_bytes<T: Copy + Default>(b: &[u8]) -> T {
     }
     // SAFETY: T is a plain-old-data skeleton type; the length was checked.
     unsafe { std::ptr::read_unaligned(b.as_ptr() as *const T) }
+}
+
+fn write_cost_coefs(map: &dyn MapCore, idx: u32, lcoef: [u64; 6]) -> Result<()> {
+    let v = iow_cost_coefs {
+        lcoef,
+        valid: 1,
+        ..Default::default()
+    };
+    // SAFETY: plain-old-data skeleton type viewed as bytes.
+    let bytes = unsafe {
+        std::slice::from_raw_parts(
+            &v as *const iow_cost_coefs as *const u8,
+            std::mem::size_of::<iow_cost_coefs>(),
+        )
+    };
+    map.update(&idx.to_ne_bytes(), bytes, MapFlags::ANY)?;
+    Ok(())
+}
+
+/// Claims `devt`'s entry in the device table before load, probing exactly
+/// as the BPF side's dev_index() does, so that it finds the entry there.
+fn claim_dev(table: &mut [u32], devt: u32) -> Option<u32> {
+    let n = table.len() as u32;
+    let start =
+        ((devt as u64).wrapping_mul(0x9E3779B97F4A7C15) >> (64 - n.trailing_zeros())) as u32;
+    (0..iow_const::IOW_SLOT_PROBES.0)
+        .map(|i| (start + i) & (n - 1))
+        .find(|&i| table[i as usize] == 0 || table[i as usize] == devt)
+        .inspect(|&i| table[i as usize] = devt)
 }
 
 /// Value of an enumerator in the running kernel's BTF, searching every enum
@@ -144,6 +200,7 @@ impl Tracer {
             .context("BPF object has no .rodata")?;
         rodata.enable_latency = cfg.latency;
         rodata.enable_hwq = cfg.hwq;
+        rodata.enable_cost = cfg.cost;
         rodata.filter_devt = cfg.filter_devt.unwrap_or(0);
         rodata.slot_mask = slots - 1;
         rodata.queue_flag_stats_bit = kernel_enum_value(&btf, "QUEUE_FLAG_STATS")
@@ -151,6 +208,16 @@ impl Tracer {
             .filter(|&v| v < 64)
             .unwrap_or(64);
         open.maps.io_stats.set_max_entries(slots)?;
+        let bss = open
+            .maps
+            .bss_data
+            .as_deref_mut()
+            .context("BPF object has no .bss")?;
+        let preclaimed: Vec<(u32, [u64; 6])> = cfg
+            .cost_devices
+            .iter()
+            .filter_map(|&(devt, c)| claim_dev(&mut bss.tables.dev_devt, devt).map(|i| (i, c)))
+            .collect();
 
         let mut probes = Vec::new();
         open.progs.hist_bucket_selftest.set_autoload(false);
@@ -179,6 +246,11 @@ impl Tracer {
             )
         })?;
 
+        let tracer_maps = &skel.maps;
+        let default = crate::costmodel::default_model(cfg.cost_model).lcoefs();
+        for &(idx, lcoef) in preclaimed.iter().chain([&(COST_DEFAULT, default)]) {
+            write_cost_coefs(&tracer_maps.cost_coefs, idx, lcoef)?;
+        }
         let mut links = Vec::new();
         for &(prog, _, required) in TRACEPOINTS {
             if probes.iter().any(|p| p.name == prog) {
@@ -213,6 +285,13 @@ impl Tracer {
                 name: "hwq".into(),
                 active: false,
                 reason: "disabled by --no-hwq".into(),
+            });
+        }
+        if !cfg.cost {
+            probes.push(ProbeStatus {
+                name: "cost".into(),
+                active: false,
+                reason: "disabled by --no-cost".into(),
             });
         }
         // The ring buffer reader needs a map that lives as long as it does:
@@ -311,6 +390,25 @@ impl Tracer {
                 continue;
             }
             out.devs.push((idx, devt));
+            for class in 0..COST_CLASSES_PER_DEV {
+                let i = idx * COST_CLASSES_PER_DEV + class;
+                let Some(vals) = self
+                    .skel
+                    .maps
+                    .cost_classes
+                    .lookup_percpu(&i.to_ne_bytes(), MapFlags::ANY)?
+                else {
+                    continue;
+                };
+                let per_cpu: Vec<iow_cost_class> = vals.iter().map(|b| from_bytes(b)).collect();
+                if per_cpu.iter().any(|c| c.ios != 0) {
+                    out.cost_classes.push(RawCostClass {
+                        devt,
+                        class,
+                        per_cpu,
+                    });
+                }
+            }
             for hctx in 0..MAX_HWQ {
                 let i = idx * MAX_HWQ + hctx;
                 let Some(vals) = self
@@ -343,6 +441,13 @@ impl Tracer {
             out.drops = vals.iter().map(|b| from_bytes(b)).collect();
         }
         Ok(out)
+    }
+
+    /// Sets the cost model coefficients (iocost's lcoefs, vtime units) of
+    /// the device at `idx`, or of [`COST_DEFAULT`], the entry used for
+    /// devices without one.
+    pub fn set_cost_coefs(&self, idx: u32, lcoef: [u64; 6]) -> Result<()> {
+        write_cost_coefs(&self.skel.maps.cost_coefs, idx, lcoef)
     }
 
     /// Frees a series slot whose cgroup is gone: zeroes its counters, then

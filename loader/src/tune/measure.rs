@@ -81,6 +81,8 @@ mod tests {
             bytes,
             merged: 0,
             requeued: 0,
+            cost_seconds: 0.0,
+            random_ios: 0,
             latency: StageHistograms {
                 total,
                 ..Default::default()

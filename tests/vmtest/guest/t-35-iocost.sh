@@ -33,6 +33,7 @@ for i in 1 2 3 4 5 6; do sleep 1; grep "^$MM" $CG/io.stat | grep -o 'cost.vrate=
 snap 1
 cp $CG/io.stat $SCRATCH/ic-io.stat
 wait $A $B
+sleep 1.5; snap 2
 grep -E '^(iocost|  /ic-)' $SCRATCH/ic-top.txt | tail -3
 # A top started in steady state (no iocost events) still shows the device.
 "$IOWARDEN_BIN" top --device $DEV --interval 1s --duration 1500ms > $SCRATCH/ic-top2.txt 2>&1 || true
@@ -57,6 +58,19 @@ d = [x for x in s1["iocost_devices"] if x["device"]["name"] == "nvme0n1"]
 v, vs = (d[0]["vrate_ratio"], d[0]["io_stat_vrate_ratio"]) if d else (None, None)
 print(("OK" if d and vs is not None and abs(v - vs) <= 0.0001 + 0.005 * vs else "BAD"), "vrate",
       f"iowarden vrate {v} (effective {d and d[0]['vrate_effective_ratio']}) vs io.stat cost.vrate {vs}; qos {d and d[0]['qos']}; min/max {d and (d[0]['qos_vrate_min_ratio'], d[0]['qos_vrate_max_ratio'])}")
+# iowarden charges the model of io.cost.model as the kernel does: with
+# rseqiops = rrandiops every 4 KiB read costs the same, so each cgroup's
+# charged cost equals the kernel's own (io.stat cost.usage at vrate 100%).
+s2 = json.load(open(f"{scratch}/ic-2.json"))
+cm = [m for m in s2.get("cost_models", []) if m["device"]["name"] == "nvme0n1"]
+cg2 = {x["cgroup"]["path"]: x for x in s2["iocost_cgroups"] if x["device"]["name"] == "nvme0n1"}
+good = bool(cm) and cm[0]["source"] == "io.cost.model" and cm[0]["configured"]["rrandiops"] == 500
+for p in ("/ic-a", "/ic-b"):
+    mine = sum(x["cost_seconds"] for x in s2["io"] if x["device"]["name"] == "nvme0n1" and x["cgroup"]["path"] == p)
+    kern = cg2.get(p, {}).get("usage_seconds") or 0
+    good = good and kern > 0 and abs(mine - kern) <= 0.01 * kern
+    print("  cost", p, f"iowarden {mine:.4f} s, kernel cost.usage {kern:.4f} s")
+print(("OK" if good else "BAD"), "cost", f"model {cm and (cm[0]['source'], cm[0]['configured'])}; fitted {cm and cm[0]['fitted_line']}")
 for p in ("/ic-a", "/ic-b"):
     x = cg.get(p, {})
     print("  ", p, {k: x.get(k) for k in ("active", "hweight_active_cached_ratio", "inuse", "hweight_inuse_ratio", "debt_seconds", "delay_seconds", "activations", "idles", "usage_seconds")})
@@ -65,6 +79,7 @@ cat $SCRATCH/iocost-check
 ok "iocost: hweight_active matches the configured 100:500 share" "grep -q '^OK hweight' $SCRATCH/iocost-check"
 ok "iocost: I/O shares follow the weights within 20%" "grep -q '^OK share' $SCRATCH/iocost-check"
 ok "iocost: iowarden's vrate equals io.stat cost.vrate" "grep -q '^OK vrate' $SCRATCH/iocost-check"
+ok "cost: io.cost.model charged per cgroup equals the kernel's cost.usage within 1%" "grep -q '^OK cost' $SCRATCH/iocost-check"
 python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9621/metrics").read().decode())' > $SCRATCH/iocost-metrics
 grep -E '^iowarden_iocost_(vrate_ratio|hweight_active|weight|usage)' $SCRATCH/iocost-metrics | head
 ok "iocost metrics exported" "grep -q '^iowarden_iocost_hweight_active_ratio' $SCRATCH/iocost-metrics && grep -q '^iowarden_iocost_vrate_ratio' $SCRATCH/iocost-metrics"

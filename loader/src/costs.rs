@@ -1,0 +1,167 @@
+//! Which linear cost model each traced device is charged with, and the
+//! per-device report (configured model, samples per class, refit, error).
+//!
+//! A device's model is, in order: `--cost-model` (every device), its line in
+//! io.cost.model (cgroup v2 with iocost initialised on the device), or the
+//! parameters blk-iocost.c assumes before any is set (autop: HDD for a
+//! rotational device, SSD otherwise). A device is charged with the default
+//! entry until the poll after it was first seen gives it its own.
+
+use std::collections::HashMap;
+
+use iowarden_exporters::{CostClass, CostParams, DeviceCostModel, DeviceRef, Op};
+
+use crate::costmodel::{
+    size_class_bytes, ClassSample, DeviceFit, LinearModel, AUTOP_HDD, AUTOP_SSD_DFL, VTIME_PER_SEC,
+};
+
+pub struct CostModels {
+    flag: Option<LinearModel>,
+    /// devt -> (model, source)
+    per_dev: HashMap<u32, (LinearModel, &'static str)>,
+}
+
+fn params(m: &LinearModel) -> CostParams {
+    CostParams {
+        rbps: m.rbps,
+        rseqiops: m.rseqiops,
+        rrandiops: m.rrandiops,
+        wbps: m.wbps,
+        wseqiops: m.wseqiops,
+        wrandiops: m.wrandiops,
+    }
+}
+
+impl CostModels {
+    pub fn new(flag: Option<LinearModel>) -> CostModels {
+        CostModels {
+            flag,
+            per_dev: HashMap::new(),
+        }
+    }
+
+    /// The model of devices without their own yet.
+    pub fn default_model(&self) -> LinearModel {
+        crate::costmodel::default_model(self.flag)
+    }
+
+    /// Whether `devt` has been given its model.
+    pub fn known(&self, devt: u32) -> bool {
+        self.per_dev.contains_key(&devt)
+    }
+
+    /// Decides (once) the model of a device and returns it.
+    pub fn resolve(&mut self, devt: u32, dev: &DeviceRef) -> LinearModel {
+        let flag = self.flag;
+        self.per_dev
+            .entry(devt)
+            .or_insert_with(|| match flag {
+                Some(m) => (m, "flag"),
+                None => host_model(dev),
+            })
+            .0
+    }
+
+    /// The report of every device with a model or samples.
+    pub fn report(
+        &self,
+        classes: &[(u32, ClassSample)],
+        name: &mut dyn FnMut(u32) -> DeviceRef,
+    ) -> Vec<DeviceCostModel> {
+        let mut devts: Vec<u32> = self.per_dev.keys().copied().collect();
+        devts.extend(classes.iter().map(|c| c.0));
+        devts.sort_unstable();
+        devts.dedup();
+        devts
+            .into_iter()
+            .map(|devt| {
+                let (model, source) = self
+                    .per_dev
+                    .get(&devt)
+                    .copied()
+                    .unwrap_or((self.default_model(), "default"));
+                let mine: Vec<ClassSample> = classes
+                    .iter()
+                    .filter(|c| c.0 == devt)
+                    .map(|c| c.1)
+                    .collect();
+                device_report(name(devt), model, source, &mine)
+            })
+            .collect()
+    }
+}
+
+/// The configured and fitted model of one device over its class samples.
+pub fn device_report(
+    device: DeviceRef,
+    model: LinearModel,
+    source: &str,
+    classes: &[ClassSample],
+) -> DeviceCostModel {
+    let fit = DeviceFit::from_classes(classes);
+    let fitted = fit.model();
+    let any_fit = fit.read.is_some() || fit.write.is_some();
+    DeviceCostModel {
+        fitted_line: if any_fit {
+            fitted.line(&device.devt())
+        } else {
+            String::new()
+        },
+        device,
+        configured: params(&model),
+        source: source.to_string(),
+        fitted: params(&fitted),
+        classes: classes
+            .iter()
+            .map(|c| CostClass {
+                op: if c.write { Op::Write } else { Op::Read },
+                random: c.random,
+                size_bytes: size_class_bytes(c.size),
+                ios: c.ios,
+                bytes: c.bytes,
+                device_seconds: c.device_ns as f64 / 1e9,
+                model_seconds: c.cost as f64 / VTIME_PER_SEC as f64,
+                error: c.error(),
+                fitted_error: fit.error(c),
+            })
+            .collect(),
+    }
+}
+
+/// The model the host's kernel would charge on this device.
+fn host_model(dev: &DeviceRef) -> (LinearModel, &'static str) {
+    let line = crate::iocost::cgroup2_root()
+        .and_then(|r| crate::iocost::read_root_knob(&r, "io.cost.model").remove(&dev.devt()));
+    if let Some(m) = line.and_then(|l| LinearModel::parse_kernel_line(&l).ok()) {
+        return (m, "io.cost.model");
+    }
+    let rotational = std::fs::read_to_string(format!("/sys/block/{}/queue/rotational", dev.name))
+        .is_ok_and(|s| s.trim() == "1");
+    if rotational {
+        (AUTOP_HDD, "default-hdd")
+    } else {
+        (AUTOP_SSD_DFL, "default-ssd")
+    }
+}
+
+/// Devices to give their own model before tracing starts: the traced one,
+/// or every whole disk that has done I/O since boot (at most half the
+/// device table, leaving room for devices that appear later; a claimed
+/// device is polled like one with I/O).
+pub fn devices_to_preload(filter_devt: Option<u32>) -> Vec<u32> {
+    if let Some(d) = filter_devt {
+        return vec![d];
+    }
+    crate::devices::list_block_devices()
+        .into_iter()
+        .filter(|(name, _, _)| {
+            // /sys/block/X/stat: reads completed is field 1, writes field 5.
+            std::fs::read_to_string(format!("/sys/block/{name}/stat")).is_ok_and(|s| {
+                let f: Vec<&str> = s.split_whitespace().collect();
+                f.len() > 4 && (f[0] != "0" || f[4] != "0")
+            })
+        })
+        .map(|(_, ma, mi)| crate::devices::kernel_devt(ma, mi))
+        .take(crate::tracer::MAX_DEVS as usize / 2)
+        .collect()
+}
