@@ -334,6 +334,23 @@ def noisy_neighbour():
                          f" / sum by (instance, device, cgroup) (rate(iowarden_io_latency_seconds_count{s[:-1]}, stage=\"total\"}}[{RATE}]))",
                          "{{cgroup}} {{device}}")], unit="s")
 
+    d.row("Lock wait")
+    lk = sel(instance="$instance", cgroup="$cgroup")
+    d.timeseries("Lock wait by site",
+                 "Time per second tasks of the selected cgroups spent waiting on contended kernel locks, "
+                 "by lock site (the innermost non-lock function of the waiter's stack, e.g. "
+                 "dd_dispatch_request for mq-deadline's lock). Needs iowarden run --locks; "
+                 "sites beyond the top 10 are summed as \"other\".",
+                 [target(f"topk(10, sum by (instance, site) (rate(iowarden_lock_wait_seconds_total{lk}[{RATE}])))",
+                         "{{site}} {{instance}}")], unit="s")
+    d.timeseries("Lock wait per I/O by cgroup",
+                 "Lock wait of each cgroup's tasks divided by its completed requests on the selected "
+                 "devices: what a scheduler's or driver's locking costs every I/O (the ICPE'24 finding "
+                 "that BFQ and mq-deadline can spend most cycles on lock contention).",
+                 [target(f"sum by (instance, cgroup) (rate(iowarden_lock_wait_seconds_total{lk}[{RATE}]))"
+                         f" / sum by (instance, cgroup) (rate(iowarden_io_requests_total{s}[{RATE}]))",
+                         "{{cgroup}} {{instance}}")], unit="s")
+
     d.row("Workloads")
     d.table("Cgroups and their workloads",
             "What iowarden could tell from each cgroup path: Kubernetes pod uid and container id, "

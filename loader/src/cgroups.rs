@@ -179,6 +179,23 @@ impl CgroupResolver {
         }
     }
 
+    /// Whether cgroup `id` is no longer in the hierarchy. A known id is
+    /// checked on disk (one stat): its directory gone, or reused by another
+    /// cgroup, drops it from the maps. Ids never seen count as gone.
+    pub fn is_gone(&mut self, id: u64) -> bool {
+        let Some(rel) = self.by_id.get(&id) else {
+            return true;
+        };
+        let dir = self.root.join(rel.trim_start_matches('/'));
+        if std::fs::metadata(&dir).is_ok_and(|m| m.ino() == id) {
+            return false;
+        }
+        if let Some(rel) = self.by_id.remove(&id) {
+            self.by_path.remove(&rel);
+        }
+        true
+    }
+
     pub fn path_of(&self, id: u64) -> Option<&str> {
         self.by_id.get(&id).map(String::as_str)
     }

@@ -82,6 +82,9 @@ impl LockKey {
 #[derive(Debug, Clone, Default)]
 pub struct RawLockSample {
     pub series: BTreeMap<LockKey, (u64, u64, Vec<u64>)>,
+    /// The table slots each key was read from (two CPUs racing on a new key
+    /// can claim two).
+    pub slots: BTreeMap<LockKey, Vec<u32>>,
     pub counters: [u64; lk_counter::LK_NR_COUNTERS.0 as usize],
 }
 
@@ -147,7 +150,13 @@ pub struct LockTracer {
     /// stack id -> (site, frames "func+0xoff", function names)
     stacks: HashMap<u32, (String, Vec<String>)>,
     top: TopSites,
+    /// cgroup id -> consecutive reports it was not in the hierarchy.
+    missing: HashMap<u64, u32>,
 }
+
+/// Reports a cgroup must stay gone before its slots are freed (as the I/O
+/// series: a cgroup created between a walk and a read is not freed early).
+const RELEASE_AFTER_REPORTS: u32 = 3;
 
 fn pod<T: Copy + Default>(b: &[u8]) -> T {
     if b.len() < std::mem::size_of::<T>() {
@@ -243,6 +252,7 @@ impl LockTracer {
                 symbolizer: KernelSymbolizer::default(),
                 stacks: HashMap::new(),
                 top: TopSites::new(cfg.top_sites),
+                missing: HashMap::new(),
             }),
             status(true, String::new()),
         ))
@@ -270,6 +280,10 @@ impl LockTracer {
             else {
                 continue;
             };
+            out.slots
+                .entry(LockKey::decode(key))
+                .or_default()
+                .push(slot);
             let e = out
                 .series
                 .entry(LockKey::decode(key))
@@ -342,6 +356,69 @@ impl LockTracer {
         v
     }
 
+    /// Frees a series slot whose cgroup is gone: zeroes its counters, then
+    /// the key, so the BPF side can claim it again. No task can contend in a
+    /// removed cgroup, so nothing races the zeroing.
+    fn release_slot(&mut self, slot: u32) -> Result<()> {
+        let ncpu = libbpf_rs::num_possible_cpus()?;
+        let zero = vec![vec![0u8; std::mem::size_of::<lk_stats>()]; ncpu];
+        self.skel
+            .maps
+            .lock_stats
+            .update_percpu(&slot.to_ne_bytes(), &zero, MapFlags::ANY)?;
+        let bss = self
+            .skel
+            .maps
+            .bss_data
+            .as_deref_mut()
+            .context("locks BPF object has no .bss")?;
+        // SAFETY: an aligned u64 in the mmapped .bss; the BPF side only
+        // compare-and-swaps free (0) keys.
+        unsafe { std::ptr::write_volatile(&mut bss.tables.slot_key[slot as usize], 0) };
+        Ok(())
+    }
+
+    /// Frees every slot of cgroups that stayed out of the hierarchy for
+    /// RELEASE_AFTER_REPORTS reports, so short-lived cgroups do not fill
+    /// the table; their series leave the report and the metrics together.
+    /// Returns the sample without them.
+    fn release_gone(
+        &mut self,
+        mut raw: RawLockSample,
+        resolver: &mut CgroupResolver,
+    ) -> Result<RawLockSample> {
+        let ids: std::collections::BTreeSet<u64> = raw.series.keys().map(|k| k.cgroup_id).collect();
+        let mut gone = Vec::new();
+        for id in ids {
+            if id == 0 || !resolver.is_gone(id) {
+                self.missing.remove(&id);
+                continue;
+            }
+            let n = self.missing.entry(id).or_default();
+            *n += 1;
+            if *n > RELEASE_AFTER_REPORTS {
+                gone.push(id);
+            }
+        }
+        for id in gone {
+            let keys: Vec<LockKey> = raw
+                .series
+                .keys()
+                .filter(|k| k.cgroup_id == id)
+                .copied()
+                .collect();
+            for k in keys {
+                for slot in raw.slots.remove(&k).unwrap_or_default() {
+                    self.release_slot(slot)?;
+                }
+                raw.series.remove(&k);
+            }
+            self.missing.remove(&id);
+            self.top.forget_cgroup(id);
+        }
+        Ok(raw)
+    }
+
     /// The cumulative lock report: series by site, stacks, top-N rows.
     pub fn report(&mut self, resolver: &mut CgroupResolver) -> Result<LockReport> {
         let raw = self.read_raw()?;
@@ -353,6 +430,7 @@ impl LockTracer {
         {
             resolver.refresh();
         }
+        let raw = self.release_gone(raw, resolver)?;
         let resolver = &*resolver;
         let mut series = Vec::new();
         let mut stacks: BTreeMap<u32, LockStack> = BTreeMap::new();

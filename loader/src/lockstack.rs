@@ -158,6 +158,13 @@ impl TopSites {
         }
     }
 
+    /// Drops what is kept for a cgroup whose series were released.
+    pub fn forget_cgroup(&mut self, id: u64) {
+        for base in self.named.values_mut() {
+            base.remove(&id);
+        }
+    }
+
     /// `rows`: cumulative (site, cgroup, count, wait seconds), any order,
     /// possibly several per (site, cgroup).
     pub fn update(&mut self, rows: &[(String, CgroupRef, u64, f64)]) -> Vec<LockSiteRow> {

@@ -89,15 +89,22 @@ impl Monitor {
         }
         // Release the slots of cgroups that stay gone, so a host with
         // short-lived cgroups does not fill the table.
+        let mut seen: HashMap<u64, bool> = HashMap::new();
         for s in &raw.series {
             let id = SeriesKey::decode(s.key).cgroup_id;
-            if id == 0 || self.resolver.path_of(id).is_some() {
-                self.missing.remove(&id);
+            if id == 0 {
                 continue;
             }
-            let n = self.missing.entry(id).or_default();
-            *n += 1;
-            if *n > RELEASE_AFTER_POLLS {
+            let release = *seen.entry(id).or_insert_with(|| {
+                if !self.resolver.is_gone(id) {
+                    self.missing.remove(&id);
+                    return false;
+                }
+                let n = self.missing.entry(id).or_default();
+                *n += 1;
+                *n > RELEASE_AFTER_POLLS
+            });
+            if release {
                 self.tracer.release_slot(s.slot)?;
                 self.acc.forget(s.slot, s.key);
             }

@@ -605,6 +605,7 @@ fn dashboards_query_a_real_prometheus() {
             "--device",
             &dev.name(),
             "--bpf-stats",
+            "--locks",
             "--pod-map",
             pod_map.path().to_str().unwrap(),
         ],

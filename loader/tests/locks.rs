@@ -235,6 +235,71 @@ fn scheduler_lock_contention_by_site_and_cgroup() {
     }
 }
 
+/// A removed cgroup's lock series are freed: after it stays gone for a few
+/// polls its rows leave the report and its slots return to the table (a
+/// host with short-lived cgroups would fill it otherwise).
+#[test]
+fn removed_cgroup_frees_its_lock_slots() {
+    let dev = LoopDev::file(1024);
+    let cfg = TracerConfig {
+        nvme: false,
+        iocost: false,
+        ..Default::default()
+    };
+    let mut mon = Monitor::start(&cfg).expect("BPF programs load");
+    let used = |mon: &Monitor| -> u64 {
+        mon.runtime_stats(false)
+            .tables
+            .iter()
+            .find(|t| t.table == "lock_series")
+            .expect("lock table reported")
+            .entries
+    };
+    assert!(set_scheduler(&dev, "mq-deadline"));
+    let (rel, id, ours) = {
+        let cg = Cgroup::new("iowarden-test-locks-gone");
+        hammer(&dev, &cg);
+        let snap = mon.poll().unwrap();
+        let rows: Vec<u64> = snap
+            .locks
+            .as_ref()
+            .unwrap()
+            .series
+            .iter()
+            .filter(|s| s.cgroup.path == cg.rel)
+            .map(|s| s.cgroup.id)
+            .collect();
+        (cg.rel.clone(), rows.first().copied(), rows.len() as u64)
+        // the cgroup is removed here
+    };
+    set_scheduler(&dev, "none");
+    assert!(ours > 0, "no lock series for {rel} while it ran");
+    let before = used(&mon);
+    let mut snap = mon.poll().unwrap();
+    for _ in 0..5 {
+        snap = mon.poll().unwrap();
+    }
+    let left: Vec<_> = snap
+        .locks
+        .as_ref()
+        .unwrap()
+        .series
+        .iter()
+        .filter(|s| Some(s.cgroup.id) == id)
+        .map(|s| (s.cgroup.id, s.site.clone()))
+        .collect();
+    let after = used(&mon);
+    eprintln!("{rel}: {ours} series; slots in use {before} -> {after}; left {left:?}");
+    assert!(
+        left.is_empty(),
+        "series of the removed cgroup remain: {left:?}"
+    );
+    assert!(
+        after + ours <= before + 4,
+        "its {ours} slots were not freed: {before} -> {after} in use"
+    );
+}
+
 /// `iowarden locks --folded`: flame-graph lines rooted at the workload's
 /// cgroup, through the scheduler's function, valued in ns.
 #[test]
