@@ -145,8 +145,9 @@ pub struct KnobCtl {
     pub io_root: PathBuf,
     pub v2: bool,
     pub dev: DeviceRef,
-    /// The scheduler found at start, put back on drop.
+    /// The scheduler found at start, put back on drop if it was changed.
     original_sched: Option<String>,
+    sched_changed: bool,
     pub log: Vec<String>,
 }
 
@@ -161,6 +162,7 @@ impl KnobCtl {
             v2,
             dev: dev.clone(),
             original_sched: None,
+            sched_changed: false,
             log: Vec::new(),
         }
     }
@@ -198,6 +200,7 @@ impl KnobCtl {
         }
         std::fs::write(&p, name)
             .with_context(|| format!("switching {} to the {name} scheduler", self.dev.name))?;
+        self.sched_changed = true;
         self.log
             .push(format!("scheduler of {} set to {name}", self.dev.name));
         Ok(())
@@ -238,7 +241,7 @@ impl Drop for KnobCtl {
         if let Err(e) = self.restore() {
             eprintln!("iowarden: error: {e:#}");
         }
-        if let Some(s) = self.original_sched.take() {
+        if let (Some(s), true) = (self.original_sched.take(), self.sched_changed) {
             match std::fs::write(sched_file(&self.dev), &s) {
                 Ok(()) => eprintln!("iowarden: scheduler of {} restored to {s}", self.dev.name),
                 Err(e) => eprintln!(

@@ -295,14 +295,17 @@ pub fn run_phase(
         "iowarden bench: {name}: {}",
         tenants
             .iter()
-            .map(|t| format!(
-                "{} ({} bs={} qd={} w={})",
-                t.name,
-                t.job.file.file_name(),
-                t.job.bs,
-                t.job.qd,
-                t.weight
-            ))
+            .map(|t| match t.job.file {
+                fio::JobFile::Tenant => format!(
+                    "{} ({} bs={} qd={} weight {})",
+                    t.name,
+                    t.job.file.file_name(),
+                    t.job.bs,
+                    t.job.qd,
+                    t.weight
+                ),
+                f => format!("{} ({}, from {:.1}s)", t.name, f.file_name(), t.start_s),
+            })
             .collect::<Vec<_>>()
             .join(", ")
     );

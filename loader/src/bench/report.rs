@@ -129,9 +129,14 @@ pub struct BurstWindow {
 pub struct BurstRun {
     pub knob: Knob,
     pub setting: String,
+    /// When the priority app was started, and when its first I/O completed
+    /// (seconds since the phase started).
     pub prio_start_seconds: f64,
+    pub first_io_seconds: Option<f64>,
+    /// p99 over the second half of its run.
     pub steady_p99_seconds: Option<f64>,
-    /// Time until its p99 stays within 10 % of the steady state (None: never).
+    /// From its first I/O until its p99 (over 0.5 s of completions) is
+    /// within 10 % of the steady state (None: never).
     pub settle_seconds: Option<f64>,
     pub timeline: Vec<BurstWindow>,
 }
@@ -323,13 +328,16 @@ pub fn markdown(r: &Report) -> String {
         }
     }
     if !r.burst.is_empty() {
-        s += "\n## D4 bursts\n\n| knob | setting | priority starts | steady p99 | settled after |\n|---|---|---|---|---|\n";
+        s += "\n## D4 bursts\n\n| knob | setting | priority started | first I/O | steady p99 | settled after its first I/O |\n|---|---|---|---|---|---|\n";
         for b in &r.burst {
             s += &format!(
-                "| {} | {} | {:.1}s | {} | {} |\n",
+                "| {} | {} | {:.1}s | {} | {} | {} |\n",
                 b.knob,
                 b.setting,
                 b.prio_start_seconds,
+                b.first_io_seconds
+                    .map(|x| format!("{x:.1}s"))
+                    .unwrap_or("-".into()),
                 fmt_s(b.steady_p99_seconds),
                 b.settle_seconds
                     .map(|x| format!("{x:.2}s"))

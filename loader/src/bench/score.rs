@@ -2,6 +2,8 @@
 //! fairness index, the Pareto front of a priority/utilisation sweep, the
 //! reaction time to a burst, and the steady window of a timeline.
 
+use iowarden_exporters::Histogram;
+
 /// Jain's fairness index, (Σx)² / (n·Σx²): 1.0 when all x are equal, 1/n
 /// when one takes everything. `None` for no values or all zero.
 pub fn jain(xs: &[f64]) -> Option<f64> {
@@ -61,31 +63,11 @@ pub fn best_p99_at(points: &[TradeoffPoint], min_bw: f64) -> Option<&TradeoffPoi
 }
 
 /// One window of a timeline: its end, seconds since the phase started, and
-/// the priority app's p99 in it (None: no I/O completed in the window).
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// the latency histogram of the priority app's completions in it.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Window {
     pub t: f64,
-    pub p99: Option<f64>,
-}
-
-/// D4: how long after `start` (seconds) the priority app's p99 first comes
-/// within `tolerance` (0.1 = 10 %) of `steady` and stays there for the rest
-/// of the timeline — a single lucky window does not count. Returns the
-/// reaction time, or None when it never settles.
-pub fn settle_time(windows: &[Window], start: f64, steady: f64, tolerance: f64) -> Option<f64> {
-    let within = |w: &Window| w.p99.is_some_and(|p| p <= steady * (1.0 + tolerance));
-    let after: Vec<&Window> = windows.iter().filter(|w| w.t > start).collect();
-    // Windows with no completion (the app had not started) neither settle
-    // nor break a settled stretch at the end.
-    let last_bad = after.iter().rposition(|w| w.p99.is_some() && !within(w));
-    let first_ok = match last_bad {
-        Some(i) => after[i + 1..].iter().find(|w| within(w)),
-        None => after.iter().find(|w| within(w)),
-    }?;
-    // The window that settled ended at first_ok.t; it began one window
-    // earlier, so the app was within its steady state from that point.
-    let width = window_width(windows);
-    Some((first_ok.t - width - start).max(0.0))
+    pub hist: Histogram,
 }
 
 /// The (median) spacing of the windows.
@@ -98,20 +80,53 @@ fn window_width(windows: &[Window]) -> f64 {
     d[d.len() / 2]
 }
 
-/// Steady-state p99 of the second half of the windows after `start` (the
-/// median of their p99s: robust to one slow window).
-pub fn steady_p99(windows: &[Window], start: f64) -> Option<f64> {
-    let after: Vec<f64> = windows
-        .iter()
-        .filter(|w| w.t > start)
-        .filter_map(|w| w.p99)
-        .collect();
-    let mut tail: Vec<f64> = after[after.len() / 2..].to_vec();
-    if tail.is_empty() {
-        return None;
+fn merged_p99(windows: &[Window], bounds: &[f64]) -> Option<f64> {
+    let mut h = Histogram::default();
+    for w in windows {
+        h.add(&w.hist);
     }
-    tail.sort_by(f64::total_cmp);
-    Some(tail[tail.len() / 2])
+    h.quantile(bounds, 0.99)
+}
+
+/// Indices of the first and last windows with completions.
+fn data_span(windows: &[Window]) -> Option<(usize, usize)> {
+    let first = windows.iter().position(|w| w.hist.count() > 0)?;
+    let last = windows.iter().rposition(|w| w.hist.count() > 0)?;
+    Some((first, last))
+}
+
+/// When the priority app's first I/O completed: the beginning of the first
+/// window with a completion (its fio start-up is not the knob's doing).
+pub fn first_io(windows: &[Window]) -> Option<f64> {
+    let (f, _) = data_span(windows)?;
+    Some(windows[f].t - window_width(windows))
+}
+
+/// Steady-state p99: all completions of the second half of the app's run.
+pub fn steady_p99(windows: &[Window], bounds: &[f64]) -> Option<f64> {
+    let (f, l) = data_span(windows)?;
+    let mid = f + (l + 1 - f) / 2;
+    merged_p99(&windows[mid..=l], bounds)
+}
+
+/// D4: time from the app's first I/O until its p99, over `span` windows
+/// merged (one window holds too few samples for a stable p99), first comes
+/// within `tolerance` (0.1 = 10 %) of `steady` (or below it). None: never.
+pub fn settle_time(
+    windows: &[Window],
+    bounds: &[f64],
+    steady: f64,
+    tolerance: f64,
+    span: usize,
+) -> Option<f64> {
+    let (f, l) = data_span(windows)?;
+    let start = first_io(windows)?;
+    let width = window_width(windows);
+    (f..=l).find_map(|k| {
+        let end = (k + span.max(1)).min(l + 1);
+        let p = merged_p99(&windows[k..end], bounds)?;
+        (p <= steady * (1.0 + tolerance)).then(|| (windows[k].t - width - start).max(0.0))
+    })
 }
 
 /// The longest run of consecutive polls in which every tenant completed
@@ -208,43 +223,66 @@ mod tests {
         assert_eq!(best_p99_at(&pts, 101.0), None);
     }
 
-    fn tl(ps: &[Option<f64>]) -> Vec<Window> {
-        ps.iter()
+    /// Windows of 0.1 s; each holds 100 samples in the given bucket (None: empty).
+    fn tl(buckets: &[Option<usize>]) -> Vec<Window> {
+        buckets
+            .iter()
             .enumerate()
-            .map(|(i, &p)| Window {
-                t: (i + 1) as f64 * 0.1,
-                p99: p,
+            .map(|(i, b)| {
+                let mut counts = vec![0; 12];
+                if let Some(b) = b {
+                    counts[*b] = 100;
+                }
+                Window {
+                    t: (i + 1) as f64 * 0.1,
+                    hist: Histogram {
+                        counts,
+                        sum_seconds: 0.0,
+                    },
+                }
             })
             .collect()
     }
 
     #[test]
-    fn burst_settles_when_p99_stays_within_tolerance() {
-        // Priority app starts at 0.2 s; windows end every 0.1 s.
+    fn burst_settles_when_the_merged_p99_reaches_the_steady_state() {
+        // Bucket i holds [i, i+1): 100 samples in bucket b have p99 b + 0.99.
+        let bounds: Vec<f64> = (0..12).map(|i| i as f64).collect();
         let w = tl(&[
             None,
             None,
-            Some(9.0),  // 0.3
-            Some(4.0),  // 0.4
-            Some(1.05), // 0.5: within, but 0.6 breaks it
-            Some(3.0),  // 0.6
-            Some(1.08), // 0.7: within from here on
-            Some(0.9),
-            Some(1.0),
-            Some(1.02),
+            Some(9), // first I/O: the window began at 0.2
+            Some(5),
+            Some(1), // one lucky window: merged with the next it is not settled
+            Some(6),
+            Some(1), // 0.6..0.7: settled from here
+            Some(1),
+            Some(1),
+            Some(1),
+            None, // the app has ended
         ]);
-        // Median of the second half (1.08, 0.9, 1.0, 1.02), upper one.
-        let steady = steady_p99(&w, 0.2).unwrap();
-        assert!(close(steady, 1.02), "{steady}");
-        // Settled in the window ending 0.7, which began at 0.6: 0.4 s after start.
-        let t = settle_time(&w, 0.2, steady, 0.1).unwrap();
+        assert!(close(first_io(&w).unwrap(), 0.2));
+        // Second half of the 8 windows with data: all in bucket 1.
+        let steady = steady_p99(&w, &bounds).unwrap();
+        assert!(close(steady, 1.99), "{steady}");
+        let t = settle_time(&w, &bounds, steady, 0.1, 2).unwrap();
         assert!(close(t, 0.4), "{t}");
-        // Within 1 % of 1.0: 0.9 and 1.0 are, then 1.02 breaks it: never settles.
-        assert_eq!(settle_time(&w, 0.2, 1.0, 0.01), None);
-        // Within from its very first window: 0 s.
-        let w = tl(&[None, Some(1.0), Some(1.0), Some(1.0)]);
-        assert!(close(settle_time(&w, 0.1, 1.0, 0.1).unwrap(), 0.0));
-        assert_eq!(steady_p99(&tl(&[None, None]), 0.0), None);
+        // Span 1 takes the lucky window: 0.2 s.
+        assert!(close(
+            settle_time(&w, &bounds, steady, 0.1, 1).unwrap(),
+            0.2
+        ));
+        // A steady state nothing reaches: never.
+        assert_eq!(settle_time(&w, &bounds, 0.5, 0.1, 2), None);
+        // Within from the first window: 0 s.
+        let w = tl(&[None, Some(2), Some(2), Some(2)]);
+        let steady = steady_p99(&w, &bounds).unwrap();
+        assert!(close(
+            settle_time(&w, &bounds, steady, 0.1, 2).unwrap(),
+            0.0
+        ));
+        assert_eq!(steady_p99(&tl(&[None, None]), &bounds), None);
+        assert_eq!(first_io(&tl(&[None])), None);
     }
 
     #[test]

@@ -505,12 +505,18 @@ pub fn prio_util(b: &mut Bench, knobs: &[Knob]) -> Result<()> {
     Ok(())
 }
 
-/// Per-window p99 of tenant `i` and bandwidth of tenant `j` from cumulative samples.
-pub fn burst_windows(samples: &[Sample], bounds: &[f64], i: usize, j: usize) -> Vec<BurstWindow> {
+/// Per-window latency of tenant `i` (score's input) and the report's
+/// timeline: its p99 and the bandwidth of tenant `j` per window.
+pub fn burst_windows(
+    samples: &[Sample],
+    bounds: &[f64],
+    i: usize,
+    j: usize,
+) -> (Vec<score::Window>, Vec<BurstWindow>) {
     samples
         .windows(2)
         .map(|w| {
-            let h = iowarden_exporters::Histogram {
+            let hist = iowarden_exporters::Histogram {
                 counts: w[1].latency[i]
                     .counts
                     .iter()
@@ -522,13 +528,14 @@ pub fn burst_windows(samples: &[Sample], bounds: &[f64], i: usize, j: usize) -> 
                 sum_seconds: 0.0,
             };
             let dt = (w[1].t - w[0].t).max(1e-9);
-            BurstWindow {
+            let row = BurstWindow {
                 t: w[1].t,
-                prio_p99_seconds: h.quantile(bounds, 0.99),
+                prio_p99_seconds: hist.quantile(bounds, 0.99),
                 be_bw_bytes: (w[1].bytes[j] - w[0].bytes[j].min(w[1].bytes[j])) as f64 / dt,
-            }
+            };
+            (score::Window { t: w[1].t, hist }, row)
         })
-        .collect()
+        .unzip()
 }
 
 /// D4: the best-effort app saturates from the start; the priority app
@@ -568,22 +575,19 @@ pub fn burst(b: &mut Bench, knobs: &[Knob]) -> Result<()> {
                 apply(ctl, k, &s, model.as_deref(), &d[0], &d[1])
             },
         )?;
-        let timeline = burst_windows(&run.samples, &run.bounds, 0, 1);
-        let w: Vec<score::Window> = timeline
-            .iter()
-            .map(|x| score::Window {
-                t: x.t,
-                p99: x.prio_p99_seconds,
-            })
-            .collect();
-        let steady = score::steady_p99(&w, start);
+        let (w, timeline) = burst_windows(&run.samples, &run.bounds, 0, 1);
+        let steady = score::steady_p99(&w, &run.bounds);
+        // 0.5 s of completions per p99: one 100 ms window is too few samples.
+        let span = (0.5 / p.burst_interval_s).round().max(1.0) as usize;
         b.report.burst.push(BurstRun {
             knob: k,
             setting: s.label(),
             prio_start_seconds: start,
+            first_io_seconds: score::first_io(&w),
             steady_p99_seconds: steady,
-            settle_seconds: steady
-                .and_then(|st| score::settle_time(&w, start, st, super::verdict::D4_TOLERANCE)),
+            settle_seconds: steady.and_then(|st| {
+                score::settle_time(&w, &run.bounds, st, super::verdict::D4_TOLERANCE, span)
+            }),
             timeline,
         });
     }
