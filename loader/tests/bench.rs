@@ -242,7 +242,7 @@ fn sigint_stops_the_run_and_restores_the_scheduler_and_cgroups() {
     let before = scheduler(&dev);
     let out = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
-    let mut child = Command::new(BIN)
+    let child = Command::new(BIN)
         .args([
             "bench",
             "--device",

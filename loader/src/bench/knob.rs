@@ -59,14 +59,13 @@ pub fn unavailable(knob: Knob, f: &HostFacts) -> Option<String> {
     }
 }
 
+/// Knobs left out, with the reason.
+pub type Skipped = Vec<(Knob, String)>;
+
 /// Splits the requested knobs into available ones and (knob, reason) for
 /// the rest. Explicitly requested knobs that are unavailable are an error
 /// naming every one of them (nothing is changed); `all` skips them.
-pub fn select(
-    requested: &[Knob],
-    explicit: bool,
-    f: &HostFacts,
-) -> Result<(Vec<Knob>, Vec<(Knob, String)>)> {
+pub fn select(requested: &[Knob], explicit: bool, f: &HostFacts) -> Result<(Vec<Knob>, Skipped)> {
     let mut ok = Vec::new();
     let mut missing = Vec::new();
     for &k in requested {
