@@ -282,3 +282,92 @@ fn sigint_stops_the_run_and_restores_the_scheduler_and_cgroups() {
     let r = report(out.path());
     assert!(r.overhead.iter().any(|x| x.knob.name() == "none"), "{r:?}");
 }
+
+#[test]
+fn a_run_after_kill_9_restores_the_scheduler_and_removes_the_cgroups() {
+    let _serial = serial();
+    let dev = LoopDev::file(512);
+    let before = scheduler(&dev);
+    let out = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let args = |knobs: &str| {
+        vec![
+            "bench".to_string(),
+            "--device".into(),
+            dev.name(),
+            "--suite".into(),
+            "overhead".into(),
+            "--knobs".into(),
+            knobs.into(),
+            "--quick".into(),
+            "--out".into(),
+            out.path().display().to_string(),
+            "--state-dir".into(),
+            state.path().display().to_string(),
+        ]
+    };
+    let mut child = Command::new(BIN)
+        .args(args("bfq"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !scheduler(&dev).contains("[bfq]") {
+        assert!(t0.elapsed() < Duration::from_secs(120), "bfq never set");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let stale = format!("iowarden-bench-{}", child.id());
+    assert!(scheduler(&dev).contains("[bfq]"));
+    assert!(leftover_cgroups().contains(&stale));
+    // fio outlives the bench until its runtime ends; then the cgroups are empty.
+    let procs = |d: &Path| -> usize {
+        walk(d)
+            .iter()
+            .map(|c| {
+                std::fs::read_to_string(c.join("cgroup.procs"))
+                    .unwrap_or_default()
+                    .lines()
+                    .count()
+            })
+            .sum()
+    };
+    let dir = io_root().0.join(&stale);
+    let t0 = Instant::now();
+    while procs(&dir) > 0 {
+        assert!(t0.elapsed() < Duration::from_secs(30), "fio still running");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let o = Command::new(BIN).args(args("none")).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    println!("{err}");
+    assert!(o.status.success());
+    assert!(
+        err.contains(&format!(
+            "restored the {} scheduler of {} (left changed by pid {}",
+            before.split('[').nth(1).unwrap().split(']').next().unwrap(),
+            dev.name(),
+            child.id()
+        )),
+        "{err}"
+    );
+    assert!(err.contains(&format!("removed {}", dir.display())), "{err}");
+    assert_eq!(scheduler(&dev), before);
+    assert!(leftover_cgroups().is_empty(), "{:?}", leftover_cgroups());
+    assert_eq!(std::fs::read_dir(state.path()).unwrap().count(), 0);
+}
+
+/// A cgroup and every cgroup below it.
+fn walk(d: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = vec![d.to_path_buf()];
+    if let Ok(rd) = std::fs::read_dir(d) {
+        for e in rd.flatten() {
+            if e.path().is_dir() {
+                out.extend(walk(&e.path()));
+            }
+        }
+    }
+    out
+}

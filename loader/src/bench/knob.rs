@@ -141,6 +141,7 @@ fn sched_file(dev: &DeviceRef) -> PathBuf {
 /// Sets knobs for the runs of one knob and undoes them afterwards.
 pub struct KnobCtl {
     writer: Writer,
+    state_dir: PathBuf,
     pub io_root: PathBuf,
     pub v2: bool,
     pub dev: DeviceRef,
@@ -153,6 +154,7 @@ pub struct KnobCtl {
 impl KnobCtl {
     pub fn new(io_root: &Path, v2: bool, dev: &DeviceRef, state_dir: &Path) -> KnobCtl {
         KnobCtl {
+            state_dir: state_dir.to_path_buf(),
             writer: Writer::new(WriterConfig {
                 state_dir: state_dir.to_path_buf(),
                 ..Default::default()
@@ -166,12 +168,42 @@ impl KnobCtl {
         }
     }
 
-    /// Restores what killed runs left changed (they journaled it).
+    /// Restores what killed runs left changed: their journaled knobs, and
+    /// the schedulers they noted (`bench-scheduler-DEV`, "PID ORIGINAL").
     pub fn recover(&mut self) -> Result<()> {
         for m in self.writer.recover()? {
             eprintln!("iowarden: {m}");
         }
+        let Ok(rd) = std::fs::read_dir(&self.state_dir) else {
+            return Ok(());
+        };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(dev) = name.strip_prefix("bench-scheduler-") else {
+                continue;
+            };
+            let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+            let Some((pid, sched)) = text.trim().split_once(' ') else {
+                continue;
+            };
+            if Path::new("/proc").join(pid).exists() {
+                continue; // a live bench owns it
+            }
+            let p = Path::new("/sys/block").join(dev).join("queue/scheduler");
+            if p.exists() {
+                std::fs::write(&p, sched).with_context(|| {
+                    format!("restoring the {sched} scheduler of {dev} (left changed by pid {pid})")
+                })?;
+                eprintln!("iowarden: restored the {sched} scheduler of {dev} (left changed by pid {pid}, which did not exit cleanly)");
+            }
+            let _ = std::fs::remove_file(e.path());
+        }
         Ok(())
+    }
+
+    fn sched_note(&self) -> PathBuf {
+        self.state_dir
+            .join(format!("bench-scheduler-{}", self.dev.name))
     }
 
     pub fn devnum(&self) -> String {
@@ -197,9 +229,20 @@ impl KnobCtl {
         if cur.as_deref() == Some(name) {
             return Ok(());
         }
+        if !self.sched_changed {
+            // Noted (fsynced) before the change, for a run after a kill -9.
+            let orig = self.original_sched.clone().unwrap_or_else(|| "none".into());
+            std::fs::create_dir_all(&self.state_dir)?;
+            let mut f = std::fs::File::create(self.sched_note())?;
+            std::io::Write::write_all(
+                &mut f,
+                format!("{} {orig}\n", std::process::id()).as_bytes(),
+            )?;
+            f.sync_all()?;
+        }
+        self.sched_changed = true;
         std::fs::write(&p, name)
             .with_context(|| format!("switching {} to the {name} scheduler", self.dev.name))?;
-        self.sched_changed = true;
         self.log
             .push(format!("scheduler of {} set to {name}", self.dev.name));
         Ok(())
@@ -242,7 +285,10 @@ impl Drop for KnobCtl {
         }
         if let (Some(s), true) = (self.original_sched.take(), self.sched_changed) {
             match std::fs::write(sched_file(&self.dev), &s) {
-                Ok(()) => eprintln!("iowarden: scheduler of {} restored to {s}", self.dev.name),
+                Ok(()) => {
+                    let _ = std::fs::remove_file(self.sched_note());
+                    eprintln!("iowarden: scheduler of {} restored to {s}", self.dev.name)
+                }
                 Err(e) => eprintln!(
                     "iowarden: error: restoring the {s} scheduler of {}: {e}",
                     self.dev.name

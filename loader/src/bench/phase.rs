@@ -141,6 +141,7 @@ impl Cgroups {
         if v2 {
             enable_io(io_root)?;
         }
+        remove_stale(io_root);
         let parent = io_root.join(format!("iowarden-bench-{}", std::process::id()));
         std::fs::create_dir(&parent)
             .with_context(|| format!("creating the bench's cgroup {}", parent.display()))?;
@@ -197,6 +198,46 @@ impl Drop for Cgroups {
             }
         }
         self.remove(&self.parent.clone());
+    }
+}
+
+/// Removes the cgroups of benches that are gone (killed): `iowarden-bench-PID`
+/// with no such process. Their tasks have exited by now (fio stops at its
+/// runtime); a cgroup still busy stays and is reported.
+fn remove_stale(io_root: &Path) {
+    let Ok(rd) = std::fs::read_dir(io_root) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix("iowarden-bench-") else {
+            continue;
+        };
+        if Path::new("/proc").join(pid).exists() {
+            continue;
+        }
+        let dir = e.path();
+        let children: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map(|rd| {
+                rd.flatten()
+                    .map(|c| c.path())
+                    .filter(|p| p.is_dir())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let ok = children.iter().all(|c| std::fs::remove_dir(c).is_ok())
+            && std::fs::remove_dir(&dir).is_ok();
+        if ok {
+            eprintln!(
+                "iowarden: removed {} (left by pid {pid}, which did not exit cleanly)",
+                dir.display()
+            );
+        } else {
+            eprintln!(
+                "iowarden: warning: could not remove {} (left by pid {pid})",
+                dir.display()
+            );
+        }
     }
 }
 
