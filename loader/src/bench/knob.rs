@@ -248,6 +248,24 @@ impl KnobCtl {
         Ok(())
     }
 
+    /// The state every phase starts from: the given scheduler and no
+    /// iocost on the device (a run's "none" must not measure an iocost
+    /// someone left enabled; io.cost phases enable it after this).
+    pub fn baseline(&mut self, sched: &str) -> Result<()> {
+        self.set_scheduler(sched)?;
+        let qos = self.io_root.join("io.cost.qos");
+        let on = std::fs::read_to_string(&qos).ok().is_some_and(|t| {
+            crate::iocost::device_line(&t, &self.devnum())
+                .and_then(|l| crate::iocost::field(l, "enable"))
+                == Some("1")
+        });
+        if on {
+            let line = format!("{} enable=0", self.devnum());
+            self.set(&qos, &line)?;
+        }
+        Ok(())
+    }
+
     /// io.weight (iocost) or io.bfq.weight (bfq) of one of the bench's
     /// cgroups. The bfq file is not a knob the writer journals; it lives
     /// and dies with the bench's own cgroup.

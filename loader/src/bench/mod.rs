@@ -206,7 +206,7 @@ impl Params {
         if quick {
             Params {
                 quick,
-                runtime_s: 4.0,
+                runtime_s: 5.0,
                 interval_s: 0.2,
                 burst_interval_s: 0.1,
                 calibrate_s: 2.0,

@@ -27,8 +27,14 @@ pub struct Tenant {
     pub job: Job,
     /// Weight for scoring (and for the knob, where it has weights).
     pub weight: u32,
-    /// Seconds after the phase starts.
+    /// Seconds after the phase starts, or after the first completed I/O of
+    /// tenant `after` (fio's start-up takes seconds on a slow guest: the
+    /// interference must have begun).
     pub start_s: f64,
+    pub after: Option<usize>,
+    /// Stopped (SIGINT; fio still reports) when tenant `stop_with` ends:
+    /// a best-effort app that must outlast the priority app.
+    pub stop_with: Option<usize>,
     pub runtime_s: f64,
 }
 
@@ -39,6 +45,8 @@ impl Tenant {
             job,
             weight: 100,
             start_s: 0.0,
+            after: None,
+            stop_with: None,
             runtime_s,
         }
     }
@@ -76,6 +84,9 @@ pub struct PhaseRun {
     pub cpu_busy_s: f64,
     /// Lock wait of the tenants' tasks, seconds (None: no lock programs).
     pub lock_wait_s: Option<f64>,
+    /// iocost's effective vrate at the end (root io.stat cost.vrate), % —
+    /// where iocost is on.
+    pub iocost_vrate_pct: Option<f64>,
     pub bounds: Vec<f64>,
 }
 
@@ -274,6 +285,8 @@ struct Running {
     child: Child,
     out: PathBuf,
     err: PathBuf,
+    /// We sent SIGINT (stop_with): fio exits non-zero but reports.
+    stopped: bool,
 }
 
 fn per_tenant(snap: &Snapshot, dev: &DeviceRef, ids: &[u64]) -> Vec<(u64, u64, Histogram)> {
@@ -388,13 +401,19 @@ fn run_in(
         .map(|t| t.start_s + t.runtime_s)
         .fold(0.0, f64::max)
         + 60.0;
+    // When each tenant's first I/O completed (seconds since t0).
+    let mut first_io: Vec<Option<f64>> = vec![None; tenants.len()];
     let interval = Duration::from_secs_f64(interval_s);
     let mut next = t0;
     let mut last_snap;
     loop {
         let now = t0.elapsed().as_secs_f64();
         for (i, t) in tenants.iter().enumerate() {
-            if running[i].is_none() && now >= t.start_s {
+            let origin = match t.after {
+                None => Some(0.0),
+                Some(k) => first_io[k],
+            };
+            if running[i].is_none() && origin.is_some_and(|o| now >= o + t.start_s) {
                 let out = fio::out_path(&ctx.fio_dir, name, &t.name);
                 let err = out.with_extension("stderr");
                 let env = t.job.env(&ctx.dev_path, ctx.params.size, t.runtime_s);
@@ -403,7 +422,12 @@ fn run_in(
                     .stderr(File::create(&err)?)
                     .spawn()
                     .context("running fio (apt install fio)")?;
-                running[i] = Some(Running { child, out, err });
+                running[i] = Some(Running {
+                    child,
+                    out,
+                    err,
+                    stopped: false,
+                });
             }
         }
         next += interval;
@@ -431,6 +455,11 @@ fn run_in(
                 .collect(),
         });
         last_snap = snap;
+        for (k, f) in first_io.iter_mut().enumerate() {
+            if f.is_none() && samples.last().is_some_and(|x| x.ios[k] > 0) {
+                *f = Some(t);
+            }
+        }
         if ctx.stop.load(Ordering::Relaxed) {
             kill_all(&mut running);
             bail!("interrupted");
@@ -440,11 +469,13 @@ fn run_in(
             bail!("{name}: fio did not finish within {deadline:.0} s");
         }
         let mut all_done = true;
+        let mut exited = vec![false; tenants.len()];
         for (i, r) in running.iter_mut().enumerate() {
             match r {
                 None => all_done = false,
                 Some(r) => match r.child.try_wait()? {
                     None => all_done = false,
+                    Some(_) if r.stopped => exited[i] = true,
                     Some(st) if !st.success() => {
                         let msg = std::fs::read_to_string(&r.err).unwrap_or_default();
                         kill_all(&mut running);
@@ -454,8 +485,17 @@ fn run_in(
                             msg.trim()
                         );
                     }
-                    Some(_) => {}
+                    Some(_) => exited[i] = true,
                 },
+            }
+        }
+        for (i, t) in tenants.iter().enumerate() {
+            if let (Some(k), Some(r)) = (t.stop_with, running[i].as_mut()) {
+                if exited[k] && !r.stopped {
+                    // SAFETY: signalling our own child.
+                    unsafe { libc::kill(r.child.id() as i32, libc::SIGINT) };
+                    r.stopped = true;
+                }
             }
         }
         if all_done {
@@ -463,14 +503,22 @@ fn run_in(
         }
     }
     let wall_s = t0.elapsed().as_secs_f64();
+    let iocost_vrate_pct = std::fs::read_to_string(ctx.cgroups.io_root.join("io.stat"))
+        .ok()
+        .and_then(|t| {
+            let dev = format!("{}:{}", ctx.dev.major, ctx.dev.minor);
+            crate::iocost::field(crate::iocost::device_line(&t, &dev)?, "cost.vrate")?
+                .parse()
+                .ok()
+        });
     let cpu_busy_s = cpu_busy_now() - cpu0;
     let delta = last_snap.delta_since(&base_snap);
     let lock_wait_s = delta.locks.as_ref().map(|l| {
         l.series
             .iter()
             .filter(|s| ids.contains(&s.cgroup.id))
-            .map(|s| s.wait_seconds)
-            .sum()
+            // fold, not sum: an empty f64 sum is -0.0.
+            .fold(0.0, |a, s| a + s.wait_seconds)
     });
     let last = samples.last().ok_or_else(|| anyhow!("{name}: no sample"))?;
     let mut runs = Vec::new();
@@ -495,6 +543,7 @@ fn run_in(
         wall_s,
         cpu_busy_s,
         lock_wait_s,
+        iocost_vrate_pct,
         bounds: last_snap.hist_lower_bounds_seconds.clone(),
         samples,
     })

@@ -48,6 +48,9 @@ pub struct Calibration {
     pub bw_bytes: f64,
     /// The io.cost.model line derived from them.
     pub io_cost_model: String,
+    /// iocost's vrate after the bench brought it to 100 % (io.cost runs only).
+    #[serde(default)]
+    pub iocost_vrate_pct: Option<f64>,
 }
 
 /// D1: one knob at one cgroup count.
@@ -91,6 +94,9 @@ pub struct FairnessRun {
     pub tenants: Vec<FairnessTenant>,
     /// Seconds of the all-tenants-active window the index is computed on.
     pub window_seconds: f64,
+    /// iocost's effective vrate at the end of the run (io.cost only), %.
+    #[serde(default)]
+    pub iocost_vrate_pct: Option<f64>,
     /// Jain's index over bandwidth/weight: iowarden (window), fio (whole run).
     pub jain: Option<f64>,
     pub jain_fio: Option<f64>,
@@ -129,8 +135,8 @@ pub struct BurstWindow {
 pub struct BurstRun {
     pub knob: Knob,
     pub setting: String,
-    /// When the priority app was started, and when its first I/O completed
-    /// (seconds since the phase started).
+    /// How long after the best-effort app's first I/O the priority app was
+    /// started, and when its first I/O completed (since the phase started).
     pub prio_start_seconds: f64,
     pub first_io_seconds: Option<f64>,
     /// p99 over the second half of its run.
@@ -328,7 +334,7 @@ pub fn markdown(r: &Report) -> String {
         }
     }
     if !r.burst.is_empty() {
-        s += "\n## D4 bursts\n\n| knob | setting | priority started | first I/O | steady p99 | settled after its first I/O |\n|---|---|---|---|---|---|\n";
+        s += "\n## D4 bursts\n\n| knob | setting | priority started after be's first I/O | its first I/O | steady p99 | settled after its first I/O |\n|---|---|---|---|---|---|\n";
         for b in &r.burst {
             s += &format!(
                 "| {} | {} | {:.1}s | {} | {} | {} |\n",

@@ -75,7 +75,7 @@ pub fn calibration(b: &mut Bench) -> Result<Calibration> {
     }
     let rt = b.ctx.params.calibrate_s;
     let iv = b.ctx.params.interval_s;
-    let mut none = |ctl: &mut KnobCtl, _: &[PathBuf]| ctl.set_scheduler("none");
+    let mut none = |ctl: &mut KnobCtl, _: &[PathBuf]| ctl.baseline("none");
     let iops = phase(
         b,
         "calibrate-iops",
@@ -108,6 +108,7 @@ pub fn calibration(b: &mut Bench) -> Result<Calibration> {
     let c = Calibration {
         iops_4k,
         bw_bytes,
+        iocost_vrate_pct: None,
         io_cost_model: format!(
             "{} ctrl=user model=linear rbps={w} rseqiops={i} rrandiops={i} wbps={w} wseqiops={i} wrandiops={i}",
             b.ctx.ctl.devnum()
@@ -119,7 +120,65 @@ pub fn calibration(b: &mut Bench) -> Result<Calibration> {
         c.io_cost_model
     );
     b.report.calibration = Some(c.clone());
-    Ok(c)
+    if b.report.knobs.contains(&Knob::IoCost) {
+        let v = iocost_vrate_reset(b, &c)?;
+        if let Some(c) = b.report.calibration.as_mut() {
+            c.iocost_vrate_pct = v;
+        }
+    }
+    Ok(b.report.calibration.clone().expect("set above"))
+}
+
+/// The io.cost.model line of the device scaled by `f`.
+fn scaled_model(c: &Calibration, f: f64) -> String {
+    let (i, w) = (
+        (c.iops_4k * f).round().max(1.0) as u64,
+        (c.bw_bytes * f).round().max(1.0) as u64,
+    );
+    let dev = c.io_cost_model.split_whitespace().next().unwrap_or("");
+    format!(
+        "{dev} ctrl=user model=linear rbps={w} rseqiops={i} rrandiops={i} wbps={w} wseqiops={i} wrandiops={i}"
+    )
+}
+
+/// Brings iocost's vrate to 100 %. The kernel clamps vrate into the QoS
+/// min..max only while it adjusts it, and it coasts when nobody is
+/// throttled and no latency target is missed: a vrate left above 100 % (by
+/// an earlier run, or the kernel's automatic QoS) would stay there under a
+/// pinned 100 %. A latency target every read misses (1 µs) with vrate
+/// pinned at 100 % and a model that throttles nothing makes it adjust once,
+/// into the clamp. Returns the vrate seen at the end (root io.stat).
+fn iocost_vrate_reset(b: &mut Bench, c: &Calibration) -> Result<Option<f64>> {
+    let rt = b.ctx.params.calibrate_s;
+    let iv = b.ctx.params.interval_s;
+    let model = scaled_model(c, 100.0);
+    let run = phase(
+        b,
+        "iocost-vrate-reset",
+        &[Tenant::new(
+            "reset",
+            Job::new(JobFile::Tenant).bs("4k").qd(4),
+            rt,
+        )],
+        iv,
+        &mut |ctl: &mut KnobCtl, _: &[PathBuf]| {
+            ctl.baseline("none")?;
+            let root = ctl.io_root.clone();
+            ctl.set(&root.join("io.cost.model"), &model)?;
+            let qos = format!(
+                "{} enable=1 ctrl=user rpct=99.00 rlat=1 wpct=99.00 wlat=1 min=100.00 max=100.00",
+                ctl.devnum()
+            );
+            ctl.set(&root.join("io.cost.qos"), &qos)
+        },
+    )?;
+    eprintln!(
+        "iowarden bench: iocost vrate after the reset: {}",
+        run.iocost_vrate_pct
+            .map(|v| format!("{v:.2}%"))
+            .unwrap_or("unknown".into())
+    );
+    Ok(run.iocost_vrate_pct)
 }
 
 /// iocost with the calibrated model and vrate pinned at `vrate` %, latency
@@ -146,6 +205,11 @@ fn label(tenants: &[Tenant]) -> Vec<u32> {
 /// random readers; IOPS, latency and CPU per I/O against none.
 pub fn overhead(b: &mut Bench, knobs: &[Knob]) -> Result<()> {
     let p = b.ctx.params.clone();
+    let model = if knobs.contains(&Knob::IoCost) {
+        Some(scaled_model(&calibration(b)?, 100.0))
+    } else {
+        None
+    };
     for &k in knobs {
         for &n in &p.overhead_cgroups {
             let tenants: Vec<Tenant> = (0..n)
@@ -159,13 +223,14 @@ pub fn overhead(b: &mut Bench, knobs: &[Knob]) -> Result<()> {
                 .collect();
             let mut setting = String::from("-");
             let mut setup = |ctl: &mut KnobCtl, dirs: &[PathBuf]| -> Result<()> {
-                ctl.set_scheduler(k.scheduler())?;
+                ctl.baseline(k.scheduler())?;
                 let dev = ctl.devnum();
                 match k {
-                    // Accounting on, never throttling: vrate far above the model.
+                    // Accounting on, never throttling: a model 100 times the
+                    // device (never vrate above 100 %: see iocost_vrate_reset).
                     Knob::IoCost => {
-                        iocost_on(ctl, None, 10000.0)?;
-                        setting = "model auto, vrate 10000%".into();
+                        iocost_on(ctl, model.as_deref(), 100.0)?;
+                        setting = "model 100 × the device, vrate 100%".into();
                     }
                     Knob::IoMax => {
                         for d in dirs {
@@ -286,7 +351,7 @@ pub fn fairness(b: &mut Bench, knobs: &[Knob]) -> Result<()> {
             let weights = label(&tenants);
             let model = model.clone();
             let mut setup = |ctl: &mut KnobCtl, dirs: &[PathBuf]| -> Result<()> {
-                ctl.set_scheduler(k.scheduler())?;
+                ctl.baseline(k.scheduler())?;
                 if k == Knob::IoCost {
                     iocost_on(ctl, model.as_deref(), 100.0)?;
                 }
@@ -322,6 +387,9 @@ pub fn fairness(b: &mut Bench, knobs: &[Knob]) -> Result<()> {
                     })
                     .collect(),
                 window_seconds: secs,
+                iocost_vrate_pct: (k == Knob::IoCost)
+                    .then_some(run.iocost_vrate_pct)
+                    .flatten(),
                 jain: if secs > 0.0 {
                     score::weighted_jain(&win, &wf)
                 } else {
@@ -392,7 +460,7 @@ fn apply(
     lc: &std::path::Path,
     be: &std::path::Path,
 ) -> Result<()> {
-    ctl.set_scheduler(k.scheduler())?;
+    ctl.baseline(k.scheduler())?;
     let dev = ctl.devnum();
     match *s {
         Setting::Plain => {}
@@ -424,12 +492,30 @@ fn alone(b: &mut Bench) -> Result<(Option<f64>, f64)> {
         "prio-alone",
         &[Tenant::new("lc", Job::new(JobFile::Lc), p.runtime_s)],
         p.interval_s,
-        &mut |ctl: &mut KnobCtl, _: &[PathBuf]| ctl.set_scheduler("none"),
+        &mut |ctl: &mut KnobCtl, _: &[PathBuf]| ctl.baseline("none"),
     )?;
     let t = &run.tenants[0];
     let a = (t.latency.quantile(&run.bounds, 0.99), bw(t));
     b.alone = Some(a);
     Ok(a)
+}
+
+/// The priority app (index 0) starting `delay_s` after the best-effort
+/// app's (index 1) first I/O and running `runtime_s`; the best-effort app
+/// is stopped when it ends, so the two overlap whatever fio's start-up costs.
+fn prio_pair(delay_s: f64, runtime_s: f64) -> [Tenant; 2] {
+    [
+        Tenant {
+            start_s: delay_s,
+            after: Some(1),
+            ..Tenant::new("lc", Job::new(JobFile::Lc), runtime_s)
+        },
+        Tenant {
+            stop_with: Some(0),
+            // A cap only: stopped with the priority app.
+            ..Tenant::new("be", Job::new(JobFile::Be), 4.0 * runtime_s + 60.0)
+        },
+    ]
 }
 
 fn needs_calibration(knobs: &[Knob]) -> bool {
@@ -459,10 +545,7 @@ pub fn prio_util(b: &mut Bench, knobs: &[Knob]) -> Result<()> {
         );
         let mut mine = Vec::new();
         for (i, s) in settings.iter().enumerate() {
-            let tenants = [
-                Tenant::new("lc", Job::new(JobFile::Lc), p.runtime_s),
-                Tenant::new("be", Job::new(JobFile::Be), p.runtime_s),
-            ];
+            let tenants = prio_pair(0.5, p.runtime_s);
             let model = cal.as_ref().map(|c| c.io_cost_model.clone());
             let run = phase(
                 b,
@@ -558,13 +641,7 @@ pub fn burst(b: &mut Bench, knobs: &[Knob]) -> Result<()> {
         )
         .pop()
         .unwrap_or(Setting::Plain);
-        let tenants = [
-            Tenant {
-                start_s: start,
-                ..Tenant::new("lc", Job::new(JobFile::Lc), p.runtime_s - start)
-            },
-            Tenant::new("be", Job::new(JobFile::Be), p.runtime_s),
-        ];
+        let tenants = prio_pair(start, p.runtime_s);
         let model = cal.as_ref().map(|c| c.io_cost_model.clone());
         let run = phase(
             b,
@@ -615,7 +692,7 @@ pub fn schedulers(b: &mut Bench, knobs: &[Knob], lock_source: &str) -> Result<()
                 )
             })
             .collect();
-        let mut set = |ctl: &mut KnobCtl, _: &[PathBuf]| ctl.set_scheduler(sched);
+        let mut set = |ctl: &mut KnobCtl, _: &[PathBuf]| ctl.baseline(sched);
         let cost = phase(
             b,
             &format!("schedulers-{sched}-cost"),
@@ -623,10 +700,7 @@ pub fn schedulers(b: &mut Bench, knobs: &[Knob], lock_source: &str) -> Result<()
             p.interval_s,
             &mut set,
         )?;
-        let tenants = [
-            Tenant::new("lc", Job::new(JobFile::Lc), p.runtime_s),
-            Tenant::new("be", Job::new(JobFile::Be), p.runtime_s),
-        ];
+        let tenants = prio_pair(0.5, p.runtime_s);
         let inter = phase(
             b,
             &format!("schedulers-{sched}-interference"),
