@@ -35,6 +35,10 @@ pub struct Tenant {
     /// Stopped (SIGINT; fio still reports) when tenant `stop_with` ends:
     /// a best-effort app that must outlast the priority app.
     pub stop_with: Option<usize>,
+    /// Stopped (SIGINT) this long after every tenant of the phase completed
+    /// its first I/O: tenants whose fio starts seconds apart still share
+    /// that long a window (`runtime_s` is then only a cap).
+    pub hold_s: Option<f64>,
     pub runtime_s: f64,
 }
 
@@ -47,7 +51,16 @@ impl Tenant {
             start_s: 0.0,
             after: None,
             stop_with: None,
+            hold_s: None,
             runtime_s,
+        }
+    }
+
+    /// Runs with the others for `hold_s` once all have started (see `hold_s`).
+    pub fn together(name: &str, job: Job, hold_s: f64) -> Tenant {
+        Tenant {
+            hold_s: Some(hold_s),
+            ..Tenant::new(name, job, 4.0 * hold_s + 60.0)
         }
     }
 }
@@ -489,13 +502,23 @@ fn run_in(
                 },
             }
         }
-        for (i, t) in tenants.iter().enumerate() {
-            if let (Some(k), Some(r)) = (t.stop_with, running[i].as_mut()) {
-                if exited[k] && !r.stopped {
-                    // SAFETY: signalling our own child.
-                    unsafe { libc::kill(r.child.id() as i32, libc::SIGINT) };
-                    r.stopped = true;
-                }
+        let all_started = first_io
+            .iter()
+            .try_fold(0.0, |m: f64, f| f.map(|f| m.max(f)));
+        for (i, tenant) in tenants.iter().enumerate() {
+            // An exited child is reaped: its pid may belong to another process.
+            let Some(r) = running[i].as_mut().filter(|_| !exited[i]) else {
+                continue;
+            };
+            let held = match (tenant.hold_s, all_started) {
+                (Some(h), Some(a)) => t >= a + h,
+                _ => false,
+            };
+            let partner_done = tenant.stop_with.is_some_and(|k| exited[k]);
+            if (held || partner_done) && !r.stopped {
+                // SAFETY: signalling our own child.
+                unsafe { libc::kill(r.child.id() as i32, libc::SIGINT) };
+                r.stopped = true;
             }
         }
         if all_done {

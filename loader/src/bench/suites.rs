@@ -214,7 +214,7 @@ pub fn overhead(b: &mut Bench, knobs: &[Knob]) -> Result<()> {
         for &n in &p.overhead_cgroups {
             let tenants: Vec<Tenant> = (0..n)
                 .map(|i| {
-                    Tenant::new(
+                    Tenant::together(
                         &format!("t{i}"),
                         Job::new(JobFile::Tenant).bs("4k").qd(8),
                         p.runtime_s,
@@ -341,7 +341,7 @@ pub fn fairness(b: &mut Bench, knobs: &[Knob]) -> Result<()> {
                 .enumerate()
                 .map(|(i, &(w, bs))| Tenant {
                     weight: w,
-                    ..Tenant::new(
+                    ..Tenant::together(
                         &format!("t{i}"),
                         Job::new(JobFile::Tenant).bs(bs).qd(8),
                         p.runtime_s,
@@ -685,7 +685,7 @@ pub fn schedulers(b: &mut Bench, knobs: &[Knob], lock_source: &str) -> Result<()
         let sched = k.scheduler();
         let tenants: Vec<Tenant> = (0..2)
             .map(|i| {
-                Tenant::new(
+                Tenant::together(
                     &format!("t{i}"),
                     Job::new(JobFile::Tenant).bs("4k").qd(16),
                     p.runtime_s,
