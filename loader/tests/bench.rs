@@ -322,7 +322,7 @@ fn a_run_after_kill_9_restores_the_scheduler_and_removes_the_cgroups() {
     let stale = format!("iowarden-bench-{}", child.id());
     assert!(scheduler(&dev).contains("[bfq]"));
     assert!(leftover_cgroups().contains(&stale));
-    // fio outlives the bench until its runtime ends; then the cgroups are empty.
+    // fio outlives the bench (until its runtime cap): the next run stops it.
     let procs = |d: &Path| -> usize {
         walk(d)
             .iter()
@@ -335,11 +335,7 @@ fn a_run_after_kill_9_restores_the_scheduler_and_removes_the_cgroups() {
             .sum()
     };
     let dir = io_root().0.join(&stale);
-    let t0 = Instant::now();
-    while procs(&dir) > 0 {
-        assert!(t0.elapsed() < Duration::from_secs(30), "fio still running");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    assert!(procs(&dir) > 0, "the killed bench's fio should still run");
     let o = Command::new(BIN).args(args("none")).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     println!("{err}");

@@ -60,7 +60,8 @@ impl Tenant {
     pub fn together(name: &str, job: Job, hold_s: f64) -> Tenant {
         Tenant {
             hold_s: Some(hold_s),
-            ..Tenant::new(name, job, 4.0 * hold_s + 60.0)
+            // A cap for fio's start-up skew; short, should the bench die.
+            ..Tenant::new(name, job, hold_s + 30.0)
         }
     }
 }
@@ -226,8 +227,8 @@ impl Drop for Cgroups {
 }
 
 /// Removes the cgroups of benches that are gone (killed): `iowarden-bench-PID`
-/// with no such process. Their tasks have exited by now (fio stops at its
-/// runtime); a cgroup still busy stays and is reported.
+/// with no such process. The fio jobs they left (running until their
+/// runtime cap) are stopped first: they are that bench's, not anyone's.
 fn remove_stale(io_root: &Path) {
     let Ok(rd) = std::fs::read_dir(io_root) else {
         return;
@@ -249,6 +250,25 @@ fn remove_stale(io_root: &Path) {
                     .collect()
             })
             .unwrap_or_default();
+        let procs = |c: &PathBuf| -> Vec<i32> {
+            std::fs::read_to_string(c.join("cgroup.procs"))
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect()
+        };
+        for c in &children {
+            for p in procs(c) {
+                // SAFETY: kill(2) on a pid read from the dead bench's cgroup.
+                unsafe { libc::kill(p, libc::SIGKILL) };
+            }
+        }
+        for _ in 0..50 {
+            if children.iter().all(|c| procs(c).is_empty()) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
         let ok = children.iter().all(|c| std::fs::remove_dir(c).is_ok())
             && std::fs::remove_dir(&dir).is_ok();
         if ok {

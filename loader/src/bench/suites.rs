@@ -513,7 +513,7 @@ fn prio_pair(delay_s: f64, runtime_s: f64) -> [Tenant; 2] {
         Tenant {
             stop_with: Some(0),
             // A cap only: stopped with the priority app.
-            ..Tenant::new("be", Job::new(JobFile::Be), 4.0 * runtime_s + 60.0)
+            ..Tenant::new("be", Job::new(JobFile::Be), runtime_s + 30.0)
         },
     ]
 }
