@@ -44,6 +44,7 @@ pub mod locks_skel {
     include!(concat!(env!("OUT_DIR"), "/locks.skel.rs"));
 }
 
+pub mod bench;
 pub mod cgroups;
 pub mod collect;
 pub mod container;

@@ -169,6 +169,31 @@ enum Cmd {
         #[arg(long, default_value = iowarden::knobs::writer::DEFAULT_STATE_DIR)]
         state_dir: std::path::PathBuf,
     },
+    /// Isolation desiderata (isol-bench D1-D4) and scheduler cost per knob,
+    /// scored from the block layer and cross-checked against fio
+    Bench {
+        /// The device under test: a whole disk by name (nvme0n1) or MAJ:MIN
+        #[arg(long)]
+        device: String,
+        /// overhead, fairness, prio-util, burst, schedulers (comma-separated) or all
+        #[arg(long, default_value = "all")]
+        suite: String,
+        /// none, io.max, io.latency, io.cost, bfq, mq-deadline, kyber (comma-separated)
+        /// or all; default: every knob this host offers
+        #[arg(long)]
+        knobs: Option<String>,
+        /// Directory for report.json, summary.md, the plots, fio's jobs and outputs
+        #[arg(long)]
+        out: std::path::PathBuf,
+        /// Short runs (a few minutes in all), for CI
+        #[arg(long)]
+        quick: bool,
+        /// Run on a device that is mounted or held
+        #[arg(long)]
+        force: bool,
+        #[arg(long, default_value = iowarden::knobs::writer::DEFAULT_STATE_DIR)]
+        state_dir: std::path::PathBuf,
+    },
     /// Read, set and restore cgroup v2 io.* knobs (journaled, restorable)
     Knob {
         #[command(subcommand)]
@@ -381,6 +406,29 @@ fn main() {
 fn real_main(cli: Cli) -> Result<()> {
     match cli.cmd {
         Cmd::Knob { cmd } => iowarden::knobs::cli::run(cmd),
+        Cmd::Bench {
+            device,
+            suite,
+            knobs,
+            out,
+            quick,
+            force,
+            state_dir,
+        } => {
+            let opts = iowarden::bench::run::BenchOptions {
+                device,
+                suites: suite,
+                knobs,
+                out: out.clone(),
+                quick,
+                force,
+                state_dir,
+            };
+            let report = iowarden::bench::run::run(opts, stop_flag()?)?;
+            print!("{}", iowarden::bench::report::markdown(&report));
+            eprintln!("iowarden bench: report in {}", out.display());
+            Ok(())
+        }
         Cmd::Tune(args) => tune(args),
         Cmd::Profile {
             device,

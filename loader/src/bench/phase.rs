@@ -1,0 +1,606 @@
+//! One phase of a suite: fresh cgroups for its tenants, the knob set up,
+//! one fio per cgroup (started at its offset), the monitor polled on a
+//! fixed interval for per-tenant timelines, fio's JSON read back, the knob
+//! restored and the cgroups removed. Everything kernel-facing of the bench
+//! that is not a knob lives here.
+
+use std::fs::File;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use iowarden_exporters::{DeviceRef, Histogram, Snapshot};
+
+use super::fio::{self, FioResult, Job};
+use super::knob::KnobCtl;
+use super::Params;
+use crate::monitor::Monitor;
+
+/// One fio job in its own cgroup.
+#[derive(Clone, Debug)]
+pub struct Tenant {
+    pub name: String,
+    pub job: Job,
+    /// Weight for scoring (and for the knob, where it has weights).
+    pub weight: u32,
+    /// Seconds after the phase starts, or after the first completed I/O of
+    /// tenant `after` (fio's start-up takes seconds on a slow guest: the
+    /// interference must have begun).
+    pub start_s: f64,
+    pub after: Option<usize>,
+    /// Stopped (SIGINT; fio still reports) when tenant `stop_with` ends:
+    /// a best-effort app that must outlast the priority app.
+    pub stop_with: Option<usize>,
+    /// Stopped (SIGINT) this long after every tenant of the phase completed
+    /// its first I/O: tenants whose fio starts seconds apart still share
+    /// that long a window (`runtime_s` is then only a cap).
+    pub hold_s: Option<f64>,
+    pub runtime_s: f64,
+}
+
+impl Tenant {
+    pub fn new(name: &str, job: Job, runtime_s: f64) -> Tenant {
+        Tenant {
+            name: name.into(),
+            job,
+            weight: 100,
+            start_s: 0.0,
+            after: None,
+            stop_with: None,
+            hold_s: None,
+            runtime_s,
+        }
+    }
+
+    /// Runs with the others for `hold_s` once all have started (see `hold_s`).
+    pub fn together(name: &str, job: Job, hold_s: f64) -> Tenant {
+        Tenant {
+            hold_s: Some(hold_s),
+            // A cap for fio's start-up skew; short, should the bench die.
+            ..Tenant::new(name, job, hold_s + 30.0)
+        }
+    }
+}
+
+/// What one tenant did, by iowarden (block layer) and by fio.
+#[derive(Clone, Debug)]
+pub struct TenantRun {
+    pub tenant: Tenant,
+    /// Path of its cgroup relative to the io hierarchy root.
+    pub cgroup: String,
+    pub fio: FioResult,
+    pub ios: u64,
+    pub bytes: u64,
+    /// Allocation-to-completion latency of all its requests.
+    pub latency: Histogram,
+}
+
+/// Per-tenant cumulative counters at one poll, since the phase started.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    pub t: f64,
+    pub ios: Vec<u64>,
+    pub bytes: Vec<u64>,
+    pub latency: Vec<Histogram>,
+}
+
+#[derive(Clone, Debug)]
+pub struct PhaseRun {
+    pub name: String,
+    pub tenants: Vec<TenantRun>,
+    pub samples: Vec<Sample>,
+    pub wall_s: f64,
+    /// Busy CPU time of the whole machine (/proc/stat) during the phase.
+    pub cpu_busy_s: f64,
+    /// Lock wait of the tenants' tasks, seconds (None: no lock programs).
+    pub lock_wait_s: Option<f64>,
+    /// iocost's effective vrate at the end (root io.stat cost.vrate), % —
+    /// where iocost is on.
+    pub iocost_vrate_pct: Option<f64>,
+    pub bounds: Vec<f64>,
+}
+
+impl PhaseRun {
+    pub fn total_ios(&self) -> u64 {
+        self.tenants.iter().map(|t| t.ios).sum()
+    }
+
+    pub fn quantile(&self, q: f64) -> Option<f64> {
+        let mut h = Histogram::default();
+        for t in &self.tenants {
+            h.add(&t.latency);
+        }
+        h.quantile(&self.bounds, q)
+    }
+
+    /// CPU seconds fio's own tasks used (fio's usr+sys over its runtime).
+    pub fn task_cpu_s(&self) -> f64 {
+        self.tenants
+            .iter()
+            .map(|t| (t.fio.usr_cpu_pct + t.fio.sys_cpu_pct) / 100.0 * t.fio.runtime_seconds)
+            .sum()
+    }
+
+    pub fn tenant(&self, name: &str) -> Option<&TenantRun> {
+        self.tenants.iter().find(|t| t.tenant.name == name)
+    }
+}
+
+/// Busy CPU seconds in /proc/stat's `cpu` line (user nice system idle
+/// iowait irq softirq steal ...): all but idle, iowait and steal.
+pub fn parse_proc_stat_busy(text: &str, ticks_per_s: f64) -> Option<f64> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<f64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    if v.len() < 7 {
+        return None;
+    }
+    Some((v[0] + v[1] + v[2] + v[5] + v[6]) / ticks_per_s)
+}
+
+fn cpu_busy_now() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|t| parse_proc_stat_busy(&t, hz))
+        .unwrap_or(0.0)
+}
+
+/// The bench's parent cgroup and the tenants' cgroups under it.
+pub struct Cgroups {
+    pub io_root: PathBuf,
+    pub v2: bool,
+    pub parent: PathBuf,
+}
+
+impl Cgroups {
+    pub fn create(io_root: &Path, v2: bool) -> Result<Cgroups> {
+        if v2 {
+            enable_io(io_root)?;
+        }
+        remove_stale(io_root);
+        let parent = io_root.join(format!("iowarden-bench-{}", std::process::id()));
+        std::fs::create_dir(&parent)
+            .with_context(|| format!("creating the bench's cgroup {}", parent.display()))?;
+        let cg = Cgroups {
+            io_root: io_root.to_path_buf(),
+            v2,
+            parent,
+        };
+        if v2 {
+            enable_io(&cg.parent)?;
+        }
+        Ok(cg)
+    }
+
+    pub fn make(&self, name: &str) -> Result<PathBuf> {
+        let d = self.parent.join(name);
+        std::fs::create_dir(&d).with_context(|| format!("creating cgroup {}", d.display()))?;
+        Ok(d)
+    }
+
+    pub fn rel(&self, dir: &Path) -> String {
+        format!(
+            "/{}",
+            dir.strip_prefix(&self.io_root)
+                .unwrap_or(dir)
+                .to_string_lossy()
+                .trim_matches('/')
+        )
+    }
+
+    /// Removes a tenant cgroup once its tasks are gone (they may still be
+    /// exiting for a moment after fio's parent reaped them).
+    pub fn remove(&self, dir: &Path) {
+        for _ in 0..100 {
+            if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        eprintln!(
+            "iowarden: warning: could not remove cgroup {}",
+            dir.display()
+        );
+    }
+}
+
+impl Drop for Cgroups {
+    fn drop(&mut self) {
+        if let Ok(rd) = std::fs::read_dir(&self.parent) {
+            for e in rd.flatten() {
+                if e.path().is_dir() {
+                    self.remove(&e.path());
+                }
+            }
+        }
+        self.remove(&self.parent.clone());
+    }
+}
+
+/// Removes the cgroups of benches that are gone (killed): `iowarden-bench-PID`
+/// with no such process. The fio jobs they left (running until their
+/// runtime cap) are stopped first: they are that bench's, not anyone's.
+fn remove_stale(io_root: &Path) {
+    let Ok(rd) = std::fs::read_dir(io_root) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix("iowarden-bench-") else {
+            continue;
+        };
+        if Path::new("/proc").join(pid).exists() {
+            continue;
+        }
+        let dir = e.path();
+        let children: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map(|rd| {
+                rd.flatten()
+                    .map(|c| c.path())
+                    .filter(|p| p.is_dir())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let procs = |c: &PathBuf| -> Vec<i32> {
+            std::fs::read_to_string(c.join("cgroup.procs"))
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect()
+        };
+        for c in &children {
+            for p in procs(c) {
+                // SAFETY: kill(2) on a pid read from the dead bench's cgroup.
+                unsafe { libc::kill(p, libc::SIGKILL) };
+            }
+        }
+        for _ in 0..50 {
+            if children.iter().all(|c| procs(c).is_empty()) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let ok = children.iter().all(|c| std::fs::remove_dir(c).is_ok())
+            && std::fs::remove_dir(&dir).is_ok();
+        if ok {
+            eprintln!(
+                "iowarden: removed {} (left by pid {pid}, which did not exit cleanly)",
+                dir.display()
+            );
+        } else {
+            eprintln!(
+                "iowarden: warning: could not remove {} (left by pid {pid})",
+                dir.display()
+            );
+        }
+    }
+}
+
+/// Enables the io controller for the children of `dir` (cgroup v2). The
+/// root's subtree_control is left with io on: other cgroups may use it.
+fn enable_io(dir: &Path) -> Result<()> {
+    let p = dir.join("cgroup.subtree_control");
+    let cur = std::fs::read_to_string(&p).unwrap_or_default();
+    if cur.split_whitespace().any(|c| c == "io") {
+        return Ok(());
+    }
+    std::fs::write(&p, "+io")
+        .with_context(|| format!("enabling the io controller in {}", p.display()))
+}
+
+/// What the phases share.
+pub struct Ctx {
+    pub monitor: Monitor,
+    pub cgroups: Cgroups,
+    pub ctl: KnobCtl,
+    pub dev: DeviceRef,
+    pub dev_path: PathBuf,
+    pub jobs_dir: PathBuf,
+    pub fio_dir: PathBuf,
+    pub params: Params,
+    pub stop: Arc<AtomicBool>,
+}
+
+/// Knob setup of a phase: called with the tenants' cgroup directories
+/// after they exist and before any fio starts.
+pub type Setup<'a> = &'a mut dyn FnMut(&mut KnobCtl, &[PathBuf]) -> Result<()>;
+
+struct Running {
+    child: Child,
+    out: PathBuf,
+    err: PathBuf,
+    /// We sent SIGINT (stop_with): fio exits non-zero but reports.
+    stopped: bool,
+}
+
+fn per_tenant(snap: &Snapshot, dev: &DeviceRef, ids: &[u64]) -> Vec<(u64, u64, Histogram)> {
+    let mut out = vec![(0, 0, Histogram::default()); ids.len()];
+    for s in &snap.io {
+        if s.device.major != dev.major || s.device.minor != dev.minor {
+            continue;
+        }
+        if let Some(i) = ids.iter().position(|&id| id == s.cgroup.id) {
+            out[i].0 += s.ios;
+            out[i].1 += s.bytes;
+            out[i].2.add(&s.latency.total);
+        }
+    }
+    out
+}
+
+fn sub_hist(a: &Histogram, b: &Histogram) -> Histogram {
+    Histogram {
+        counts: a
+            .counts
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| c.saturating_sub(b.counts.get(i).copied().unwrap_or(0)))
+            .collect(),
+        sum_seconds: (a.sum_seconds - b.sum_seconds).max(0.0),
+    }
+}
+
+fn kill_all(running: &mut [Option<Running>]) {
+    for r in running.iter_mut().flatten() {
+        // sh exec'd fio: the child is fio. SIGTERM lets it stop its jobs.
+        unsafe { libc::kill(r.child.id() as i32, libc::SIGTERM) };
+    }
+    for r in running.iter_mut().flatten() {
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(5) {
+            if let Ok(Some(_)) = r.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = r.child.kill();
+        let _ = r.child.wait();
+    }
+}
+
+/// Runs one phase; see the module comment.
+pub fn run_phase(
+    ctx: &mut Ctx,
+    name: &str,
+    tenants: &[Tenant],
+    interval_s: f64,
+    setup: Setup<'_>,
+) -> Result<PhaseRun> {
+    if ctx.stop.load(Ordering::Relaxed) {
+        bail!("interrupted");
+    }
+    eprintln!(
+        "iowarden bench: {name}: {}",
+        tenants
+            .iter()
+            .map(|t| match t.job.file {
+                fio::JobFile::Tenant => format!(
+                    "{} ({} bs={} qd={} weight {})",
+                    t.name,
+                    t.job.file.file_name(),
+                    t.job.bs,
+                    t.job.qd,
+                    t.weight
+                ),
+                f => format!("{} ({}, from {:.1}s)", t.name, f.file_name(), t.start_s),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let dirs: Vec<PathBuf> = tenants
+        .iter()
+        .map(|t| ctx.cgroups.make(&t.name))
+        .collect::<Result<_>>()?;
+    let result = run_in(ctx, name, tenants, &dirs, interval_s, setup);
+    let restored = ctx.ctl.restore();
+    for d in &dirs {
+        ctx.cgroups.remove(d);
+    }
+    let run = result?;
+    restored?;
+    Ok(run)
+}
+
+fn run_in(
+    ctx: &mut Ctx,
+    name: &str,
+    tenants: &[Tenant],
+    dirs: &[PathBuf],
+    interval_s: f64,
+    setup: Setup<'_>,
+) -> Result<PhaseRun> {
+    setup(&mut ctx.ctl, dirs)?;
+    let ids: Vec<u64> = dirs
+        .iter()
+        .map(|d| std::fs::metadata(d).map(|m| m.ino()))
+        .collect::<std::io::Result<_>>()?;
+    let base_snap = ctx.monitor.poll()?;
+    let base = per_tenant(&base_snap, &ctx.dev, &ids);
+    let cpu0 = cpu_busy_now();
+    let t0 = Instant::now();
+    let mut running: Vec<Option<Running>> = tenants.iter().map(|_| None).collect();
+    let mut samples = Vec::new();
+    let deadline = tenants
+        .iter()
+        .map(|t| t.start_s + t.runtime_s)
+        .fold(0.0, f64::max)
+        + 60.0;
+    // When each tenant's first I/O completed (seconds since t0).
+    let mut first_io: Vec<Option<f64>> = vec![None; tenants.len()];
+    let interval = Duration::from_secs_f64(interval_s);
+    let mut next = t0;
+    let mut last_snap;
+    loop {
+        let now = t0.elapsed().as_secs_f64();
+        for (i, t) in tenants.iter().enumerate() {
+            let origin = match t.after {
+                None => Some(0.0),
+                Some(k) => first_io[k],
+            };
+            if running[i].is_none() && origin.is_some_and(|o| now >= o + t.start_s) {
+                let out = fio::out_path(&ctx.fio_dir, name, &t.name);
+                let err = out.with_extension("stderr");
+                let env = t.job.env(&ctx.dev_path, ctx.params.size, t.runtime_s);
+                let child = fio::command_in_cgroup(&dirs[i], &t.job, &ctx.jobs_dir, &out, &env)
+                    .stdout(Stdio::null())
+                    .stderr(File::create(&err)?)
+                    .spawn()
+                    .context("running fio (apt install fio)")?;
+                running[i] = Some(Running {
+                    child,
+                    out,
+                    err,
+                    stopped: false,
+                });
+            }
+        }
+        next += interval;
+        let sleep = next.saturating_duration_since(Instant::now());
+        std::thread::sleep(sleep);
+        let snap = ctx.monitor.poll()?;
+        let t = t0.elapsed().as_secs_f64();
+        let cur = per_tenant(&snap, &ctx.dev, &ids);
+        samples.push(Sample {
+            t,
+            ios: cur
+                .iter()
+                .zip(&base)
+                .map(|(c, b)| c.0 - b.0.min(c.0))
+                .collect(),
+            bytes: cur
+                .iter()
+                .zip(&base)
+                .map(|(c, b)| c.1 - b.1.min(c.1))
+                .collect(),
+            latency: cur
+                .iter()
+                .zip(&base)
+                .map(|(c, b)| sub_hist(&c.2, &b.2))
+                .collect(),
+        });
+        last_snap = snap;
+        for (k, f) in first_io.iter_mut().enumerate() {
+            if f.is_none() && samples.last().is_some_and(|x| x.ios[k] > 0) {
+                *f = Some(t);
+            }
+        }
+        if ctx.stop.load(Ordering::Relaxed) {
+            kill_all(&mut running);
+            bail!("interrupted");
+        }
+        if t > deadline {
+            kill_all(&mut running);
+            bail!("{name}: fio did not finish within {deadline:.0} s");
+        }
+        let mut all_done = true;
+        let mut exited = vec![false; tenants.len()];
+        for (i, r) in running.iter_mut().enumerate() {
+            match r {
+                None => all_done = false,
+                Some(r) => match r.child.try_wait()? {
+                    None => all_done = false,
+                    Some(_) if r.stopped => exited[i] = true,
+                    Some(st) if !st.success() => {
+                        let msg = std::fs::read_to_string(&r.err).unwrap_or_default();
+                        kill_all(&mut running);
+                        bail!(
+                            "{name}: fio of {} failed ({st}): {}",
+                            tenants[i].name,
+                            msg.trim()
+                        );
+                    }
+                    Some(_) => exited[i] = true,
+                },
+            }
+        }
+        let all_started = first_io
+            .iter()
+            .try_fold(0.0, |m: f64, f| f.map(|f| m.max(f)));
+        for (i, tenant) in tenants.iter().enumerate() {
+            // An exited child is reaped: its pid may belong to another process.
+            let Some(r) = running[i].as_mut().filter(|_| !exited[i]) else {
+                continue;
+            };
+            let held = match (tenant.hold_s, all_started) {
+                (Some(h), Some(a)) => t >= a + h,
+                _ => false,
+            };
+            let partner_done = tenant.stop_with.is_some_and(|k| exited[k]);
+            if (held || partner_done) && !r.stopped {
+                // SAFETY: signalling our own child.
+                unsafe { libc::kill(r.child.id() as i32, libc::SIGINT) };
+                r.stopped = true;
+            }
+        }
+        if all_done {
+            break;
+        }
+    }
+    let wall_s = t0.elapsed().as_secs_f64();
+    let iocost_vrate_pct = std::fs::read_to_string(ctx.cgroups.io_root.join("io.stat"))
+        .ok()
+        .and_then(|t| {
+            let dev = format!("{}:{}", ctx.dev.major, ctx.dev.minor);
+            crate::iocost::field(crate::iocost::device_line(&t, &dev)?, "cost.vrate")?
+                .parse()
+                .ok()
+        });
+    let cpu_busy_s = cpu_busy_now() - cpu0;
+    let delta = last_snap.delta_since(&base_snap);
+    let lock_wait_s = delta.locks.as_ref().map(|l| {
+        l.series
+            .iter()
+            .filter(|s| ids.contains(&s.cgroup.id))
+            // fold, not sum: an empty f64 sum is -0.0.
+            .fold(0.0, |a, s| a + s.wait_seconds)
+    });
+    let last = samples.last().ok_or_else(|| anyhow!("{name}: no sample"))?;
+    let mut runs = Vec::new();
+    for (i, t) in tenants.iter().enumerate() {
+        let r = running[i].as_ref().expect("all started");
+        let text = std::fs::read_to_string(&r.out)
+            .with_context(|| format!("reading fio's output {}", r.out.display()))?;
+        let fio = fio::parse_fio_json(&text)
+            .with_context(|| format!("{name}: fio's output for {}", t.name))?;
+        runs.push(TenantRun {
+            tenant: t.clone(),
+            cgroup: ctx.cgroups.rel(&dirs[i]),
+            fio,
+            ios: last.ios[i],
+            bytes: last.bytes[i],
+            latency: last.latency[i].clone(),
+        });
+    }
+    Ok(PhaseRun {
+        name: name.into(),
+        tenants: runs,
+        wall_s,
+        cpu_busy_s,
+        lock_wait_s,
+        iocost_vrate_pct,
+        bounds: last_snap.hist_lower_bounds_seconds.clone(),
+        samples,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_stat_busy_counts_user_system_and_interrupts() {
+        let text = "cpu  100 5 50 1000 40 3 2 7 0 0\ncpu0 1 2 3 4 5 6 7\n";
+        // user 100 + nice 5 + system 50 + irq 3 + softirq 2 = 160 ticks.
+        assert_eq!(parse_proc_stat_busy(text, 100.0), Some(1.6));
+        assert_eq!(parse_proc_stat_busy("cpu0 1 2\n", 100.0), None);
+    }
+}

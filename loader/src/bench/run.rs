@@ -1,0 +1,189 @@
+//! `iowarden bench` from the command line to the files: validates
+//! everything before changing anything, runs the suites, writes
+//! report.json, summary.md and the plots, and restores what it changed
+//! (also when interrupted: the report then holds what was measured).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+
+use super::knob::{select, HostFacts, KnobCtl};
+use super::phase::{Cgroups, Ctx};
+use super::report::{markdown, Report, Unavailable, SCHEMA};
+use super::suites::{self, Bench};
+use super::{parse_knobs, parse_suites, Knob, Params, Suite};
+use crate::devices::{kernel_devt, resolve_device};
+use crate::monitor::Monitor;
+use crate::tracer::TracerConfig;
+
+pub struct BenchOptions {
+    pub device: String,
+    pub suites: String,
+    /// None: every knob this host offers (the others are listed as unavailable).
+    pub knobs: Option<String>,
+    pub out: PathBuf,
+    pub quick: bool,
+    pub force: bool,
+    pub state_dir: PathBuf,
+}
+
+fn now_unix() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+fn monitor(dev: &iowarden_exporters::DeviceRef, locks: bool) -> Result<Monitor> {
+    Monitor::start(&TracerConfig {
+        max_series: 1024,
+        filter_devt: Some(kernel_devt(dev.major, dev.minor)),
+        latency: true,
+        hwq: false,
+        nvme: false,
+        iocost: false,
+        locks: locks.then(crate::locks::LockConfig::default),
+    })
+}
+
+/// Checks what needs no kernel change: suites, knobs, device, mounts.
+fn validate(o: &BenchOptions) -> Result<(Vec<Suite>, Vec<Knob>, iowarden_exporters::DeviceRef)> {
+    let suites = parse_suites(&o.suites)?;
+    let knobs = parse_knobs(o.knobs.as_deref().unwrap_or("all"))?;
+    let dev = resolve_device(&o.device)?;
+    if !o.force {
+        let mi = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        if let Some(why) = crate::profile::mounted_or_held(&dev.name, &mi) {
+            bail!(
+                "{} is {why}: the bench would disturb what uses it and measure noise. Use an idle device, or --force; nothing changed",
+                dev.name
+            );
+        }
+    }
+    Ok((suites, knobs, dev))
+}
+
+pub fn run(o: BenchOptions, stop: Arc<AtomicBool>) -> Result<Report> {
+    let (suites, requested, dev) = validate(&o)?;
+    crate::preflight::check()?;
+    let hs = crate::cgroups::parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo")?);
+    let h = crate::cgroups::io_hierarchy(&hs)
+        .context("no cgroup hierarchy with the io (blkio) controller is mounted")?
+        .clone();
+    let device_bytes =
+        std::fs::read_to_string(Path::new("/sys/block").join(&dev.name).join("size"))
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .map(|s| s * 512)
+            .unwrap_or(0);
+    if device_bytes < (64 << 20) {
+        bail!("{} is smaller than 64 MiB; nothing changed", dev.name);
+    }
+    let mut ctl = KnobCtl::new(&h.mount_point, h.v2, &dev, &o.state_dir);
+    ctl.recover()?;
+    let cgroups = Cgroups::create(&h.mount_point, h.v2)?;
+    let probe = cgroups.make("probe")?;
+    let facts = HostFacts::probe(&h.mount_point, h.v2, &probe, &dev);
+    cgroups.remove(&probe);
+    let (knobs, missing) = select(&requested, o.knobs.is_some(), &facts)?;
+    for (k, why) in &missing {
+        eprintln!("iowarden bench: {k} unavailable: {why}");
+    }
+
+    let jobs_dir = o.out.join("jobs");
+    let fio_dir = o.out.join("fio");
+    super::fio::write_job_files(&jobs_dir)?;
+    std::fs::create_dir_all(&fio_dir)?;
+    let params = Params::new(o.quick, device_bytes);
+    let mut report = Report {
+        schema: SCHEMA.into(),
+        device: dev.clone(),
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .unwrap_or_default()
+            .trim()
+            .into(),
+        hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .unwrap_or_default()
+            .trim()
+            .into(),
+        started_unix_seconds: now_unix(),
+        params: Some(params.clone()),
+        suites: suites.clone(),
+        knobs: knobs.clone(),
+        unavailable: missing
+            .iter()
+            .map(|(k, r)| Unavailable {
+                knob: *k,
+                reason: r.clone(),
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let ctx = Ctx {
+        monitor: monitor(&dev, false)?,
+        cgroups,
+        ctl,
+        dev: dev.clone(),
+        dev_path: Path::new("/dev").join(&dev.name),
+        jobs_dir,
+        fio_dir,
+        params,
+        stop,
+    };
+    let mut b = Bench::new(ctx, std::mem::take(&mut report));
+    let mut outcome = Ok(());
+    for s in &suites {
+        let r = match s {
+            Suite::Overhead => suites::overhead(&mut b, &knobs),
+            Suite::Fairness => suites::fairness(&mut b, &knobs),
+            Suite::PrioUtil => suites::prio_util(&mut b, &knobs),
+            Suite::Burst => suites::burst(&mut b, &knobs),
+            Suite::Schedulers => {
+                // The lock programs cost a stack walk per contention: only here.
+                let (m, src) = match monitor(&dev, true) {
+                    Ok(m) => {
+                        let why = m
+                            .probe_report()
+                            .into_iter()
+                            .find(|p| p.starts_with("lock"))
+                            .unwrap_or_default();
+                        (m, why)
+                    }
+                    Err(e) => (monitor(&dev, false)?, format!("lock programs: {e:#}")),
+                };
+                b.ctx.monitor = m;
+                let r = suites::schedulers(&mut b, &knobs, &src);
+                b.ctx.monitor = monitor(&dev, false)?;
+                r
+            }
+        };
+        if let Err(e) = r {
+            outcome = Err(e.context(format!("suite {s}")));
+            break;
+        }
+    }
+    let Bench {
+        ctx, mut report, ..
+    } = b;
+    // Restore before writing: knobs, scheduler, cgroups.
+    drop(ctx);
+    report.finished_unix_seconds = now_unix();
+    report.verdicts = super::verdict::verdicts(&report);
+    match super::plot::write_all(&report, &o.out) {
+        Ok(p) => report.plots = p,
+        Err(e) => eprintln!("iowarden bench: warning: {e:#}"),
+    }
+    let json = serde_json::to_string_pretty(&report)?;
+    std::fs::write(o.out.join("report.json"), json + "\n")
+        .with_context(|| format!("writing {}/report.json", o.out.display()))?;
+    std::fs::write(o.out.join("summary.md"), markdown(&report))?;
+    match outcome {
+        Ok(()) => Ok(report),
+        Err(e) => Err(e.context(format!(
+            "stopped; everything changed was restored; partial results in {}",
+            o.out.display()
+        ))),
+    }
+}
