@@ -45,6 +45,9 @@ fn monitor(dev: &iowarden_exporters::DeviceRef, locks: bool) -> Result<Monitor> 
         nvme: false,
         iocost: false,
         locks: locks.then(crate::locks::LockConfig::default),
+        // The bench scores the knobs, not the model: no per-request charge.
+        cost: false,
+        ..Default::default()
     })
 }
 
