@@ -39,7 +39,9 @@ fn within(a: u64, b: u64, frac: f64) -> bool {
 /// file's holes finish in a few microseconds without touching the disk, and
 /// there fio's clat is dominated by fio's own wake-up after the kernel
 /// completed the request (~10 us on this 2-vCPU VM), which no block-layer
-/// event can see.
+/// event can see. The two-sided one-bucket check is made where requests
+/// take milliseconds and that wake-up is a fraction of a bucket: the
+/// guest's null_blk test, tests/vmtest/guest/t-15-fidelity.sh.
 #[test]
 fn per_cgroup_fidelity_against_fio() {
     let top = LoopDev::file(1024);
