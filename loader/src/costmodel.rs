@@ -62,14 +62,8 @@ pub fn default_model(flag: Option<LinearModel>) -> LinearModel {
     flag.unwrap_or(AUTOP_SSD_DFL)
 }
 
-const KEYS: [&str; 6] = [
-    "rbps",
-    "rseqiops",
-    "rrandiops",
-    "wbps",
-    "wseqiops",
-    "wrandiops",
-];
+/// The six parameters, in the order the kernel prints them.
+use crate::knobs::cost_model::COEFS as KEYS;
 
 impl LinearModel {
     fn values(&self) -> [u64; 6] {

@@ -360,22 +360,17 @@ impl LockTracer {
     /// the key, so the BPF side can claim it again. No task can contend in a
     /// removed cgroup, so nothing races the zeroing.
     fn release_slot(&mut self, slot: u32) -> Result<()> {
-        let ncpu = libbpf_rs::num_possible_cpus()?;
-        let zero = vec![vec![0u8; std::mem::size_of::<lk_stats>()]; ncpu];
-        self.skel
-            .maps
-            .lock_stats
-            .update_percpu(&slot.to_ne_bytes(), &zero, MapFlags::ANY)?;
-        let bss = self
-            .skel
-            .maps
+        let maps = &mut self.skel.maps;
+        let bss = maps
             .bss_data
             .as_deref_mut()
             .context("locks BPF object has no .bss")?;
-        // SAFETY: an aligned u64 in the mmapped .bss; the BPF side only
-        // compare-and-swaps free (0) keys.
-        unsafe { std::ptr::write_volatile(&mut bss.tables.slot_key[slot as usize], 0) };
-        Ok(())
+        crate::tracer::free_slot(
+            &maps.lock_stats,
+            std::mem::size_of::<lk_stats>(),
+            slot,
+            &mut bss.tables.slot_key[slot as usize],
+        )
     }
 
     /// Frees every slot of cgroups that stayed out of the hierarchy for

@@ -65,6 +65,18 @@ struct TraceArgs {
     locks_all: bool,
 }
 
+impl TraceArgs {
+    /// The kernel's name of the `--device` filter, if one was given.
+    fn device_name(&self) -> Result<Option<String>> {
+        Ok(self
+            .device
+            .as_deref()
+            .map(resolve_device)
+            .transpose()?
+            .map(|d| d.name))
+    }
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Run the daemon: poll the BPF maps, serve /metrics and /snapshot.json
@@ -510,12 +522,7 @@ fn real_main(cli: Cli) -> Result<()> {
         } => {
             let mut monitor = start_monitor(&trace)?;
             let stop = stop_flag()?;
-            let device = trace
-                .device
-                .as_deref()
-                .map(resolve_device)
-                .transpose()?
-                .map(|d| d.name);
+            let device = trace.device_name()?;
             let opts = topview::TopOptions {
                 interval,
                 device,
@@ -537,12 +544,7 @@ fn real_main(cli: Cli) -> Result<()> {
             trace.locks_all |= all;
             let mut monitor = start_monitor(&trace)?;
             let stop = stop_flag()?;
-            let device = trace
-                .device
-                .as_deref()
-                .map(resolve_device)
-                .transpose()?
-                .map(|d| d.name);
+            let device = trace.device_name()?;
             let prev = monitor.poll()?;
             if prev.locks.is_none() {
                 anyhow::bail!("lock contention cannot be traced here (see the message above)");
@@ -586,12 +588,7 @@ fn real_main(cli: Cli) -> Result<()> {
                 std::thread::sleep(Duration::from_millis(100));
             }
             let snap = monitor.poll()?;
-            let device = trace
-                .device
-                .as_deref()
-                .map(resolve_device)
-                .transpose()?
-                .map(|d| d.name);
+            let device = trace.device_name()?;
             print!(
                 "{}",
                 iowarden::costview::render(&snap.cost_models, device.as_deref())

@@ -453,21 +453,37 @@ impl Tracer {
     /// Frees a series slot whose cgroup is gone: zeroes its counters, then
     /// releases the key so the BPF side can claim it again.
     pub fn release_slot(&mut self, slot: u32) -> Result<()> {
-        let ncpu = libbpf_rs::num_possible_cpus()?;
-        let zero = vec![vec![0u8; std::mem::size_of::<iow_io_stats>()]; ncpu];
-        self.skel
-            .maps
-            .io_stats
-            .update_percpu(&slot.to_ne_bytes(), &zero, MapFlags::ANY)?;
-        let bss = self
-            .skel
-            .maps
+        let maps = &mut self.skel.maps;
+        let bss = maps
             .bss_data
             .as_deref_mut()
             .context("BPF object has no .bss")?;
-        unsafe { std::ptr::write_volatile(&mut bss.tables.slot_key[slot as usize], 0) };
-        Ok(())
+        free_slot(
+            &maps.io_stats,
+            std::mem::size_of::<iow_io_stats>(),
+            slot,
+            &mut bss.tables.slot_key[slot as usize],
+        )
     }
+}
+
+/// Frees one slot of a series table whose keys the BPF side claims with a
+/// compare-and-swap (0 = free): the per-CPU values first, then the key, so
+/// the next claim starts from zero. Only for keys nothing can hit any more
+/// (their cgroup is gone).
+pub(crate) fn free_slot<M: MapCore>(
+    stats: &M,
+    value_size: usize,
+    slot: u32,
+    key: &mut u64,
+) -> Result<()> {
+    let ncpu = libbpf_rs::num_possible_cpus()?;
+    let zero = vec![vec![0u8; value_size]; ncpu];
+    stats.update_percpu(&slot.to_ne_bytes(), &zero, MapFlags::ANY)?;
+    // SAFETY: an aligned u64 in the mmapped .bss, also read and
+    // compare-and-swapped by the BPF side: a volatile store, never torn.
+    unsafe { std::ptr::write_volatile(key, 0) };
+    Ok(())
 }
 
 /// Kernel-side statistics of one loaded program (`bpf_prog_info`).
