@@ -22,6 +22,7 @@
 #include <bpf/bpf_core_read.h>
 #include "iowarden.h"
 #include "rq.bpf.h"
+#include "table.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -99,11 +100,6 @@ struct {
 	__type(value, struct iow_stamp);
 } issue_stamps SEC(".maps");
 
-static __always_inline __u64 hash64(__u64 v)
-{
-	return v * 0x9E3779B97F4A7C15ULL;
-}
-
 static __always_inline void count_drop(__u32 what)
 {
 	__u32 zero = 0;
@@ -166,42 +162,14 @@ static __always_inline __u32 series_slot(struct request *rq, __u32 dev_idx, __u6
 	__u64 k = (rq_cgroup_id(rq) << IOW_KEY_CGID_SHIFT) |
 		  ((__u64)dev_idx << IOW_KEY_DEV_SHIFT) |
 		  ((__u64)rq_op(rq) << IOW_KEY_OP_SHIFT) | 1;
-	__u32 start = hash64(k) >> 32;
-	__u32 free = IOW_MAX_SLOTS;
+	__u32 slot;
 
 	*key = k;
-	for (int i = 0; i < IOW_SLOT_PROBES; i++) {
-		__u32 idx = (start + i) & slot_mask & (IOW_MAX_SLOTS - 1);
-		__u64 cur = tables.slot_key[idx];
-
-		if (cur == k)
-			return idx;
-		if (cur == 0 && free == IOW_MAX_SLOTS)
-			free = idx;
-	}
-	/* Not present: claim the first free slot of the probe window. Two CPUs
-	 * racing on a new key may claim two slots; user space merges them. */
-	if (free < IOW_MAX_SLOTS) {
-		__u64 cur = __sync_val_compare_and_swap(&tables.slot_key[free], 0, k);
-
-		if (cur == 0 || cur == k)
-			return free;
-	}
+	slot = claim_slot(tables.slot_key, IOW_MAX_SLOTS, slot_mask, IOW_SLOT_PROBES, k);
+	if (slot < IOW_MAX_SLOTS)
+		return slot;
 	count_drop(IOW_DROP_SLOT_FULL);
 	return IOW_NO_SLOT;
-}
-
-static __always_inline __u32 log2_u64(__u64 v)
-{
-	__u32 r = 0;
-
-	if (v >> 32) { v >>= 32; r += 32; }
-	if (v >> 16) { v >>= 16; r += 16; }
-	if (v >> 8)  { v >>= 8;  r += 8; }
-	if (v >> 4)  { v >>= 4;  r += 4; }
-	if (v >> 2)  { v >>= 2;  r += 2; }
-	if (v >> 1)  { r += 1; }
-	return r;
 }
 
 /* Log-linear bucket of a latency; see enum iow_const for the layout. */

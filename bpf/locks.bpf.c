@@ -27,6 +27,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "locks.h"
+#include "table.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -233,47 +234,10 @@ static __always_inline __u64 task_io_cgroup(struct task_struct *task)
 	return BPF_CORE_READ(css, cgroup, kn, id);
 }
 
-static __always_inline __u32 log2_u64(__u64 v)
-{
-	__u32 r = 0;
-
-	if (v >> 32) { v >>= 32; r += 32; }
-	if (v >> 16) { v >>= 16; r += 16; }
-	if (v >> 8)  { v >>= 8;  r += 8; }
-	if (v >> 4)  { v >>= 4;  r += 4; }
-	if (v >> 2)  { v >>= 2;  r += 2; }
-	if (v >> 1)  { r += 1; }
-	return r;
-}
-
-static __always_inline __u64 hash64(__u64 v)
-{
-	return v * 0x9E3779B97F4A7C15ULL;
-}
-
 /* Slot of the key, claiming one on first sight; LK_MAX_SLOTS when full. */
 static __always_inline __u32 series_slot(__u64 k)
 {
-	__u32 start = hash64(k) >> 32;
-	__u32 free = LK_MAX_SLOTS;
-
-	for (int i = 0; i < LK_SLOT_PROBES; i++) {
-		__u32 idx = (start + i) & (LK_MAX_SLOTS - 1);
-		__u64 cur = tables.slot_key[idx];
-
-		if (cur == k)
-			return idx;
-		if (cur == 0 && free == LK_MAX_SLOTS)
-			free = idx;
-	}
-	/* Two CPUs racing on a new key may claim two slots; user space merges. */
-	if (free < LK_MAX_SLOTS) {
-		__u64 cur = __sync_val_compare_and_swap(&tables.slot_key[free], 0, k);
-
-		if (cur == 0 || cur == k)
-			return free;
-	}
-	return LK_MAX_SLOTS;
+	return claim_slot(tables.slot_key, LK_MAX_SLOTS, LK_MAX_SLOTS - 1, LK_SLOT_PROBES, k);
 }
 
 SEC("tp_btf/contention_end")

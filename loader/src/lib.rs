@@ -1,48 +1,26 @@
 //! iowarden: per-cgroup block I/O observability on BPF tracepoints.
 
-pub mod skel {
-    #![allow(
-        clippy::all,
-        non_camel_case_types,
-        non_snake_case,
-        dead_code,
-        missing_docs
-    )]
-    include!(concat!(env!("OUT_DIR"), "/iowarden.skel.rs"));
+/// A libbpf-cargo skeleton that build.rs generated into OUT_DIR, as a
+/// module (generated code: lints off).
+macro_rules! skeleton {
+    ($module:ident, $file:literal) => {
+        pub mod $module {
+            #![allow(
+                clippy::all,
+                non_camel_case_types,
+                non_snake_case,
+                dead_code,
+                missing_docs
+            )]
+            include!(concat!(env!("OUT_DIR"), "/", $file));
+        }
+    };
 }
 
-pub mod nvme_skel {
-    #![allow(
-        clippy::all,
-        non_camel_case_types,
-        non_snake_case,
-        dead_code,
-        missing_docs
-    )]
-    include!(concat!(env!("OUT_DIR"), "/nvme.skel.rs"));
-}
-
-pub mod iocost_skel {
-    #![allow(
-        clippy::all,
-        non_camel_case_types,
-        non_snake_case,
-        dead_code,
-        missing_docs
-    )]
-    include!(concat!(env!("OUT_DIR"), "/iocost.skel.rs"));
-}
-
-pub mod locks_skel {
-    #![allow(
-        clippy::all,
-        non_camel_case_types,
-        non_snake_case,
-        dead_code,
-        missing_docs
-    )]
-    include!(concat!(env!("OUT_DIR"), "/locks.skel.rs"));
-}
+skeleton!(skel, "iowarden.skel.rs");
+skeleton!(nvme_skel, "nvme.skel.rs");
+skeleton!(iocost_skel, "iocost.skel.rs");
+skeleton!(locks_skel, "locks.skel.rs");
 
 pub mod bench;
 pub mod cgroups;

@@ -466,28 +466,13 @@ impl LockTracer {
 
     /// Run count and time of the two programs (BPF stats).
     pub fn prog_stats(&self) -> Vec<ProgStats> {
-        use std::os::fd::{AsFd, AsRawFd};
-        let mut out = Vec::new();
-        for (name, p) in [
+        [
             ("contention_begin", &self.skel.progs.contention_begin),
             ("contention_end", &self.skel.progs.contention_end),
-        ] {
-            let fd = p.as_fd().as_raw_fd();
-            let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
-            let mut len = std::mem::size_of_val(&info) as u32;
-            // SAFETY: zeroed bpf_prog_info and its size; no array pointers set.
-            let rc =
-                unsafe { libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(fd, &mut info, &mut len) };
-            if rc == 0 {
-                out.push(ProgStats {
-                    name: name.to_string(),
-                    run_time_ns: info.run_time_ns,
-                    run_cnt: info.run_cnt,
-                    recursion_misses: info.recursion_misses,
-                });
-            }
-        }
-        out
+        ]
+        .into_iter()
+        .filter_map(|(name, p)| crate::tracer::prog_stats_of(name, p))
+        .collect()
     }
 
     /// Series slots in use, for iowarden_map_entries.

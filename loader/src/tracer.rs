@@ -486,6 +486,24 @@ pub(crate) fn free_slot<M: MapCore>(
     Ok(())
 }
 
+/// Run count and time of one loaded program from the kernel's
+/// `bpf_prog_info`; None when the kernel does not answer.
+pub(crate) fn prog_stats_of(name: &str, prog: &impl std::os::fd::AsFd) -> Option<ProgStats> {
+    use std::os::fd::AsRawFd;
+    let fd = prog.as_fd().as_raw_fd();
+    let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
+    let mut len = std::mem::size_of_val(&info) as u32;
+    // SAFETY: info is a zeroed bpf_prog_info and len its size; with no
+    // array pointers set the kernel fills only the scalar fields.
+    let rc = unsafe { libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(fd, &mut info, &mut len) };
+    (rc == 0).then(|| ProgStats {
+        name: name.to_string(),
+        run_time_ns: info.run_time_ns,
+        run_cnt: info.run_cnt,
+        recursion_misses: info.recursion_misses,
+    })
+}
+
 /// Kernel-side statistics of one loaded program (`bpf_prog_info`).
 #[derive(Debug, Clone, Default)]
 pub struct ProgStats {
@@ -504,28 +522,13 @@ pub type TableFill = (&'static str, u64, u64);
 impl Tracer {
     /// Run count and time of every loaded tracepoint program.
     pub fn prog_stats(&self) -> Vec<ProgStats> {
-        use std::os::fd::{AsFd, AsRawFd};
         let mut out = Vec::new();
         for &(name, _, _) in TRACEPOINTS {
             // Programs left unloaded (tracepoint missing) have no fd.
             if self.probes.iter().any(|p| p.name == name && !p.active) {
                 continue;
             }
-            let fd = Self::prog(&self.skel, name).as_fd().as_raw_fd();
-            let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
-            let mut len = std::mem::size_of_val(&info) as u32;
-            // SAFETY: info is a zeroed bpf_prog_info and len its size; with no
-            // array pointers set the kernel fills only the scalar fields.
-            let rc =
-                unsafe { libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(fd, &mut info, &mut len) };
-            if rc == 0 {
-                out.push(ProgStats {
-                    name: name.to_string(),
-                    run_time_ns: info.run_time_ns,
-                    run_cnt: info.run_cnt,
-                    recursion_misses: info.recursion_misses,
-                });
-            }
+            out.extend(prog_stats_of(name, Self::prog(&self.skel, name)));
         }
         out
     }
