@@ -266,20 +266,8 @@ impl LockTracer {
             .as_deref()
             .context("locks BPF object has no .bss")?;
         let mut out = RawLockSample::default();
-        for slot in 0..MAX_SLOTS {
-            // The BPF side claims keys concurrently; aligned u64 reads do not tear.
-            let key = unsafe { std::ptr::read_volatile(&bss.tables.slot_key[slot as usize]) };
-            if key == 0 {
-                continue;
-            }
-            let Some(vals) = self
-                .skel
-                .maps
-                .lock_stats
-                .lookup_percpu(&slot.to_ne_bytes(), MapFlags::ANY)?
-            else {
-                continue;
-            };
+        let keys = &bss.tables.slot_key[..MAX_SLOTS as usize];
+        for (slot, key, vals) in crate::tracer::claimed_slots(keys, &self.skel.maps.lock_stats)? {
             out.slots
                 .entry(LockKey::decode(key))
                 .or_default()

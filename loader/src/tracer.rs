@@ -364,20 +364,10 @@ impl Tracer {
         if let Ok(mut v) = self.nested.lock() {
             out.nested = std::mem::take(&mut *v);
         }
-        for slot in 0..self.slots {
-            // The BPF side writes keys concurrently; a torn read is impossible for an aligned u64.
-            let key = unsafe { std::ptr::read_volatile(&bss.tables.slot_key[slot as usize]) };
-            if key == 0 {
-                continue;
-            }
-            let Some(vals) = self
-                .skel
-                .maps
-                .io_stats
-                .lookup_percpu(&slot.to_ne_bytes(), MapFlags::ANY)?
-            else {
-                continue;
-            };
+        for (slot, key, vals) in claimed_slots(
+            &bss.tables.slot_key[..self.slots as usize],
+            &self.skel.maps.io_stats,
+        )? {
             out.series.push(RawSeries {
                 slot,
                 key,
@@ -465,6 +455,28 @@ impl Tracer {
             &mut bss.tables.slot_key[slot as usize],
         )
     }
+}
+
+/// One claimed slot of a series table: slot, key, per-CPU values.
+pub(crate) type ClaimedSlot = (u32, u64, Vec<Vec<u8>>);
+
+/// The claimed slots of a series table (bpf/table.bpf.h claim_slot) and the
+/// per-CPU values `stats` holds for each.
+pub(crate) fn claimed_slots<M: MapCore>(keys: &[u64], stats: &M) -> Result<Vec<ClaimedSlot>> {
+    let mut out = Vec::new();
+    for (slot, k) in keys.iter().enumerate() {
+        // The BPF side claims keys concurrently: a volatile read of an
+        // aligned u64, never torn.
+        let key = unsafe { std::ptr::read_volatile(k) };
+        if key == 0 {
+            continue;
+        }
+        let slot = slot as u32;
+        if let Some(vals) = stats.lookup_percpu(&slot.to_ne_bytes(), MapFlags::ANY)? {
+            out.push((slot, key, vals));
+        }
+    }
+    Ok(out)
 }
 
 /// Frees one slot of a series table whose keys the BPF side claims with a
