@@ -4,17 +4,18 @@
  *
  * Every request is attributed to the cgroup of its bio (never the current
  * task: completions run in whatever context the interrupt hit, writeback in
- * kworkers). The hot path uses only the timestamps the request already
- * carries, array lookups (inlined by the verifier) and per-CPU counters: no
- * hash map keyed by request, no shared atomics per I/O.
+ * kworkers). One program per request does the work, at completion: the
+ * request already carries its allocation and issue times (start_time_ns,
+ * and io_start_time_ns wherever the queue collects stats, which wbt and
+ * iocost turn on), so counts, bytes, the three latency stages, the cost
+ * charge and the hardware queue's occupancy (Little's law: the sum of
+ * issue -> completion times over a window is the mean number in flight
+ * times the window) are all known there. block_rq_issue is attached only
+ * where a queue does not stamp requests itself, or for --hwq-events.
  *
- * Per-CPU counters are updated with plain read-modify-writes. Tracing
- * programs may nest on one CPU across contexts (a hard-IRQ completion
- * interrupting a softirq one), and a nested update of the same counter would
- * be overwritten when the interrupted one resumes. So every program first
- * computes its whole update, then applies it under a per-CPU busy flag; an
- * update that finds the flag set goes to a ring buffer instead, which user
- * space adds to its totals.
+ * Counters live in arrays split in a few shards by CPU: memory is series x
+ * shards, never series x CPUs. Where CPUs share a shard the adds are
+ * atomic (see add()). User space reads them through mmap and keeps deltas.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -29,12 +30,18 @@ char LICENSE[] SEC("license") = "GPL";
 /* Load-time switches (set by the loader before load). */
 const volatile bool enable_latency = true;
 const volatile bool enable_hwq = true;
+/* Count inserted/issued per hardware queue (needs block_rq_insert/issue). */
+const volatile bool enable_hwq_events = false;
 /* Charge every read/write the linear iocost model's cost (a few ns). */
 const volatile bool enable_cost = true;
 /* Trace only this dev_t (major << 20 | minor); 0 = every device. */
 const volatile __u32 filter_devt = 0;
 /* Number of series slots in use minus one (a power of two minus one). */
 const volatile __u32 slot_mask = 511;
+/* Number of counter shards minus one (a power of two minus one). */
+const volatile __u32 shard_mask = 0;
+/* Every possible CPU has a shard of its own (see add()). */
+const volatile bool exclusive_shards = false;
 /* Bit number of QUEUE_FLAG_STATS in request_queue->queue_flags (an anonymous
  * enum, so the loader reads it from kernel BTF); >= 64 = unknown, always stamp. */
 const volatile __u32 queue_flag_stats_bit = 64;
@@ -45,12 +52,14 @@ struct iow_tables tables;
  * the Rust side gets their values from the skeleton instead of a copy. */
 const volatile struct iow_enums iow_enums_btf;
 
+/* max_entries of the sharded arrays are set by the loader: capacity x shards. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 512); /* resized by the loader to slot_mask + 1 */
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 512);
 	__type(key, __u32);
-	__type(value, struct iow_io_stats);
-} io_stats SEC(".maps");
+	__type(value, struct iow_series);
+} series SEC(".maps");
 
 /* Cost model coefficients, written by the loader (see struct iow_cost_coefs). */
 struct {
@@ -61,37 +70,27 @@ struct {
 } cost_coefs SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, IOW_COST_CLASSES);
 	__type(key, __u32);
 	__type(value, struct iow_cost_class);
 } cost_classes SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, IOW_MAX_DEVS * IOW_MAX_HWQ);
 	__type(key, __u32);
 	__type(value, struct iow_hwq_stats);
 } hwq_stats SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct iow_drops);
 } drops SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct iow_cpu_state);
-} cpu_state SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 64 * 1024);
-} nested_updates SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -100,25 +99,46 @@ struct {
 	__type(value, struct iow_stamp);
 } issue_stamps SEC(".maps");
 
+/*
+ * Adds to a counter. Where every CPU has a shard of its own (no more CPUs
+ * than shards), a plain add is exact: each counter is written by one
+ * program only, and the kernel never runs a program nested inside itself
+ * on one CPU (it counts a recursion miss instead). Otherwise CPUs share
+ * shards and the add is atomic. The verifier drops the branch not taken.
+ */
+#define add(p, v)                                        \
+	do {                                             \
+		if (exclusive_shards)                    \
+			*(p) += (v);                     \
+		else                                     \
+			__sync_fetch_and_add((p), (v));  \
+	} while (0)
+
 static __always_inline void count_drop(__u32 what)
 {
 	__u32 zero = 0;
 	struct iow_drops *d = bpf_map_lookup_elem(&drops, &zero);
 
-	/* Atomic: drops are counted from nested programs too (rare path). */
+	/* Atomic: several programs count drops. */
 	if (d && what < IOW_NR_DROPS)
 		__sync_fetch_and_add(&d->n[what], 1);
+}
+
+static __always_inline __u32 shard(void)
+{
+	return bpf_get_smp_processor_id() & shard_mask;
 }
 
 /*
  * Index of the device in tables.dev_devt, claiming a free entry the first
  * time a device is seen. Returns IOW_MAX_DEVS when the table is full.
+ * Global, for the verifier (see series_slot()).
  */
-static __always_inline __u32 dev_index(__u32 devt)
+__noinline __u32 dev_index(__u32 devt)
 {
 	__u32 start = hash64(devt) >> (64 - IOW_DEV_BITS);
 
-	for (int i = 0; i < IOW_SLOT_PROBES; i++) {
+	for (int i = 0; i < IOW_DEV_PROBES; i++) {
 		__u32 idx = (start + i) & (IOW_MAX_DEVS - 1);
 		__u32 cur = tables.dev_devt[idx];
 
@@ -153,29 +173,53 @@ static __always_inline __u32 rq_op(struct request *rq)
 }
 
 /*
- * Slot of the request's (cgroup, device, op) series in the series table,
- * claiming one on first sight; IOW_NO_SLOT (and a counted drop) when the
- * table has no room. *key receives the series key.
+ * Slot of series key k, claimed on first sight; IOW_MAX_SLOTS when there is
+ * no room. A global function: the verifier checks its probe loop once,
+ * instead of the rest of each program once per state the loop can end in
+ * (seconds of load time with inlining).
  */
-static __always_inline __u32 series_slot(struct request *rq, __u32 dev_idx, __u64 *key)
+__noinline __u32 series_slot(__u64 k)
+{
+	return claim_slot(tables.slot_key, IOW_MAX_SLOTS, slot_mask, IOW_SLOT_PROBES, k);
+}
+
+/*
+ * This CPU's shard of the request's (cgroup, device, op) series, claiming a
+ * slot on first sight; NULL (and a counted drop) when the table has no
+ * room. *key receives the series key.
+ */
+static __always_inline struct iow_series *series_of(struct request *rq, __u32 dev_idx, __u64 *key)
 {
 	__u64 k = (rq_cgroup_id(rq) << IOW_KEY_CGID_SHIFT) |
 		  ((__u64)dev_idx << IOW_KEY_DEV_SHIFT) |
 		  ((__u64)rq_op(rq) << IOW_KEY_OP_SHIFT) | 1;
-	__u32 slot;
+	__u32 slot, idx;
 
 	*key = k;
-	slot = claim_slot(tables.slot_key, IOW_MAX_SLOTS, slot_mask, IOW_SLOT_PROBES, k);
-	if (slot < IOW_MAX_SLOTS)
-		return slot;
-	count_drop(IOW_DROP_SLOT_FULL);
-	return IOW_NO_SLOT;
+	slot = series_slot(k);
+	if (slot >= IOW_MAX_SLOTS) {
+		count_drop(IOW_DROP_SLOT_FULL);
+		return NULL;
+	}
+	idx = slot * (shard_mask + 1) + shard();
+	return bpf_map_lookup_elem(&series, &idx);
+}
+
+/* Microseconds in a nanosecond count. Below 2^32 ns (4.3 s) without a
+ * division: (ns / 8) / 125 as a multiply by ceil(2^35 / 125) = 274877907,
+ * exact for (ns / 8) < 2^35 / 7 (the rounding error 7 / 2^35 per unit
+ * stays below one 125th). The division is tens of cycles on x86. */
+static __always_inline __u64 ns_to_us(__u64 ns)
+{
+	if (ns < (1ULL << 32))
+		return ((ns >> 3) * 274877907ULL) >> 35;
+	return ns / 1000;
 }
 
 /* Log-linear bucket of a latency; see enum iow_const for the layout. */
 static __always_inline __u32 hist_bucket(__u64 ns)
 {
-	__u64 us = ns / 1000;
+	__u64 us = ns_to_us(ns);
 	__u32 p, idx;
 
 	if (us < (1 << IOW_HIST_SUB_BITS))
@@ -186,114 +230,24 @@ static __always_inline __u32 hist_bucket(__u64 ns)
 	return idx < IOW_HIST_BUCKETS ? idx : IOW_HIST_BUCKETS - 1;
 }
 
-static __always_inline void record(struct iow_update *u, __u32 stage, __u64 ns)
+static __always_inline void count_bucket(struct iow_series *s, __u32 stage, __u64 ns)
 {
-	if (stage >= IOW_NR_STAGES)
-		return;
-	u->lat_ns[stage] = ns;
-	u->bucket[stage] = hist_bucket(ns);
+	__u32 b = hist_bucket(ns);
+
+	if (stage < IOW_NR_STAGES && b < IOW_HIST_BUCKETS)
+		add(&s->hist[stage * IOW_HIST_BUCKETS + b], 1);
 }
 
-static __always_inline void update_init(struct iow_update *u)
-{
-	__builtin_memset(u, 0, sizeof(*u));
-	u->slot = IOW_NO_SLOT;
-	u->hwq = IOW_NO_SLOT;
-	u->cost_class = IOW_NO_SLOT;
-	for (int i = 0; i < IOW_NR_STAGES; i++)
-		u->bucket[i] = IOW_NO_BUCKET;
-}
-
-static __always_inline void apply_series(struct iow_update *u)
-{
-	__u32 slot = u->slot;
-	struct iow_io_stats *s = bpf_map_lookup_elem(&io_stats, &slot);
-
-	if (!s)
-		return;
-	s->ios += u->ios;
-	s->bytes += u->bytes;
-	s->merged += u->merged;
-	s->requeued += u->requeued;
-	s->cost += u->cost;
-	s->rand_ios += u->rand_ios;
-	for (int i = 0; i < IOW_NR_STAGES; i++) {
-		__u32 b = u->bucket[i];
-
-		if (b < IOW_HIST_BUCKETS) {
-			s->lat_sum_ns[i] += u->lat_ns[i];
-			s->hist[i * IOW_HIST_BUCKETS + b]++;
-		}
-	}
-}
-
-static __always_inline void apply_hwq(struct iow_update *u)
-{
-	__u32 idx = u->hwq;
-	struct iow_hwq_stats *h = bpf_map_lookup_elem(&hwq_stats, &idx);
-
-	if (!h)
-		return;
-	h->inserted += u->hwq_inserted;
-	h->issued += u->hwq_issued;
-	h->completed += u->hwq_completed;
-	h->requeued += u->hwq_requeued;
-	h->busy_ns += u->busy_ns;
-}
-
-static __always_inline void apply_cost_class(struct iow_update *u)
-{
-	__u32 idx = u->cost_class;
-	struct iow_cost_class *c = bpf_map_lookup_elem(&cost_classes, &idx);
-
-	if (!c)
-		return;
-	c->ios += 1;
-	c->bytes += u->bytes;
-	c->device_ns += u->lat_ns[IOW_STAGE_DEVICE];
-	c->cost += u->cost;
-}
-
-/* Applies an update to this CPU's counters, or hands it to user space when
- * it interrupted another program's update (see the top of this file). */
-static __always_inline void commit(struct iow_update *u)
-{
-	__u32 zero = 0;
-	struct iow_cpu_state *c = bpf_map_lookup_elem(&cpu_state, &zero);
-
-	if (!c)
-		return;
-	if (c->busy) {
-		count_drop(IOW_DROP_NESTED);
-		if (bpf_ringbuf_output(&nested_updates, u, sizeof(*u), 0))
-			count_drop(IOW_DROP_NESTED_LOST);
-		return;
-	}
-	/* Interrupted between this load and store, the nested program saw
-	 * busy == 0, applied its update fully and cleared busy again before we
-	 * resume: nothing of ours was in flight yet. */
-	c->busy = 1;
-	barrier();
-	if (u->slot != IOW_NO_SLOT)
-		apply_series(u);
-	if (u->hwq != IOW_NO_SLOT)
-		apply_hwq(u);
-	/* Classes take only requests whose device time is known, so that the
-	 * model's error compares like with like. */
-	if (u->cost_class != IOW_NO_SLOT && u->bucket[IOW_STAGE_DEVICE] != IOW_NO_BUCKET)
-		apply_cost_class(u);
-	barrier();
-	c->busy = 0;
-}
-
-/* Index of the request's hardware queue in hwq_stats. */
-static __always_inline __u32 hwq_index(struct request *rq, __u32 dev_idx)
+/* This CPU's shard of the request's hardware queue. */
+static __always_inline struct iow_hwq_stats *hwq_of(struct request *rq, __u32 dev_idx)
 {
 	__u32 q = rq->mq_hctx ? rq->mq_hctx->queue_num : 0;
+	__u32 idx;
 
 	if (q >= IOW_MAX_HWQ)
 		q = IOW_MAX_HWQ - 1;
-	return dev_idx * IOW_MAX_HWQ + q;
+	idx = (dev_idx * IOW_MAX_HWQ + q) * (shard_mask + 1) + shard();
+	return bpf_map_lookup_elem(&hwq_stats, &idx);
 }
 
 /* A request in flight is identified by (device, hardware queue, driver tag). */
@@ -325,40 +279,48 @@ static __always_inline __u32 traced_dev(struct request *rq)
 	return idx;
 }
 
+/* Does the request's queue collect stats (QUEUE_FLAG_STATS), so that the
+ * kernel stamps io_start_time_ns on every request it issues? */
+static __always_inline bool queue_stamps(struct request *rq)
+{
+	return queue_flag_stats_bit < 64 &&
+	       (rq->q->queue_flags & (1ULL << (queue_flag_stats_bit & 63)));
+}
+
+/* Attached only with --hwq-events. */
 SEC("tp_btf/block_rq_insert")
 int BPF_PROG(block_rq_insert, struct request *rq)
 {
 	__u32 dev = traced_dev(rq);
-	struct iow_update u;
+	struct iow_hwq_stats *h;
 
-	if (dev >= IOW_MAX_DEVS || !enable_hwq)
+	if (dev >= IOW_MAX_DEVS || !enable_hwq_events)
 		return 0;
-	update_init(&u);
-	u.hwq = hwq_index(rq, dev);
-	u.hwq_inserted = 1;
-	commit(&u);
+	h = hwq_of(rq, dev);
+	if (h)
+		add(&h->inserted, 1);
 	return 0;
 }
 
+/* Attached where a queue does not stamp io_start_time_ns (see the top of
+ * this file), or with --hwq-events. */
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(block_rq_issue, struct request *rq)
 {
 	__u32 dev = traced_dev(rq);
-	struct iow_update u;
 
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
-	if (enable_hwq) {
-		update_init(&u);
-		u.hwq = hwq_index(rq, dev);
-		u.hwq_issued = 1;
-		commit(&u);
+	if (enable_hwq_events) {
+		struct iow_hwq_stats *h = hwq_of(rq, dev);
+
+		if (h)
+			add(&h->issued, 1);
 	}
 	/* blk_mq_start_request() stamps io_start_time_ns right after this
 	 * tracepoint when the queue collects stats (iocost, wbt, ...). Only
 	 * when it will not do we keep a stamp of our own. */
-	if (queue_flag_stats_bit >= 64 ||
-	    !(rq->q->queue_flags & (1ULL << (queue_flag_stats_bit & 63)))) {
+	if (!queue_stamps(rq)) {
 		__u64 ident = rq_ident(rq, dev);
 		struct iow_stamp *st = stamp_slot(ident);
 
@@ -383,6 +345,13 @@ static __always_inline __u64 issue_time(struct request *rq, __u32 dev_idx)
 		stats_flag = 1U << bpf_core_enum_value(enum rqf_flags, __RQF_STATS);
 	if ((rq->rq_flags & stats_flag) && kts)
 		return kts;
+	/* A queue that collects stats stamps every request it issues: this
+	 * one never reached the driver (an empty flush's original request)
+	 * or bypassed the stats (passthrough). */
+	if (queue_stamps(rq))
+		return 0;
+	if (!tables.need_issue_stamps)
+		tables.need_issue_stamps = 1;
 
 	__u64 ident = rq_ident(rq, dev_idx);
 	struct iow_stamp *st = stamp_slot(ident);
@@ -396,41 +365,47 @@ static __always_inline __u64 issue_time(struct request *rq, __u32 dev_idx)
 	return 0;
 }
 
+/* Cost class size of a request: log2 of its bytes above 4 KiB (0 for
+ * <= 4 KiB). */
+static __always_inline __u32 size_class(__u32 nr_bytes)
+{
+	__u32 p = log2_u64(nr_bytes);
+
+	return p > 12 ? p - 12 : 0;
+}
+
 /*
- * The linear iocost model's cost of a completed read or write, as
+ * Charges a completed read or write iocost's linear model cost, as
  * blk-iocost.c calc_vtime_cost_builtin charges a bio: a base cost by
  * read/write and pattern plus a cost per 4 KiB page (at least one). The
  * request is random when it starts more than IOW_COST_RANDIO_PAGES pages
  * from where the series' previous one ended, sequential otherwise (and when
  * there is no previous one). The kernel charges bios at submission; this
  * charges whole requests at completion (a merged bio pays no base cost in
- * the kernel either); one completed in parts is charged on its last part.
+ * the kernel either). Returns the cost class of the request in
+ * cost_classes (before sharding), or IOW_COST_CLASSES when not charged;
+ * *cost receives the cost.
  */
-static __always_inline void charge_cost(struct request *rq, struct iow_update *u,
-					__u32 dev, __u32 nr_bytes)
+static __always_inline __u32 charge_cost(struct request *rq, struct iow_series *s, __u64 key,
+					 __u32 dev, __u32 nr_bytes, __u64 *cost)
 {
-	__u32 op = (u->key >> IOW_KEY_OP_SHIFT) & 3;
-	__u32 slot = u->slot, idx = dev;
+	__u32 op = (key >> IOW_KEY_OP_SHIFT) & 3;
+	__u32 idx = dev;
 	struct iow_cost_coefs *c;
-	struct iow_io_stats *s;
 	__u64 sector, prev, seek = 0, pages;
 	__u32 rand, size;
 
-	if (op > IOW_OP_WRITE || slot == IOW_NO_SLOT || !nr_bytes)
-		return;
+	if (op > IOW_OP_WRITE || !nr_bytes)
+		return IOW_COST_CLASSES;
 	c = bpf_map_lookup_elem(&cost_coefs, &idx);
 	if (!c || !c->valid) {
 		idx = IOW_COST_DEFAULT;
 		c = bpf_map_lookup_elem(&cost_coefs, &idx);
 		if (!c || !c->valid)
-			return;
+			return IOW_COST_CLASSES;
 	}
-	/* The cursor lives in the series' per-CPU stats, on the cache line
-	 * commit() updates next. A plain store: a nested program moving it
-	 * in between only misjudges one request's pattern. */
-	s = bpf_map_lookup_elem(&io_stats, &slot);
-	if (!s)
-		return;
+	/* A plain store: two CPUs of one shard racing on it only misjudge
+	 * one request's pattern, as two bios racing in the kernel would. */
 	sector = rq->__sector;
 	prev = s->cursor;
 	if (prev)
@@ -440,58 +415,80 @@ static __always_inline void charge_cost(struct request *rq, struct iow_update *u
 	pages = nr_bytes >> 12;
 	if (!pages)
 		pages = 1;
-	u->cost = c->lcoef[op * 3 + 1 + rand] + pages * c->lcoef[op * 3];
-	u->rand_ios = rand;
-	size = log2_u64(nr_bytes);
-	size = size > 12 ? size - 12 : 0;
+	*cost = c->lcoef[op * 3 + 1 + rand] + pages * c->lcoef[op * 3];
+	add(&s->cost, *cost);
+	if (rand)
+		add(&s->rand_ios, 1);
+	size = size_class(nr_bytes);
 	if (size >= IOW_COST_SIZES)
 		size = IOW_COST_SIZES - 1;
-	u->cost_class = ((dev * 2 + op) * 2 + rand) * IOW_COST_SIZES + size;
+	return ((dev * 2 + op) * 2 + rand) * IOW_COST_SIZES + size;
+}
+
+/* Adds one measured request to its cost class (what the refit reads). */
+static __always_inline void sample_cost_class(__u32 class, __u64 cost, __u32 nr_bytes,
+					      __u64 device_ns)
+{
+	__u32 idx = class * (shard_mask + 1) + shard();
+	struct iow_cost_class *c = bpf_map_lookup_elem(&cost_classes, &idx);
+
+	if (!c)
+		return;
+	add(&c->ios, 1);
+	add(&c->bytes, nr_bytes);
+	add(&c->device_ns, device_ns);
+	add(&c->cost, cost);
 }
 
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
-	__u32 dev = traced_dev(rq);
-	struct iow_update u;
-	__u64 now, issued, start;
+	__u32 dev = traced_dev(rq), class = IOW_COST_CLASSES;
+	struct iow_series *s;
+	__u64 key, cost = 0, now, issued, start;
 
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
-	update_init(&u);
-	u.slot = series_slot(rq, dev, &u.key);
-	u.bytes = nr_bytes;
+	s = series_of(rq, dev, &key);
+	if (!s)
+		return 0;
+	add(&s->bytes, nr_bytes);
 	/* A request may complete in parts; it is one I/O when the last part
 	 * completes (the remaining length is what this completion covers). */
 	if (nr_bytes < rq->__data_len)
-		goto out;
-	u.ios = 1;
+		return 0;
 	if (enable_cost)
-		charge_cost(rq, &u, dev, nr_bytes);
+		class = charge_cost(rq, s, key, dev, nr_bytes, &cost);
 	now = bpf_ktime_get_ns();
 	issued = issue_time(rq, dev);
-	start = rq->start_time_ns;
+	if (issued > now)
+		issued = 0;
 	if (enable_hwq) {
-		u.hwq = hwq_index(rq, dev);
-		u.hwq_completed = 1;
-		if (issued && issued <= now)
-			u.busy_ns = now - issued;
+		struct iow_hwq_stats *h = hwq_of(rq, dev);
+
+		if (h) {
+			add(&h->completed, 1);
+			if (issued)
+				add(&h->busy_ns, now - issued);
+		}
 	}
-	if (!enable_latency)
-		goto out;
-	if (issued && issued <= now)
-		record(&u, IOW_STAGE_DEVICE, now - issued);
-	else
-		count_drop(IOW_DROP_NO_ISSUE_STAMP);
-	if (start && start <= now) {
-		record(&u, IOW_STAGE_TOTAL, now - start);
-		if (issued >= start)
-			record(&u, IOW_STAGE_QUEUE, issued - start);
-	} else {
-		count_drop(IOW_DROP_NO_START_STAMP);
+	if (class < IOW_COST_CLASSES && issued)
+		sample_cost_class(class, cost, nr_bytes, now - issued);
+	if (!enable_latency) {
+		add(&s->unmeasured, 1);
+		return 0;
 	}
-out:
-	commit(&u);
+	start = rq->start_time_ns;
+	if (!issued || !start || start > issued) {
+		add(&s->unmeasured, 1);
+		count_drop(issued ? IOW_DROP_NO_START_STAMP : IOW_DROP_NO_ISSUE_STAMP);
+		return 0;
+	}
+	add(&s->lat_sum_ns[0], issued - start);
+	add(&s->lat_sum_ns[1], now - issued);
+	count_bucket(s, IOW_STAGE_QUEUE, issued - start);
+	count_bucket(s, IOW_STAGE_DEVICE, now - issued);
+	count_bucket(s, IOW_STAGE_TOTAL, now - start);
 	return 0;
 }
 
@@ -499,18 +496,20 @@ SEC("tp_btf/block_rq_requeue")
 int BPF_PROG(block_rq_requeue, struct request *rq)
 {
 	__u32 dev = traced_dev(rq);
-	struct iow_update u;
+	struct iow_series *s;
+	__u64 key;
 
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
-	update_init(&u);
-	u.slot = series_slot(rq, dev, &u.key);
-	u.requeued = 1;
+	s = series_of(rq, dev, &key);
+	if (s)
+		add(&s->requeued, 1);
 	if (enable_hwq) {
-		u.hwq = hwq_index(rq, dev);
-		u.hwq_requeued = 1;
+		struct iow_hwq_stats *h = hwq_of(rq, dev);
+
+		if (h)
+			add(&h->requeued, 1);
 	}
-	commit(&u);
 	return 0;
 }
 
@@ -520,14 +519,14 @@ SEC("tp_btf/block_rq_merge")
 int BPF_PROG(block_rq_merge, struct request *rq)
 {
 	__u32 dev = traced_dev(rq);
-	struct iow_update u;
+	struct iow_series *s;
+	__u64 key;
 
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
-	update_init(&u);
-	u.slot = series_slot(rq, dev, &u.key);
-	u.merged = 1;
-	commit(&u);
+	s = series_of(rq, dev, &key);
+	if (s)
+		add(&s->merged, 1);
 	return 0;
 }
 

@@ -19,11 +19,18 @@ enum iow_const {
 	IOW_NR_OPS = 4,
 	IOW_NR_STAGES = 3,
 	/* Series table: open addressing over (cgroup, device, op) keys. */
-	IOW_MAX_SLOTS = 8192, /* compile-time capacity; the loader uses a power of two <= this */
-	IOW_SLOT_PROBES = 8,
+	IOW_MAX_SLOTS = 16384, /* compile-time capacity; the loader uses a power of two <= this */
+	IOW_SLOT_PROBES = 32,  /* a new series looks this far from its hash for a free slot */
+	IOW_DEV_PROBES = 8,
 	IOW_DEV_BITS = 6,
 	IOW_MAX_DEVS = 64,
 	IOW_MAX_HWQ = 64,
+	/* Counters are shared between CPUs and updated with atomic adds. They
+	 * are split in shards (a power of two <= this, chosen by the loader),
+	 * CPU c writing shard c % shards, so that CPUs completing I/O of one
+	 * series at once contend on fewer cache lines. Memory grows with
+	 * shards, never with the number of CPUs. */
+	IOW_MAX_SHARDS = 64,
 	/* Fallback issue stamps when the kernel does not stamp io_start_time_ns. */
 	IOW_STAMP_SLOTS = 16384,
 	/* Cost model classes: request sizes by power of two, <= 4 KiB .. >= 1 MiB. */
@@ -66,12 +73,7 @@ enum iow_drop {
 	IOW_DROP_DEV_FULL = 1,
 	IOW_DROP_NO_ISSUE_STAMP = 2,
 	IOW_DROP_NO_START_STAMP = 3,
-	/* An update made while another program on this CPU was mid-update went
-	 * to the nested_updates ring buffer (not lost: counted for visibility). */
-	IOW_DROP_NESTED = 4,
-	/* ... and that ring buffer was full: this one is lost. */
-	IOW_DROP_NESTED_LOST = 5,
-	IOW_NR_DROPS = 6,
+	IOW_NR_DROPS = 4,
 };
 
 /*
@@ -81,38 +83,46 @@ enum iow_drop {
  * Bit 0 is always set, so 0 means "free". Cgroup ids are kernfs ids, far
  * below 2^55.
  */
-#define IOW_KEY_CGID_SHIFT 9
-#define IOW_KEY_DEV_SHIFT 3
-#define IOW_KEY_OP_SHIFT 1
+enum iow_key_layout {
+	IOW_KEY_CGID_SHIFT = 9,
+	IOW_KEY_DEV_SHIFT = 3,
+	IOW_KEY_OP_SHIFT = 1,
+};
 
-/* Per-CPU statistics of one series, indexed by slot. */
-struct iow_io_stats {
-	__u64 ios;      /* completed requests */
-	__u64 bytes;    /* completed bytes (partial completions included) */
-	__u64 merged;   /* requests merged into another one */
-	__u64 requeued; /* requests handed back by the driver */
-	__u64 cost;     /* linear model cost of completed reads/writes, vtime (2^37/s) */
-	__u64 rand_ios; /* of those, requests the model classified random */
-	/* End sector of the previous request completed on this CPU (the
-	 * model's cursor; 0 = none). Per CPU: no shared write per I/O, and
-	 * iocost's 16 MiB window keeps a stream whose completions hop between
-	 * CPUs sequential on each. State, not a counter. */
+/*
+ * One shard of one series' counters, in the mmapped `series` array at
+ * slot * shards + shard. Every field only grows (wrapping) except cursor:
+ * user space reads deltas. A completed request whose latency was measured
+ * is counted in the total-stage histogram, any other in `unmeasured`, so
+ * requests = sum(hist[TOTAL]) + unmeasured; the total stage's latency sum
+ * is queue + device (both are measured together or not at all).
+ */
+struct iow_series {
+	__u64 bytes;      /* completed bytes (partial completions included) */
+	__u64 cost;       /* linear model cost of completed reads/writes, vtime (2^37/s) */
+	__u64 rand_ios;   /* of those, requests the model classified random */
+	__u64 unmeasured; /* completed requests without a latency sample */
+	__u64 merged;     /* requests merged into another one */
+	__u64 requeued;   /* requests handed back by the driver */
+	/* End sector of the previous request completed in this shard (the
+	 * model's cursor; 0 = none). State, not a counter: iocost keeps one
+	 * per cgroup and device too. */
 	__u64 cursor;
-	__u64 lat_sum_ns[IOW_NR_STAGES];
-	/* u32 per CPU per bucket: user space reads deltas with wrapping
-	 * subtraction every poll, far more often than a bucket can wrap.
-	 * Flat [stage * IOW_HIST_BUCKETS + bucket]: the skeleton generator
-	 * cannot derive Default for nested arrays. */
+	__u64 lat_sum_ns[2]; /* queue, device */
+	/* u32 buckets: user space reads deltas with wrapping subtraction every
+	 * poll, far more often than a bucket can wrap. Flat [stage *
+	 * IOW_HIST_BUCKETS + bucket]: the skeleton generator cannot derive
+	 * Default for nested arrays. */
 	__u32 hist[IOW_NR_STAGES * IOW_HIST_BUCKETS];
 };
 
-/* Per-CPU counters of one hardware queue, indexed by dev_idx * IOW_MAX_HWQ + hctx. */
+/* One shard of one hardware queue, at (dev_idx * IOW_MAX_HWQ + hctx) * shards + shard. */
 struct iow_hwq_stats {
-	__u64 inserted;  /* into the I/O scheduler (only with a scheduler) */
-	__u64 issued;
 	__u64 completed;
 	__u64 requeued;
 	__u64 busy_ns;   /* sum of issue -> completion times: mean occupancy by Little's law */
+	__u64 inserted;  /* into the I/O scheduler (only with --hwq-events and a scheduler) */
+	__u64 issued;    /* only with --hwq-events */
 };
 
 /*
@@ -127,8 +137,9 @@ struct iow_cost_coefs {
 	__u32 pad;
 };
 
-/* Per-CPU samples of one cost class (only requests whose device time was
- * measured): what the online refit and the model error are computed from. */
+/* One shard of the samples of one cost class (only requests whose device
+ * time was measured), at class * shards + shard: what the online refit and
+ * the model error are computed from. */
 struct iow_cost_class {
 	__u64 ios;
 	__u64 bytes;
@@ -138,41 +149,6 @@ struct iow_cost_class {
 
 struct iow_drops {
 	__u64 n[IOW_NR_DROPS];
-};
-
-/*
- * What one event adds to the per-CPU counters. Applied in place, or, when the
- * event interrupted another program on the same CPU in the middle of its
- * read-modify-write of those counters (a completion in hard-IRQ context
- * while a softirq completion is being counted), sent whole through the
- * nested_updates ring buffer so neither update overwrites the other.
- */
-#define IOW_NO_SLOT 0xffffffffU
-#define IOW_NO_BUCKET 0xffffffffU
-struct iow_update {
-	__u64 key;                     /* series key, 0 = none */
-	__u64 bytes;
-	__u64 busy_ns;
-	__u64 cost;                    /* model cost, vtime */
-	__u64 lat_ns[IOW_NR_STAGES];
-	__u32 bucket[IOW_NR_STAGES];   /* IOW_NO_BUCKET = stage not measured */
-	__u32 slot;                    /* IOW_NO_SLOT = no series update */
-	__u32 hwq;                     /* dev_idx * IOW_MAX_HWQ + hctx, IOW_NO_SLOT = none */
-	__u32 cost_class;              /* index into cost_classes, IOW_NO_SLOT = none */
-	__u8 ios;
-	__u8 merged;
-	__u8 requeued;
-	__u8 hwq_inserted;
-	__u8 hwq_issued;
-	__u8 hwq_completed;
-	__u8 hwq_requeued;
-	__u8 rand_ios;
-};
-
-/* Per-CPU: set while a program updates this CPU's counters. */
-struct iow_cpu_state {
-	__u32 busy;
-	__u32 pad;
 };
 
 /* Fallback issue stamp, direct-mapped by (device, hardware queue, tag). */
@@ -185,6 +161,11 @@ struct iow_stamp {
 struct iow_tables {
 	__u64 slot_key[IOW_MAX_SLOTS];  /* 0 = free */
 	__u32 dev_devt[IOW_MAX_DEVS];   /* kernel dev_t (major << 20 | minor), 0 = free */
+	/* Set by the completion program when a request carries no issue stamp
+	 * of the kernel's (its queue does not collect stats): the loader then
+	 * attaches block_rq_issue to stamp requests itself. */
+	__u32 need_issue_stamps;
+	__u32 pad;
 };
 
 struct iow_enums {
@@ -193,7 +174,7 @@ struct iow_enums {
 	enum iow_stage stage;
 	enum iow_drop drop;
 	enum iow_lcoef lcoef;
-	struct iow_update update; /* the nested_updates record */
+	enum iow_key_layout key;
 };
 
 /* Context of the hist_bucket_selftest program: user space fills ns[], the

@@ -12,17 +12,19 @@ static __always_inline __u64 hash64(__u64 v)
 	return v * 0x9E3779B97F4A7C15ULL;
 }
 
+/* floor(log2(v)) for 0 < v < 2^63 (0 for 0), without branches: each step
+ * shifts by (v > mask) * width, the comparison taken from the sign of
+ * mask - v. Branches here would multiply the verifier's states. */
 static __always_inline __u32 log2_u64(__u64 v)
 {
-	__u32 r = 0;
+	__u64 r, s;
 
-	if (v >> 32) { v >>= 32; r += 32; }
-	if (v >> 16) { v >>= 16; r += 16; }
-	if (v >> 8)  { v >>= 8;  r += 8; }
-	if (v >> 4)  { v >>= 4;  r += 4; }
-	if (v >> 2)  { v >>= 2;  r += 2; }
-	if (v >> 1)  { r += 1; }
-	return r;
+	r = ((0xffffffffULL - v) >> 63) << 5; v >>= r;
+	s = ((0xffffULL - v) >> 63) << 4; v >>= s; r |= s;
+	s = ((0xffULL - v) >> 63) << 3; v >>= s; r |= s;
+	s = ((0xfULL - v) >> 63) << 2; v >>= s; r |= s;
+	s = ((0x3ULL - v) >> 63) << 1; v >>= s; r |= s;
+	return r | (v >> 1);
 }
 
 /*

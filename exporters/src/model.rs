@@ -228,14 +228,20 @@ pub struct QueueSeries {
     pub device: DeviceRef,
     /// blk-mq hardware queue number (`hctx->queue_num`).
     pub hctx: u32,
-    /// Requests inserted into the I/O scheduler (stays 0 without a scheduler).
-    #[serde(default)]
-    pub inserted: u64,
-    pub issued: u64,
+    /// Requests inserted into the I/O scheduler (stays 0 without a
+    /// scheduler); None unless counted (`--hwq-events`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inserted: Option<u64>,
+    /// Requests issued to the driver; None unless counted (`--hwq-events`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued: Option<u64>,
     pub completed: u64,
     pub requeued: u64,
-    /// Requests in flight at the time of the snapshot (issued - completed - requeued).
-    pub inflight: u64,
+    /// Requests in flight at the time of the snapshot (issued - completed -
+    /// requeued); None unless issues are counted. busy_seconds gives the
+    /// mean over any window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inflight: Option<u64>,
     /// Sum over completed requests of their issue-to-completion time, in
     /// seconds. Its rate is the mean occupancy of the queue (Little's law).
     pub busy_seconds: f64,
@@ -261,13 +267,6 @@ pub struct DropCounters {
     pub no_issue_stamp: u64,
     /// Requests whose queue/total latency was unknown (no allocation timestamp).
     pub no_start_stamp: u64,
-    /// Updates that interrupted another BPF program's update on the same CPU
-    /// and reached user space through the ring buffer instead (not lost).
-    #[serde(default)]
-    pub nested_updates: u64,
-    /// Such updates lost because that ring buffer was full.
-    #[serde(default)]
-    pub nested_lost: u64,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -358,8 +357,8 @@ impl Snapshot {
                     Some(p) => QueueSeries {
                         device: q.device.clone(),
                         hctx: q.hctx,
-                        inserted: q.inserted.saturating_sub(p.inserted),
-                        issued: q.issued.saturating_sub(p.issued),
+                        inserted: q.inserted.zip(p.inserted).map(|(a, b)| a.saturating_sub(b)),
+                        issued: q.issued.zip(p.issued).map(|(a, b)| a.saturating_sub(b)),
                         completed: q.completed.saturating_sub(p.completed),
                         requeued: q.requeued.saturating_sub(p.requeued),
                         inflight: q.inflight,
@@ -395,14 +394,6 @@ impl Snapshot {
                     .drops
                     .no_start_stamp
                     .saturating_sub(prev.drops.no_start_stamp),
-                nested_updates: self
-                    .drops
-                    .nested_updates
-                    .saturating_sub(prev.drops.nested_updates),
-                nested_lost: self
-                    .drops
-                    .nested_lost
-                    .saturating_sub(prev.drops.nested_lost),
             },
             cpu_queue_map: self.cpu_queue_map.clone(),
             cost_models: self.cost_models.clone(),

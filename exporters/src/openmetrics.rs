@@ -174,16 +174,18 @@ impl Collector for SnapshotCollector {
                 }
             }
         }
-        let per_q = |f: &dyn Fn(&crate::model::QueueSeries) -> f64| -> Vec<(Labels, f64)> {
+        // Queues without a value (inserted/issued/inflight are counted only
+        // with --hwq-events) are left out; a family with none is not written.
+        let per_q = |f: &dyn Fn(&crate::model::QueueSeries) -> Option<f64>| -> Vec<(Labels, f64)> {
             s.queues
                 .iter()
-                .map(|q| {
+                .filter_map(|q| {
                     let l = vec![
                         ("device".into(), q.device.name.clone()),
                         ("devt".into(), q.device.devt()),
                         ("hctx".into(), q.hctx.to_string()),
                     ];
-                    (l, f(q))
+                    Some((l, f(q)?))
                 })
                 .collect()
         };
@@ -192,42 +194,42 @@ impl Collector for SnapshotCollector {
             "iowarden_hwq_inserted",
             "Requests inserted into the I/O scheduler",
             None,
-            &per_q(&|q| q.inserted as f64),
+            &per_q(&|q| q.inserted.map(|v| v as f64)),
         )?;
         counter(
             &mut enc,
             "iowarden_hwq_issued",
             "Requests issued on the hardware queue",
             None,
-            &per_q(&|q| q.issued as f64),
+            &per_q(&|q| q.issued.map(|v| v as f64)),
         )?;
         counter(
             &mut enc,
             "iowarden_hwq_completed",
             "Requests completed on the hardware queue",
             None,
-            &per_q(&|q| q.completed as f64),
+            &per_q(&|q| Some(q.completed as f64)),
         )?;
         counter(
             &mut enc,
             "iowarden_hwq_requeued",
             "Requests requeued on the hardware queue",
             None,
-            &per_q(&|q| q.requeued as f64),
+            &per_q(&|q| Some(q.requeued as f64)),
         )?;
         counter(
             &mut enc,
             "iowarden_hwq_busy",
             "Sum of in-flight time on the hardware queue; its rate is the mean occupancy",
             Some(Unit::Seconds),
-            &per_q(&|q| q.busy_seconds),
+            &per_q(&|q| Some(q.busy_seconds)),
         )?;
         gauge(
             &mut enc,
             "iowarden_hwq_inflight",
             "Requests in flight on the hardware queue",
             None,
-            &per_q(&|q| q.inflight as f64),
+            &per_q(&|q| q.inflight.map(|v| v as f64)),
         )?;
 
         let probes: Vec<(Labels, f64)> = s
@@ -255,7 +257,6 @@ impl Collector for SnapshotCollector {
             ("device_table_full", s.drops.device_table_full),
             ("no_issue_stamp", s.drops.no_issue_stamp),
             ("no_start_stamp", s.drops.no_start_stamp),
-            ("nested_ring_full", s.drops.nested_lost),
         ]
         .iter()
         .map(|(r, v)| (vec![("reason".to_string(), r.to_string())], *v as f64))
@@ -266,13 +267,6 @@ impl Collector for SnapshotCollector {
             "Events the BPF side could not record fully",
             None,
             &drops,
-        )?;
-        counter(
-            &mut enc,
-            "iowarden_nested_updates",
-            "Updates made while another BPF program was updating the same CPU's counters, delivered through the ring buffer",
-            None,
-            &[(vec![], s.drops.nested_updates as f64)],
         )?;
         gauge(
             &mut enc,

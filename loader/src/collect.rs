@@ -11,9 +11,8 @@ use iowarden_exporters::{
 use crate::costmodel::{ClassSample, SIZES, VTIME_PER_SEC};
 use crate::devices::DeviceNames;
 use crate::hist::{NBUCKETS, NSTAGES};
-use crate::skel::types::{iow_drop, iow_io_stats, iow_update};
+use crate::skel::types::{iow_drop, iow_key_layout, iow_series};
 use crate::tracer::RawSample;
-use crate::tracer::{COST_CLASSES_PER_DEV, MAX_HWQ, NO_BUCKET, NO_SLOT};
 
 /// The fields of a series key; see bpf/iowarden.h.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -25,15 +24,17 @@ pub struct SeriesKey {
 
 impl SeriesKey {
     pub fn decode(key: u64) -> SeriesKey {
-        let op = match (key >> 1) & 3 {
+        let op = match (key >> iow_key_layout::IOW_KEY_OP_SHIFT.0) & 3 {
             0 => Op::Read,
             1 => Op::Write,
             2 => Op::Discard,
             _ => Op::Flush,
         };
+        let cgid_shift = iow_key_layout::IOW_KEY_CGID_SHIFT.0;
+        let dev_shift = iow_key_layout::IOW_KEY_DEV_SHIFT.0;
         SeriesKey {
-            cgroup_id: key >> 9,
-            dev_idx: ((key >> 3) & 0x3f) as u32,
+            cgroup_id: key >> cgid_shift,
+            dev_idx: ((key >> dev_shift) & ((1 << (cgid_shift - dev_shift)) - 1)) as u32,
             op,
         }
     }
@@ -51,25 +52,22 @@ struct Totals {
     hist: Vec<u64>,
 }
 
-/// Accumulates deltas of the per-CPU counters into u64 totals. Histogram
-/// buckets are u32 per CPU on the BPF side; wrapping subtraction against the
+/// Accumulates deltas of the sharded counters into u64 totals. Histogram
+/// buckets are u32 on the BPF side; wrapping subtraction against the
 /// previous read keeps the totals right as long as a bucket does not wrap
 /// between two reads.
 #[derive(Default)]
 pub struct Accumulator {
-    /// slot -> (key, previous per-CPU values)
-    prev: HashMap<u32, (u64, Vec<iow_io_stats>)>,
+    /// slot -> (key, previous values of its shards)
+    prev: HashMap<u32, (u64, Vec<iow_series>)>,
     totals: HashMap<u64, Totals>,
     dev_of_idx: HashMap<u32, u32>,
     hwq: HashMap<(u32, u32), QueueTotals>,
-    /// Hardware-queue counts that came through the nested-update ring
-    /// buffer, by (devt, hctx); added to the per-CPU sums.
-    nested_hwq: HashMap<(u32, u32), QueueTotals>,
-    /// Cost class samples by (devt, class within the device), and those
-    /// that came through the ring buffer, as for the hardware queues.
+    /// Cost class samples by (devt, class within the device).
     cost_classes: HashMap<(u32, u32), ClassTotals>,
-    nested_cost: HashMap<(u32, u32), ClassTotals>,
     drops: DropCounters,
+    /// inserted/issued are counted per hardware queue (--hwq-events).
+    hwq_events: bool,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -89,7 +87,39 @@ struct QueueTotals {
     busy_ns: u64,
 }
 
+/// Adds the change of one shard of a series since the previous read.
+fn add_series_delta(t: &mut Totals, cur: &iow_series, old: &iow_series) {
+    let d = |c: u64, o: u64| c.wrapping_sub(o);
+    t.bytes += d(cur.bytes, old.bytes);
+    t.merged += d(cur.merged, old.merged);
+    t.requeued += d(cur.requeued, old.requeued);
+    t.cost += d(cur.cost, old.cost);
+    t.rand_ios += d(cur.rand_ios, old.rand_ios);
+    // Requests: every measured one is in the total-stage histogram once,
+    // every other one in `unmeasured`.
+    t.ios += d(cur.unmeasured, old.unmeasured);
+    let queue = d(cur.lat_sum_ns[0], old.lat_sum_ns[0]);
+    let device = d(cur.lat_sum_ns[1], old.lat_sum_ns[1]);
+    t.lat_sum_ns[0] += queue;
+    t.lat_sum_ns[1] += device;
+    t.lat_sum_ns[2] += queue + device;
+    for (b, v) in t.hist.iter_mut().enumerate() {
+        let n = cur.hist[b].wrapping_sub(old.hist[b]) as u64;
+        *v += n;
+        if b / NBUCKETS == 2 {
+            t.ios += n;
+        }
+    }
+}
+
 impl Accumulator {
+    pub fn new(hwq_events: bool) -> Accumulator {
+        Accumulator {
+            hwq_events,
+            ..Default::default()
+        }
+    }
+
     pub fn add(&mut self, raw: &RawSample) {
         for s in &raw.series {
             let prev = self
@@ -104,37 +134,19 @@ impl Accumulator {
                 hist: vec![0; NSTAGES * NBUCKETS],
                 ..Default::default()
             });
-            for (cpu, cur) in s.per_cpu.iter().enumerate() {
-                let old = prev.1.get(cpu).copied().unwrap_or_default();
-                t.ios += cur.ios.wrapping_sub(old.ios);
-                t.bytes += cur.bytes.wrapping_sub(old.bytes);
-                t.merged += cur.merged.wrapping_sub(old.merged);
-                t.requeued += cur.requeued.wrapping_sub(old.requeued);
-                t.cost += cur.cost.wrapping_sub(old.cost);
-                t.rand_ios += cur.rand_ios.wrapping_sub(old.rand_ios);
-                for st in 0..NSTAGES {
-                    t.lat_sum_ns[st] += cur.lat_sum_ns[st].wrapping_sub(old.lat_sum_ns[st]);
-                }
-                for (b, v) in t.hist.iter_mut().enumerate() {
-                    *v += cur.hist[b].wrapping_sub(old.hist[b]) as u64;
-                }
+            for (i, cur) in s.shards.iter().enumerate() {
+                let old = prev.1.get(i).copied().unwrap_or_default();
+                add_series_delta(t, cur, &old);
             }
-            prev.1 = s.per_cpu.clone();
+            prev.1 = s.shards.clone();
         }
         for &(idx, devt) in &raw.devs {
             self.dev_of_idx.insert(idx, devt);
         }
-        for u in &raw.nested {
-            self.add_update(u);
-        }
-        // Hardware queue and drop counters are u64 and never reset: sum them.
+        // Hardware queue and class counters are never reset: sum the shards.
         for h in &raw.hwqs {
-            let mut q = self
-                .nested_hwq
-                .get(&(h.devt, h.hctx))
-                .copied()
-                .unwrap_or_default();
-            for c in &h.per_cpu {
+            let mut q = QueueTotals::default();
+            for c in &h.shards {
                 q.inserted += c.inserted;
                 q.issued += c.issued;
                 q.completed += c.completed;
@@ -143,16 +155,9 @@ impl Accumulator {
             }
             self.hwq.insert((h.devt, h.hctx), q);
         }
-        for (k, q) in &self.nested_hwq {
-            self.hwq.entry(*k).or_insert(*q);
-        }
         for c in &raw.cost_classes {
-            let mut t = self
-                .nested_cost
-                .get(&(c.devt, c.class))
-                .copied()
-                .unwrap_or_default();
-            for v in &c.per_cpu {
+            let mut t = ClassTotals::default();
+            for v in &c.shards {
                 t.ios += v.ios;
                 t.bytes += v.bytes;
                 t.device_ns += v.device_ns;
@@ -160,66 +165,13 @@ impl Accumulator {
             }
             self.cost_classes.insert((c.devt, c.class), t);
         }
-        for (k, t) in &self.nested_cost {
-            self.cost_classes.entry(*k).or_insert(*t);
-        }
-        let sum = |what: iow_drop| raw.drops.iter().map(|d| d.n[what.0 as usize]).sum::<u64>();
+        let n = |what: iow_drop| raw.drops.n[what.0 as usize];
         self.drops = DropCounters {
-            slot_table_full: sum(iow_drop::IOW_DROP_SLOT_FULL),
-            device_table_full: sum(iow_drop::IOW_DROP_DEV_FULL),
-            no_issue_stamp: sum(iow_drop::IOW_DROP_NO_ISSUE_STAMP),
-            no_start_stamp: sum(iow_drop::IOW_DROP_NO_START_STAMP),
-            nested_updates: sum(iow_drop::IOW_DROP_NESTED),
-            nested_lost: sum(iow_drop::IOW_DROP_NESTED_LOST),
+            slot_table_full: n(iow_drop::IOW_DROP_SLOT_FULL),
+            device_table_full: n(iow_drop::IOW_DROP_DEV_FULL),
+            no_issue_stamp: n(iow_drop::IOW_DROP_NO_ISSUE_STAMP),
+            no_start_stamp: n(iow_drop::IOW_DROP_NO_START_STAMP),
         };
-    }
-
-    /// Adds one update that the BPF side could not apply in place (it
-    /// interrupted another program's update on the same CPU).
-    fn add_update(&mut self, u: &iow_update) {
-        if u.slot != NO_SLOT && u.key != 0 {
-            let t = self.totals.entry(u.key).or_insert_with(|| Totals {
-                hist: vec![0; NSTAGES * NBUCKETS],
-                ..Default::default()
-            });
-            t.ios += u.ios as u64;
-            t.bytes += u.bytes;
-            t.merged += u.merged as u64;
-            t.requeued += u.requeued as u64;
-            t.cost += u.cost;
-            t.rand_ios += u.rand_ios as u64;
-            for st in 0..NSTAGES {
-                let b = u.bucket[st];
-                if b != NO_BUCKET && (b as usize) < NBUCKETS {
-                    t.lat_sum_ns[st] += u.lat_ns[st];
-                    t.hist[st * NBUCKETS + b as usize] += 1;
-                }
-            }
-        }
-        if u.cost_class != NO_SLOT && u.bucket[1] != NO_BUCKET {
-            let dev = u.cost_class / COST_CLASSES_PER_DEV;
-            if let Some(&devt) = self.dev_of_idx.get(&dev) {
-                let t = self
-                    .nested_cost
-                    .entry((devt, u.cost_class % COST_CLASSES_PER_DEV))
-                    .or_default();
-                t.ios += 1;
-                t.bytes += u.bytes;
-                t.device_ns += u.lat_ns[1];
-                t.cost += u.cost;
-            }
-        }
-        if u.hwq != NO_SLOT {
-            let Some(&devt) = self.dev_of_idx.get(&(u.hwq / MAX_HWQ)) else {
-                return;
-            };
-            let q = self.nested_hwq.entry((devt, u.hwq % MAX_HWQ)).or_default();
-            q.inserted += u.hwq_inserted as u64;
-            q.issued += u.hwq_issued as u64;
-            q.completed += u.hwq_completed as u64;
-            q.requeued += u.hwq_requeued as u64;
-            q.busy_ns += u.busy_ns;
-        }
     }
 
     /// Forgets a series whose slot was released (its cgroup is gone).
@@ -308,11 +260,13 @@ impl Accumulator {
             .map(|(&(devt, hctx), q)| QueueSeries {
                 device: devices.get(devt),
                 hctx,
-                inserted: q.inserted,
-                issued: q.issued,
+                inserted: self.hwq_events.then_some(q.inserted),
+                issued: self.hwq_events.then_some(q.issued),
                 completed: q.completed,
                 requeued: q.requeued,
-                inflight: q.issued.saturating_sub(q.completed + q.requeued),
+                inflight: self
+                    .hwq_events
+                    .then(|| q.issued.saturating_sub(q.completed + q.requeued)),
                 busy_seconds: q.busy_ns as f64 / 1e9,
             })
             .collect();
@@ -341,10 +295,11 @@ mod tests {
     use super::*;
     use crate::tracer::RawSeries;
 
-    fn stats(ios: u64, bucket: usize, n: u32) -> iow_io_stats {
-        let mut s = iow_io_stats {
-            ios,
+    /// A shard that saw `ios` 4 KiB requests, `n` of them in total-stage bucket `bucket`.
+    fn shard(ios: u64, bucket: usize, n: u32) -> iow_series {
+        let mut s = iow_series {
             bytes: ios * 4096,
+            unmeasured: ios - n as u64,
             ..Default::default()
         };
         s.hist[2 * NBUCKETS + bucket] = n;
@@ -365,27 +320,51 @@ mod tests {
     }
 
     #[test]
-    fn sums_cpus_and_survives_u32_wrap() {
+    fn sums_shards_and_survives_u32_wrap() {
         let key = (7u64 << 9) | 1;
         let mut acc = Accumulator::default();
-        let raw = |a: iow_io_stats, b: iow_io_stats| RawSample {
+        let raw = |a: iow_series, b: iow_series| RawSample {
             series: vec![RawSeries {
                 slot: 3,
                 key,
-                per_cpu: vec![a, b],
+                shards: vec![a, b],
             }],
             devs: vec![(0, (7 << 20) | 1)],
             ..Default::default()
         };
-        acc.add(&raw(stats(10, 4, u32::MAX - 1), stats(5, 4, 3)));
-        acc.add(&raw(stats(12, 4, 2), stats(6, 4, 3))); // CPU 0's bucket wrapped: +4
+        let mut wrapped = shard(10, 4, 0);
+        wrapped.hist[2 * NBUCKETS + 4] = u32::MAX - 1;
+        acc.add(&raw(wrapped, shard(5, 4, 3)));
+        let mut after = shard(12, 4, 0);
+        after.hist[2 * NBUCKETS + 4] = 2; // shard 0's bucket wrapped: +4
+        acc.add(&raw(after, shard(6, 4, 3)));
         let t = &acc.totals[&key];
-        assert_eq!(t.ios, 18);
         assert_eq!(t.hist[2 * NBUCKETS + 4], (u32::MAX as u64 - 1) + 3 + 4);
+        // Requests: unmeasured (12 and 6 - 3) + total-stage samples.
+        assert_eq!(t.ios, 12 + 3 + (u32::MAX as u64 - 1) + 4 + 3);
+        assert_eq!(t.bytes, (12 + 6) * 4096);
     }
 
     #[test]
-    fn cost_classes_sum_cpus_and_nested_updates() {
+    fn total_latency_sum_is_queue_plus_device() {
+        let key = (7u64 << 9) | 1;
+        let mut s = shard(2, 5, 2);
+        s.lat_sum_ns = [300, 1200];
+        let mut acc = Accumulator::default();
+        acc.add(&RawSample {
+            series: vec![RawSeries {
+                slot: 0,
+                key,
+                shards: vec![s],
+            }],
+            ..Default::default()
+        });
+        assert_eq!(acc.totals[&key].lat_sum_ns, [300, 1200, 1500]);
+        assert_eq!(acc.totals[&key].ios, 2);
+    }
+
+    #[test]
+    fn cost_classes_sum_shards() {
         use crate::skel::types::iow_cost_class;
         use crate::tracer::RawCostClass;
         let devt = (7 << 20) | 1;
@@ -397,36 +376,25 @@ mod tests {
             device_ns: ns,
             cost: ios * 100,
         };
-        let mut nested = iow_update {
-            slot: NO_SLOT,
-            hwq: NO_SLOT,
-            cost_class: class,
-            bytes: 65536,
-            cost: 100,
-            ..Default::default()
-        };
-        nested.lat_ns[1] = 7;
-        nested.bucket = [NO_BUCKET, 0, NO_BUCKET];
-        let raw = |per_cpu, nested: Vec<iow_update>| RawSample {
+        let raw = |shards| RawSample {
             devs: vec![(0, devt)],
             cost_classes: vec![RawCostClass {
                 devt,
                 class,
-                per_cpu,
+                shards,
             }],
-            nested,
             ..Default::default()
         };
         let mut acc = Accumulator::default();
-        acc.add(&raw(vec![c(2, 10), c(3, 20)], vec![nested]));
-        acc.add(&raw(vec![c(4, 30), c(3, 20)], vec![]));
+        acc.add(&raw(vec![c(2, 10), c(3, 20)]));
+        acc.add(&raw(vec![c(4, 30), c(3, 20)]));
         let v = acc.cost_classes();
         assert_eq!(v.len(), 1);
         let (d, s) = v[0];
         assert_eq!(d, devt);
         assert!(s.write && s.random && s.size == 4, "{s:?}");
-        assert_eq!((s.ios, s.device_ns, s.cost), (8, 57, 800));
-        assert_eq!(s.bytes, 8 * 65536);
+        assert_eq!((s.ios, s.device_ns, s.cost), (7, 50, 700));
+        assert_eq!(s.bytes, 7 * 65536);
     }
 
     #[test]
@@ -436,7 +404,7 @@ mod tests {
             series: vec![RawSeries {
                 slot: 1,
                 key,
-                per_cpu: vec![stats(ios, 0, 0)],
+                shards: vec![shard(ios, 0, 0)],
             }],
             ..Default::default()
         };

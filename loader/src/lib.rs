@@ -23,6 +23,7 @@ skeleton!(iocost_skel, "iocost.skel.rs");
 skeleton!(locks_skel, "locks.skel.rs");
 
 pub mod bench;
+pub mod capacity;
 pub mod cgroups;
 pub mod collect;
 pub mod container;
@@ -39,6 +40,7 @@ pub mod knobs;
 pub mod locks;
 pub mod lockstack;
 pub mod lockview;
+pub mod mapped;
 pub mod monitor;
 pub mod nvme;
 pub mod preflight;

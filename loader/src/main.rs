@@ -30,15 +30,28 @@ struct TraceArgs {
     /// Only this device: a whole disk by name (nvme0n1, loop3) or MAJ:MIN
     #[arg(long)]
     device: Option<String>,
-    /// Capacity of the (cgroup, device, op) series table
-    #[arg(long, default_value_t = 1024)]
+    /// Capacity of the (cgroup, device, op) series table (rounded up to a
+    /// power of two)
+    #[arg(long, default_value_t = iowarden::capacity::DEFAULT_SERIES)]
     max_series: u32,
+    /// Counter shards (a power of two; default: one per CPU up to 4). More
+    /// shards: less contention between CPUs completing one series' I/O,
+    /// more memory
+    #[arg(long)]
+    shards: Option<u32>,
+    /// BPF map memory the I/O tables may take, in MiB
+    #[arg(long, default_value_t = iowarden::capacity::DEFAULT_BUDGET_BYTES >> 20)]
+    max_map_memory: u64,
     /// Do not record latency histograms (counts and bytes only)
     #[arg(long)]
     no_latency: bool,
     /// Do not record per-hardware-queue counters
     #[arg(long)]
     no_hwq: bool,
+    /// Also count requests inserted and issued per hardware queue (and so
+    /// those in flight now): two more BPF programs per request
+    #[arg(long, conflicts_with = "no_hwq")]
+    hwq_events: bool,
     /// Do not charge requests the linear iocost model's cost
     #[arg(long)]
     no_cost: bool,
@@ -303,9 +316,12 @@ fn tune(a: TuneArgs) -> Result<()> {
     let server = daemon::bind(a.listen)?;
     let trace = TraceArgs {
         device: Some(format!("{}:{}", device.major, device.minor)),
-        max_series: 1024,
+        max_series: iowarden::capacity::DEFAULT_SERIES,
+        shards: None,
+        max_map_memory: iowarden::capacity::DEFAULT_BUDGET_BYTES >> 20,
         no_latency: false,
         no_hwq: false,
+        hwq_events: false,
         no_cost: false,
         cost_model: None,
         no_nvme: false,
@@ -354,11 +370,20 @@ fn tracer_config(t: &TraceArgs) -> Result<TracerConfig> {
         }
         None => None,
     };
+    let cpus = libbpf_rs::num_possible_cpus().context("counting possible CPUs")? as u32;
+    let capacity = iowarden::capacity::plan(
+        t.max_series,
+        t.shards,
+        cpus,
+        t.max_map_memory.saturating_mul(1 << 20),
+    )
+    .map_err(anyhow::Error::msg)?;
     Ok(TracerConfig {
-        max_series: t.max_series,
+        capacity,
         filter_devt,
         latency: !t.no_latency,
         hwq: !t.no_hwq,
+        hwq_events: t.hwq_events,
         cost: !t.no_cost,
         cost_model: t.cost_model,
         cost_devices: Vec::new(),

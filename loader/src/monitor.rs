@@ -49,7 +49,7 @@ impl Monitor {
         probes.extend(ext.probes.iter().cloned());
         Ok(Monitor {
             tracer,
-            acc: Accumulator::default(),
+            acc: Accumulator::new(cfg.hwq_events),
             resolver,
             devices,
             started: Instant::now(),
@@ -68,6 +68,11 @@ impl Monitor {
     pub fn poll(&mut self) -> Result<Snapshot> {
         let raw = self.tracer.read()?;
         self.acc.add(&raw);
+        if let Some(line) = self.tracer.attach_issue_stamps_if_needed()? {
+            eprintln!("iowarden: {line}");
+            self.probes = self.tracer.probes().to_vec();
+            self.probes.extend(self.ext.probes.iter().cloned());
+        }
         if let Some(costs) = &mut self.costs {
             for &(idx, devt) in &raw.devs {
                 if !costs.known(devt) {

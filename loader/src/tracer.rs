@@ -10,31 +10,29 @@ use libbpf_rs::btf::Btf;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
 
-use std::sync::{Arc, Mutex};
-
+use crate::capacity::Capacity;
+use crate::mapped::MappedArray;
 use crate::skel::types::{
-    iow_const, iow_cost_class, iow_cost_coefs, iow_drops, iow_hwq_stats, iow_io_stats, iow_update,
+    iow_const, iow_cost_class, iow_cost_coefs, iow_drops, iow_hwq_stats, iow_series,
 };
 use crate::skel::{IowardenSkel, IowardenSkelBuilder};
 
-pub const MAX_SLOTS: u32 = iow_const::IOW_MAX_SLOTS.0;
 pub const MAX_DEVS: u32 = iow_const::IOW_MAX_DEVS.0;
 pub const MAX_HWQ: u32 = iow_const::IOW_MAX_HWQ.0;
 /// Cost classes per device: (read/write, sequential/random, size).
 pub const COST_CLASSES_PER_DEV: u32 = iow_const::IOW_COST_CLASSES.0 / MAX_DEVS;
 pub const COST_DEFAULT: u32 = iow_const::IOW_COST_DEFAULT.0;
-/// IOW_NO_SLOT / IOW_NO_BUCKET of bpf/iowarden.h (macros: not in BTF).
-pub const NO_SLOT: u32 = u32::MAX;
-pub const NO_BUCKET: u32 = u32::MAX;
 
 #[derive(Debug, Clone)]
 pub struct TracerConfig {
-    /// Capacity of the (cgroup, device, op) series table; rounded up to a power of two.
-    pub max_series: u32,
+    /// Series slots and counter shards (crate::capacity::plan).
+    pub capacity: Capacity,
     /// Trace only this device (kernel dev_t: major << 20 | minor).
     pub filter_devt: Option<u32>,
     pub latency: bool,
     pub hwq: bool,
+    /// Count inserted/issued per hardware queue: two more programs per request.
+    pub hwq_events: bool,
     /// Charge every read/write the linear iocost model's cost.
     pub cost: bool,
     /// The model for every device (`--cost-model`); None: each device's own
@@ -55,10 +53,16 @@ pub struct TracerConfig {
 impl Default for TracerConfig {
     fn default() -> Self {
         TracerConfig {
-            max_series: 1024,
+            capacity: Capacity {
+                slots: crate::capacity::DEFAULT_SERIES,
+                shards: crate::capacity::auto_shards(
+                    libbpf_rs::num_possible_cpus().unwrap_or(1) as u32
+                ),
+            },
             filter_devt: None,
             latency: true,
             hwq: true,
+            hwq_events: false,
             cost: true,
             cost_model: None,
             cost_devices: Vec::new(),
@@ -69,35 +73,48 @@ impl Default for TracerConfig {
     }
 }
 
-/// The tracepoints the programs attach to, by program name.
-const TRACEPOINTS: &[(&str, &str, bool)] = &[
-    // (program, tracepoint, required)
-    ("block_rq_issue", "block_rq_issue", true),
-    ("block_rq_complete", "block_rq_complete", true),
-    ("block_rq_insert", "block_rq_insert", false),
-    ("block_rq_requeue", "block_rq_requeue", false),
-    ("block_rq_merge", "block_rq_merge", false),
+/// When a program is attached.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Attach {
+    /// Always: the tracer cannot work without it.
+    Required,
+    /// Always, where the kernel has the tracepoint.
+    Optional,
+    /// With --hwq-events.
+    HwqEvents,
+    /// With --hwq-events, or once a traced queue turns out not to stamp
+    /// io_start_time_ns (tables.need_issue_stamps).
+    IssueStamps,
+}
+
+/// The programs, by name, with their tracepoint and when they attach.
+const PROGRAMS: &[(&str, &str, Attach)] = &[
+    ("block_rq_complete", "block_rq_complete", Attach::Required),
+    ("block_rq_requeue", "block_rq_requeue", Attach::Optional),
+    ("block_rq_merge", "block_rq_merge", Attach::Optional),
+    ("block_rq_insert", "block_rq_insert", Attach::HwqEvents),
+    ("block_rq_issue", "block_rq_issue", Attach::IssueStamps),
 ];
 
-/// Raw per-CPU contents of one occupied series slot.
+/// The shards of one occupied series slot.
 pub struct RawSeries {
     pub slot: u32,
     pub key: u64,
-    pub per_cpu: Vec<iow_io_stats>,
+    pub shards: Vec<iow_series>,
 }
 
 pub struct RawHwq {
     pub devt: u32,
     pub hctx: u32,
-    pub per_cpu: Vec<iow_hwq_stats>,
+    pub shards: Vec<iow_hwq_stats>,
 }
 
-/// Per-CPU samples of one cost class of one device.
+/// The shards of one cost class of one device.
 pub struct RawCostClass {
     pub devt: u32,
     /// Class within the device: (op * 2 + random) * IOW_COST_SIZES + size.
     pub class: u32,
-    pub per_cpu: Vec<iow_cost_class>,
+    pub shards: Vec<iow_cost_class>,
 }
 
 #[derive(Default)]
@@ -106,28 +123,25 @@ pub struct RawSample {
     pub hwqs: Vec<RawHwq>,
     /// Cost classes that have samples.
     pub cost_classes: Vec<RawCostClass>,
-    pub drops: Vec<iow_drops>,
+    pub drops: iow_drops,
     /// Device table: index -> kernel dev_t, for occupied entries.
     pub devs: Vec<(u32, u32)>,
-    /// Updates delivered through the nested_updates ring buffer since the last read.
-    pub nested: Vec<iow_update>,
+}
+
+/// The sharded counter arrays, mapped into this process.
+struct Counters {
+    series: MappedArray<iow_series>,
+    hwq: MappedArray<iow_hwq_stats>,
+    classes: MappedArray<iow_cost_class>,
 }
 
 pub struct Tracer {
     skel: IowardenSkel<'static>,
-    _links: Vec<Link>,
+    links: Vec<(&'static str, Link)>,
     probes: Vec<ProbeStatus>,
-    slots: u32,
-    nested_rb: libbpf_rs::RingBuffer<'static>,
-    nested: Arc<Mutex<Vec<iow_update>>>,
-}
-
-fn from_bytes<T: Copy + Default>(b: &[u8]) -> T {
-    if b.len() < std::mem::size_of::<T>() {
-        return T::default();
-    }
-    // SAFETY: T is a plain-old-data skeleton type; the length was checked.
-    unsafe { std::ptr::read_unaligned(b.as_ptr() as *const T) }
+    cap: Capacity,
+    counters: Counters,
+    hwq_events: bool,
 }
 
 fn write_cost_coefs(map: &dyn MapCore, idx: u32, lcoef: [u64; 6]) -> Result<()> {
@@ -153,7 +167,7 @@ fn claim_dev(table: &mut [u32], devt: u32) -> Option<u32> {
     let n = table.len() as u32;
     let start =
         ((devt as u64).wrapping_mul(0x9E3779B97F4A7C15) >> (64 - n.trailing_zeros())) as u32;
-    (0..iow_const::IOW_SLOT_PROBES.0)
+    (0..iow_const::IOW_DEV_PROBES.0)
         .map(|i| (start + i) & (n - 1))
         .find(|&i| table[i as usize] == 0 || table[i as usize] == devt)
         .inspect(|&i| table[i as usize] = devt)
@@ -174,6 +188,16 @@ fn tracepoint_exists(btf: &Btf<'_>, tp: &str) -> bool {
         .is_some()
 }
 
+fn inactive(name: &str, reason: String) -> ProbeStatus {
+    ProbeStatus {
+        name: name.into(),
+        active: false,
+        reason,
+    }
+}
+
+type OpenSkelT = crate::skel::OpenIowardenSkel<'static>;
+
 impl Tracer {
     /// Opens, configures, loads and attaches the programs. Optional
     /// tracepoints missing from the kernel are skipped and reported in
@@ -182,17 +206,66 @@ impl Tracer {
         let btf = Btf::from_vmlinux().context(
             "cannot read kernel BTF (/sys/kernel/btf/vmlinux): iowarden needs a kernel built with CONFIG_DEBUG_INFO_BTF=y",
         )?;
-        let slots = cfg
-            .max_series
-            .clamp(64, MAX_SLOTS)
-            .next_power_of_two()
-            .min(MAX_SLOTS);
+        let cap = cfg.capacity;
         // The open object must outlive the skeleton, which lives as long as the process.
         let obj: &'static mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
         let mut open = IowardenSkelBuilder::default()
             .open(obj)
             .context("opening the BPF object")?;
+        Self::configure(&mut open, cfg, &btf)?;
+        let preclaimed = Self::preclaim_devices(&mut open, cfg)?;
+        let mut probes = Self::skip_missing(&mut open, &btf)?;
+        let skel = open.load().map_err(|e| {
+            anyhow::anyhow!(
+                "loading the BPF programs failed: {e}. Run as root (or with CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE)"
+            )
+        })?;
+        let default = crate::costmodel::default_model(cfg.cost_model).lcoefs();
+        for &(idx, lcoef) in preclaimed.iter().chain([&(COST_DEFAULT, default)]) {
+            write_cost_coefs(&skel.maps.cost_coefs, idx, lcoef)?;
+        }
+        let shards = cap.shards as usize;
+        let counters = Counters {
+            series: MappedArray::new(&skel.maps.series, cap.slots as usize * shards)?,
+            hwq: MappedArray::new(&skel.maps.hwq_stats, (MAX_DEVS * MAX_HWQ) as usize * shards)?,
+            classes: MappedArray::new(
+                &skel.maps.cost_classes,
+                iow_const::IOW_COST_CLASSES.0 as usize * shards,
+            )?,
+        };
+        let mut tracer = Tracer {
+            skel,
+            links: Vec::new(),
+            probes: Vec::new(),
+            cap,
+            counters,
+            hwq_events: cfg.hwq_events,
+        };
+        for &(prog, _, when) in PROGRAMS {
+            let wanted = match when {
+                Attach::Required | Attach::Optional => true,
+                Attach::HwqEvents | Attach::IssueStamps => cfg.hwq_events,
+            };
+            if wanted && !probes.iter().any(|p| p.name == prog) {
+                tracer.attach(prog, when == Attach::Required, &mut probes)?;
+            }
+        }
+        for (on, name, flag) in [
+            (cfg.latency, "latency", "--no-latency"),
+            (cfg.hwq, "hwq", "--no-hwq"),
+            (cfg.cost, "cost", "--no-cost"),
+        ] {
+            if !on {
+                probes.push(inactive(name, format!("disabled by {flag}")));
+            }
+        }
+        tracer.probes = probes;
+        Ok(tracer)
+    }
 
+    /// Load-time switches and the sizes of the sharded arrays.
+    fn configure(open: &mut OpenSkelT, cfg: &TracerConfig, btf: &Btf<'_>) -> Result<()> {
+        let cap = cfg.capacity;
         let rodata = open
             .maps
             .rodata_data
@@ -200,128 +273,114 @@ impl Tracer {
             .context("BPF object has no .rodata")?;
         rodata.enable_latency = cfg.latency;
         rodata.enable_hwq = cfg.hwq;
+        rodata.enable_hwq_events = cfg.hwq_events;
         rodata.enable_cost = cfg.cost;
         rodata.filter_devt = cfg.filter_devt.unwrap_or(0);
-        rodata.slot_mask = slots - 1;
-        rodata.queue_flag_stats_bit = kernel_enum_value(&btf, "QUEUE_FLAG_STATS")
+        rodata.slot_mask = cap.slots - 1;
+        rodata.shard_mask = cap.shards - 1;
+        rodata.exclusive_shards = cap.shards as usize >= libbpf_rs::num_possible_cpus()?;
+        rodata.queue_flag_stats_bit = kernel_enum_value(btf, "QUEUE_FLAG_STATS")
             .and_then(|v| u32::try_from(v).ok())
             .filter(|&v| v < 64)
             .unwrap_or(64);
-        open.maps.io_stats.set_max_entries(slots)?;
+        open.maps.series.set_max_entries(cap.slots * cap.shards)?;
+        open.maps
+            .hwq_stats
+            .set_max_entries(MAX_DEVS * MAX_HWQ * cap.shards)?;
+        open.maps
+            .cost_classes
+            .set_max_entries(iow_const::IOW_COST_CLASSES.0 * cap.shards)?;
+        Ok(())
+    }
+
+    /// Claims the device entries of the devices with their own cost model.
+    fn preclaim_devices(open: &mut OpenSkelT, cfg: &TracerConfig) -> Result<Vec<(u32, [u64; 6])>> {
         let bss = open
             .maps
             .bss_data
             .as_deref_mut()
             .context("BPF object has no .bss")?;
-        let preclaimed: Vec<(u32, [u64; 6])> = cfg
+        Ok(cfg
             .cost_devices
             .iter()
             .filter_map(|&(devt, c)| claim_dev(&mut bss.tables.dev_devt, devt).map(|i| (i, c)))
-            .collect();
+            .collect())
+    }
 
-        let mut probes = Vec::new();
+    /// Leaves out the programs whose tracepoint the kernel lacks (or that
+    /// IOWARDEN_HIDE_TRACEPOINTS hides: how tests exercise the degraded
+    /// mode on a kernel that has them all); the selftest is never loaded.
+    fn skip_missing(open: &mut OpenSkelT, btf: &Btf<'_>) -> Result<Vec<ProbeStatus>> {
         open.progs.hist_bucket_selftest.set_autoload(false);
-        // Tracepoints to treat as absent: how the tests (and a user checking
-        // a deployment plan) exercise the degraded mode on a kernel that has
-        // them all.
         let hidden = std::env::var("IOWARDEN_HIDE_TRACEPOINTS").unwrap_or_default();
         let hidden: Vec<&str> = hidden.split(',').map(str::trim).collect();
-        for &(prog, tp, required) in TRACEPOINTS {
-            let exists = tracepoint_exists(&btf, tp) && !hidden.contains(&tp);
-            if !exists && required {
-                anyhow::bail!("the kernel has no {tp} tracepoint in its BTF; iowarden cannot account block I/O on it");
-            }
-            if !exists {
-                probes.push(ProbeStatus {
-                    name: prog.into(),
-                    active: false,
-                    reason: format!("kernel has no tracepoint {tp}"),
-                });
-                Self::prog_mut(&mut open, prog).set_autoload(false);
-            }
-        }
-        let skel = open.load().map_err(|e| {
-            anyhow::anyhow!(
-                "loading the BPF programs failed: {e}. Run as root (or with CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE)"
-            )
-        })?;
-
-        let tracer_maps = &skel.maps;
-        let default = crate::costmodel::default_model(cfg.cost_model).lcoefs();
-        for &(idx, lcoef) in preclaimed.iter().chain([&(COST_DEFAULT, default)]) {
-            write_cost_coefs(&tracer_maps.cost_coefs, idx, lcoef)?;
-        }
-        let mut links = Vec::new();
-        for &(prog, _, required) in TRACEPOINTS {
-            if probes.iter().any(|p| p.name == prog) {
+        let mut probes = Vec::new();
+        for &(prog, tp, when) in PROGRAMS {
+            if tracepoint_exists(btf, tp) && !hidden.contains(&tp) {
                 continue;
             }
-            match Self::prog(&skel, prog).attach() {
-                Ok(l) => {
-                    links.push(l);
-                    probes.push(ProbeStatus {
-                        name: prog.into(),
-                        active: true,
-                        reason: String::new(),
-                    });
-                }
-                Err(e) if !required => probes.push(ProbeStatus {
+            if when == Attach::Required {
+                anyhow::bail!("the kernel has no {tp} tracepoint in its BTF; iowarden cannot account block I/O on it");
+            }
+            probes.push(inactive(prog, format!("kernel has no tracepoint {tp}")));
+            Self::prog_mut(open, prog).set_autoload(false);
+        }
+        Ok(probes)
+    }
+
+    fn attach(
+        &mut self,
+        prog: &'static str,
+        required: bool,
+        probes: &mut Vec<ProbeStatus>,
+    ) -> Result<()> {
+        match Self::prog(&self.skel, prog).attach() {
+            Ok(l) => {
+                self.links.push((prog, l));
+                probes.push(ProbeStatus {
                     name: prog.into(),
-                    active: false,
-                    reason: format!("attach failed: {e}"),
-                }),
-                Err(e) => return Err(e).with_context(|| format!("attaching {prog}")),
+                    active: true,
+                    reason: String::new(),
+                });
             }
+            Err(e) if !required => probes.push(inactive(prog, format!("attach failed: {e}"))),
+            Err(e) => return Err(e).with_context(|| format!("attaching {prog}")),
         }
-        if !cfg.latency {
-            probes.push(ProbeStatus {
-                name: "latency".into(),
-                active: false,
-                reason: "disabled by --no-latency".into(),
-            });
+        Ok(())
+    }
+
+    /// Attaches block_rq_issue once the completion program has seen a
+    /// request its queue did not stamp with an issue time. Returns a line
+    /// to log when it did.
+    pub fn attach_issue_stamps_if_needed(&mut self) -> Result<Option<String>> {
+        const PROG: &str = "block_rq_issue";
+        if self.links.iter().any(|(n, _)| *n == PROG) || self.probes.iter().any(|p| p.name == PROG)
+        {
+            return Ok(None);
         }
-        if !cfg.hwq {
-            probes.push(ProbeStatus {
-                name: "hwq".into(),
-                active: false,
-                reason: "disabled by --no-hwq".into(),
-            });
+        let bss = self
+            .skel
+            .maps
+            .bss_data
+            .as_deref()
+            .context("BPF object has no .bss")?;
+        // SAFETY: an aligned u32 of the mmapped .bss that the BPF side sets.
+        if unsafe { std::ptr::read_volatile(&bss.tables.need_issue_stamps) } == 0 {
+            return Ok(None);
         }
-        if !cfg.cost {
-            probes.push(ProbeStatus {
-                name: "cost".into(),
-                active: false,
-                reason: "disabled by --no-cost".into(),
-            });
-        }
-        // The ring buffer reader needs a map that lives as long as it does:
-        // an owned handle on the same map, kept for the process lifetime.
-        let rb_map: &'static libbpf_rs::MapHandle = Box::leak(Box::new(
-            libbpf_rs::MapHandle::try_from(&skel.maps.nested_updates)
-                .context("opening the nested_updates ring buffer")?,
-        ));
-        let nested = Arc::new(Mutex::new(Vec::new()));
-        let sink = nested.clone();
-        let mut rb = libbpf_rs::RingBufferBuilder::new();
-        rb.add(rb_map, move |b: &[u8]| {
-            if let Ok(mut v) = sink.lock() {
-                v.push(from_bytes::<iow_update>(b));
-            }
-            0
-        })?;
-        let nested_rb = rb.build()?;
-        Ok(Tracer {
-            skel,
-            _links: links,
-            probes,
-            slots,
-            nested_rb,
-            nested,
-        })
+        let mut probes = std::mem::take(&mut self.probes);
+        let r = self.attach(PROG, false, &mut probes);
+        self.probes = probes;
+        r?;
+        Ok(Some(
+            "a traced queue does not stamp requests with their issue time (no QUEUE_FLAG_STATS: \
+             bfq, or wbt and iocost off); attached block_rq_issue to stamp them"
+                .into(),
+        ))
     }
 
     fn prog_mut<'a>(
-        open: &'a mut crate::skel::OpenIowardenSkel<'static>,
+        open: &'a mut OpenSkelT,
         name: &str,
     ) -> &'a mut libbpf_rs::OpenProgramMut<'static> {
         let p = &mut open.progs;
@@ -349,7 +408,13 @@ impl Tracer {
         &self.probes
     }
 
-    /// Reads every occupied slot, hardware queue and the drop counters.
+    /// Whether inserted/issued are counted per hardware queue.
+    pub fn hwq_events(&self) -> bool {
+        self.hwq_events
+    }
+
+    /// Reads every occupied slot, device, hardware queue, cost class and the
+    /// drop counters.
     pub fn read(&self) -> Result<RawSample> {
         let bss = self
             .skel
@@ -357,80 +422,71 @@ impl Tracer {
             .bss_data
             .as_deref()
             .context("BPF object has no .bss")?;
+        let shards = self.cap.shards as usize;
         let mut out = RawSample::default();
-        // Drain nested updates first: one that lands after this drain but
-        // references a slot read below is simply counted at the next read.
-        self.nested_rb.consume()?;
-        if let Ok(mut v) = self.nested.lock() {
-            out.nested = std::mem::take(&mut *v);
-        }
-        for (slot, key, vals) in claimed_slots(
-            &bss.tables.slot_key[..self.slots as usize],
-            &self.skel.maps.io_stats,
-        )? {
-            out.series.push(RawSeries {
-                slot,
-                key,
-                per_cpu: vals.iter().map(|b| from_bytes(b)).collect(),
-            });
+        for (slot, k) in bss.tables.slot_key[..self.cap.slots as usize]
+            .iter()
+            .enumerate()
+        {
+            // The BPF side claims keys concurrently: a volatile read of an
+            // aligned u64, never torn.
+            let key = unsafe { std::ptr::read_volatile(k) };
+            if key != 0 {
+                out.series.push(RawSeries {
+                    slot: slot as u32,
+                    key,
+                    shards: self.counters.series.range(slot * shards, shards),
+                });
+            }
         }
         for idx in 0..MAX_DEVS {
             let devt = unsafe { std::ptr::read_volatile(&bss.tables.dev_devt[idx as usize]) };
-            if devt == 0 {
-                continue;
-            }
-            out.devs.push((idx, devt));
-            for class in 0..COST_CLASSES_PER_DEV {
-                let i = idx * COST_CLASSES_PER_DEV + class;
-                let Some(vals) = self
-                    .skel
-                    .maps
-                    .cost_classes
-                    .lookup_percpu(&i.to_ne_bytes(), MapFlags::ANY)?
-                else {
-                    continue;
-                };
-                let per_cpu: Vec<iow_cost_class> = vals.iter().map(|b| from_bytes(b)).collect();
-                if per_cpu.iter().any(|c| c.ios != 0) {
-                    out.cost_classes.push(RawCostClass {
-                        devt,
-                        class,
-                        per_cpu,
-                    });
-                }
-            }
-            for hctx in 0..MAX_HWQ {
-                let i = idx * MAX_HWQ + hctx;
-                let Some(vals) = self
-                    .skel
-                    .maps
-                    .hwq_stats
-                    .lookup_percpu(&i.to_ne_bytes(), MapFlags::ANY)?
-                else {
-                    continue;
-                };
-                let per_cpu: Vec<iow_hwq_stats> = vals.iter().map(|b| from_bytes(b)).collect();
-                if per_cpu
-                    .iter()
-                    .any(|h| h.issued != 0 || h.inserted != 0 || h.completed != 0)
-                {
-                    out.hwqs.push(RawHwq {
-                        devt,
-                        hctx,
-                        per_cpu,
-                    });
-                }
+            if devt != 0 {
+                out.devs.push((idx, devt));
+                self.read_device(idx, devt, &mut out);
             }
         }
-        if let Some(vals) = self
+        if let Some(v) = self
             .skel
             .maps
             .drops
-            .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)?
+            .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)?
         {
-            out.drops = vals.iter().map(|b| from_bytes(b)).collect();
+            // SAFETY: the map's value is an iow_drops; the length is checked.
+            if v.len() >= std::mem::size_of::<iow_drops>() {
+                out.drops = unsafe { std::ptr::read_unaligned(v.as_ptr() as *const iow_drops) };
+            }
         }
         Ok(out)
+    }
+
+    /// The cost classes and hardware queues of device `idx` that have data.
+    fn read_device(&self, idx: u32, devt: u32, out: &mut RawSample) {
+        let shards = self.cap.shards as usize;
+        for class in 0..COST_CLASSES_PER_DEV {
+            let i = (idx * COST_CLASSES_PER_DEV + class) as usize;
+            let v = self.counters.classes.range(i * shards, shards);
+            if v.iter().any(|c| c.ios != 0) {
+                out.cost_classes.push(RawCostClass {
+                    devt,
+                    class,
+                    shards: v,
+                });
+            }
+        }
+        for hctx in 0..MAX_HWQ {
+            let i = (idx * MAX_HWQ + hctx) as usize;
+            let v = self.counters.hwq.range(i * shards, shards);
+            if v.iter()
+                .any(|h| h.issued != 0 || h.inserted != 0 || h.completed != 0)
+            {
+                out.hwqs.push(RawHwq {
+                    devt,
+                    hctx,
+                    shards: v,
+                });
+            }
+        }
     }
 
     /// Sets the cost model coefficients (iocost's lcoefs, vtime units) of
@@ -443,17 +499,18 @@ impl Tracer {
     /// Frees a series slot whose cgroup is gone: zeroes its counters, then
     /// releases the key so the BPF side can claim it again.
     pub fn release_slot(&mut self, slot: u32) -> Result<()> {
-        let maps = &mut self.skel.maps;
-        let bss = maps
+        let shards = self.cap.shards as usize;
+        self.counters.series.zero(slot as usize * shards, shards);
+        let bss = self
+            .skel
+            .maps
             .bss_data
             .as_deref_mut()
             .context("BPF object has no .bss")?;
-        free_slot(
-            &maps.io_stats,
-            std::mem::size_of::<iow_io_stats>(),
-            slot,
-            &mut bss.tables.slot_key[slot as usize],
-        )
+        // SAFETY: an aligned u64 in the mmapped .bss, also read and
+        // compare-and-swapped by the BPF side: a volatile store, never torn.
+        unsafe { std::ptr::write_volatile(&mut bss.tables.slot_key[slot as usize], 0) };
+        Ok(())
     }
 }
 
@@ -532,17 +589,12 @@ pub type TableFill = (&'static str, u64, u64);
 
 // Self-observation, kept apart from the data path above.
 impl Tracer {
-    /// Run count and time of every loaded tracepoint program.
+    /// Run count and time of every attached program.
     pub fn prog_stats(&self) -> Vec<ProgStats> {
-        let mut out = Vec::new();
-        for &(name, _, _) in TRACEPOINTS {
-            // Programs left unloaded (tracepoint missing) have no fd.
-            if self.probes.iter().any(|p| p.name == name && !p.active) {
-                continue;
-            }
-            out.extend(prog_stats_of(name, Self::prog(&self.skel, name)));
-        }
-        out
+        self.links
+            .iter()
+            .filter_map(|&(name, _)| prog_stats_of(name, Self::prog(&self.skel, name)))
+            .collect()
     }
 
     /// How full the tables the BPF side claims entries in are: a full series
@@ -557,7 +609,7 @@ impl Tracer {
         };
         // Volatile reads: the BPF side claims entries concurrently.
         let series = count(
-            self.slots,
+            self.cap.slots,
             &|i| unsafe { std::ptr::read_volatile(&t.slot_key[i]) } != 0,
         );
         let devs = count(
@@ -565,7 +617,7 @@ impl Tracer {
             &|i| unsafe { std::ptr::read_volatile(&t.dev_devt[i]) } != 0,
         );
         vec![
-            ("series", series, self.slots as u64),
+            ("series", series, self.cap.slots as u64),
             ("devices", devs, MAX_DEVS as u64),
         ]
     }

@@ -27,6 +27,10 @@ fn bpf_bucketing_matches_user_space_bounds() {
         values.push(lower_us(i) * 1000 - 1);
     }
     values.extend([0, 999, 1000, 30_000_000_000, u64::MAX / 2]);
+    // Both sides of where the BPF side stops dividing by multiplication (2^32 ns).
+    values.extend([(1 << 32) - 1, 1 << 32, (1 << 32) + 999, (1 << 32) + 1000]);
+    // A spread of values in between: every multiple of 999_999 ns below 2^32.
+    values.extend((1..4295u64).map(|i| i * 999_999));
     for chunk in values.chunks(64) {
         let mut probe = iow_bucket_probe::default();
         probe.ns[..chunk.len()].copy_from_slice(chunk);

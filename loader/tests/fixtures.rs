@@ -217,6 +217,21 @@ impl Daemon {
             .ok()
     }
 
+    /// Completions the kernel did not run block_rq_complete for: it skips
+    /// a program that fires while the same program runs on that CPU (a
+    /// completion interrupting another), and counts a recursion miss.
+    pub fn completions_missed(&self) -> u64 {
+        let m = self.get("/metrics").expect("/metrics");
+        m.lines()
+            .find_map(|l| {
+                l.strip_prefix(
+                    r#"iowarden_bpf_program_recursion_misses_total{program="block_rq_complete"} "#,
+                )
+            })
+            .map(|v| v.trim().parse::<f64>().expect("a count") as u64)
+            .expect("recursion misses of block_rq_complete exported")
+    }
+
     pub fn snapshot(&self) -> iowarden_exporters::Snapshot {
         iowarden_exporters::decode_json(&self.get("/snapshot.json").expect("snapshot")).unwrap()
     }

@@ -38,7 +38,6 @@ fn now_unix() -> f64 {
 
 fn monitor(dev: &iowarden_exporters::DeviceRef, locks: bool) -> Result<Monitor> {
     Monitor::start(&TracerConfig {
-        max_series: 1024,
         filter_devt: Some(kernel_devt(dev.major, dev.minor)),
         latency: true,
         hwq: false,
