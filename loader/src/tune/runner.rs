@@ -186,7 +186,11 @@ impl Tuner {
         let v = self.controller.vrate();
         let line = Self::qos_line(&self.devnum(), v);
         eprintln!("iowarden: {}", self.writer.set(&self.qos_path, &line)?);
-        self.set_qos_status(v);
+        // iowarden_tune_qos_value exists only while the tuner holds the qos
+        // (the pinned-vrate alert is inhibited by it): not in a dry run.
+        if !self.writer.config().dry_run {
+            self.set_qos_status(v);
+        }
         self.started = Instant::now();
         self.period_started = Instant::now();
         Ok(())
