@@ -4,12 +4,19 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 BIN := target/release/iowarden
 
-.PHONY: all deps build test lint vmtest demo bench clean dashboards fuzz-build fuzz
+.PHONY: all deps test-deps bench-deps build test lint vmtest demo bench clean dashboards fuzz-build fuzz fuzz-check
 
 all: build
 
+# What building and the demo need; test-deps and bench-deps add the rest.
 deps:
 	@scripts/install-deps.sh
+
+test-deps:
+	@scripts/install-deps.sh --test
+
+bench-deps:
+	@scripts/install-deps.sh --bench
 
 build: deps
 	$(CARGO) build --release --locked
@@ -20,7 +27,7 @@ lint: deps
 
 # Unit tests (pure logic) and integration tests against the real kernel:
 # BPF loading, loop devices, cgroups, fio, promtool. Needs root.
-test: build lint fuzz-build
+test: test-deps build lint fuzz-check
 	$(CARGO) test --release --locked --workspace -- --test-threads=1
 	$(MAKE) vmtest
 
@@ -33,20 +40,25 @@ vmtest: build
 # Fuzz targets for the knob parsers (fuzz/, own workspace; nightly + cargo-fuzz).
 FUZZ_TARGETS := cost_qos cost_model weight max latency stat pressure devnum
 FUZZ_SECS ?= 60
-fuzz-build: deps
+fuzz-build: test-deps
 	cd fuzz && $(CARGO) +nightly fuzz build -O
 
 # Each target for FUZZ_SECS seconds from the seeds in fuzz/corpus; a finding
 # lands in fuzz/artifacts/<target>/ and fails the run.
 fuzz: fuzz-build
 	set -o pipefail; cd fuzz && for t in $(FUZZ_TARGETS); do \
+	  echo "fuzz $$t: $(FUZZ_SECS) s"; \
 	  $(CARGO) +nightly fuzz run -O $$t -- -max_total_time=$(FUZZ_SECS) 2>&1 | grep -E '^(Done|==|SUMMARY)|panicked' || exit 1; \
 	done
+
+# The bounded run make test does: every target for 10 s.
+fuzz-check:
+	$(MAKE) fuzz FUZZ_SECS=10
 
 demo: build
 	examples/noisy-neighbour/run.sh
 
-bench: build
+bench: bench-deps build
 	bench/run.sh
 
 # Regenerate dashboards/*.json from dashboards/generate.py (make test checks they match).

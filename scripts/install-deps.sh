@@ -1,10 +1,27 @@
 #!/bin/bash
-# Installs what building, testing, the demo and the benchmark need on Debian 12.
-# Idempotent: only missing packages are installed. Run as root.
+# Installs what iowarden needs on Debian 12, by purpose. Idempotent: only
+# missing packages are installed. Run as root.
+#   scripts/install-deps.sh          build and `make demo` (compiler, libbpf's deps, fio)
+#   scripts/install-deps.sh --bench  + what `make bench` compares against (bpftrace, bpftool, curl)
+#   scripts/install-deps.sh --test   + everything `make test` uses (Prometheus, promtool,
+#                                      systemd-analyze, a Kubernetes validator, nightly + cargo-fuzz)
 set -euo pipefail
 
-PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make gcc libc6-dev bpftool fio prometheus bpftrace util-linux curl jq python3
-      python3-yaml python3-venv systemd)
+tier=demo
+case "${1:-}" in
+  "") ;;
+  --bench) tier=bench ;;
+  --test) tier=test ;;
+  *) echo "install-deps: unknown option '$1' (use --bench or --test)" >&2; exit 2 ;;
+esac
+
+PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make gcc libc6-dev fio util-linux)
+BENCH_PKGS=(bpftool bpftrace curl python3)
+TEST_PKGS=("${BENCH_PKGS[@]}" prometheus jq python3-yaml python3-venv systemd)
+case $tier in
+  bench) PKGS+=("${BENCH_PKGS[@]}") ;;
+  test) PKGS+=("${TEST_PKGS[@]}") ;;
+esac
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -19,6 +36,16 @@ if ((${#missing[@]})); then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+if ! command -v cargo >/dev/null && [[ -x $HOME/.cargo/bin/cargo ]]; then
+  export PATH=$HOME/.cargo/bin:$PATH
+fi
+if ! command -v cargo >/dev/null; then
+  echo "install-deps: no Rust toolchain (cargo) found; install Rust >= 1.88 (rustup) and re-run" >&2
+  exit 1
+fi
+[[ $tier == test ]] || exit 0
+
 # Debian's prometheus package starts a server on :9090; iowarden's tests run their
 # own on loopback, so keep the packaged one from holding the port.
 if systemctl is-active --quiet prometheus 2>/dev/null; then systemctl stop prometheus || true; fi
@@ -31,14 +58,6 @@ if [[ $("$TOOLS/bin/kubernetes-validate" --version 2>/dev/null) != "$KV_VERSION"
   echo "install-deps: installing kubernetes-validate $KV_VERSION into $TOOLS"
   /usr/bin/python3 -m venv "$TOOLS"
   "$TOOLS/bin/pip" install -q --disable-pip-version-check "kubernetes-validate==$KV_VERSION"
-fi
-
-if ! command -v cargo >/dev/null && [[ -x $HOME/.cargo/bin/cargo ]]; then
-  export PATH=$HOME/.cargo/bin:$PATH
-fi
-if ! command -v cargo >/dev/null; then
-  echo "install-deps: no Rust toolchain (cargo) found; install Rust >= 1.88 (rustup) and re-run" >&2
-  exit 1
 fi
 
 # Fuzzing the knob parsers (make fuzz-build / make fuzz): nightly toolchain and cargo-fuzz.

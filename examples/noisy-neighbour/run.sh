@@ -3,11 +3,14 @@
 # alone, then a hog (128 KiB writes, QD32) joins in another cgroup.
 # `iowarden top` shows it live and ends by naming the noisy neighbour.
 # Everything it creates (loop device, cgroups, files, processes) is removed on
-# exit, Ctrl-C included.   Env: DURATION (s, default 24), IOWARDEN (binary).
+# exit, Ctrl-C included. fio's own output (progress, results, errors) goes to
+# FIO_LOG so the terminal shows only iowarden.
+# Env: DURATION (s, default 24), IOWARDEN (binary), FIO_LOG (default /var/tmp/iowarden-demo-fio.log).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 IOWARDEN=${IOWARDEN:-target/release/iowarden}
 DURATION=${DURATION:-24}
+FIO_LOG=${FIO_LOG:-/var/tmp/iowarden-demo-fio.log}
 [[ $(id -u) -eq 0 ]] || { echo "run as root: the demo creates a loop device and cgroups" >&2; exit 1; }
 [[ -x $IOWARDEN ]] || { echo "build first: make build" >&2; exit 1; }
 
@@ -40,15 +43,16 @@ trap 'exit 130' INT TERM
 truncate -s 2G "$IMG"
 LOOP=$(losetup -f --show --direct-io=on "$IMG")
 mkdir -p "$BASE/victim" "$BASE/hog"
-echo "demo: $LOOP, cgroups $BASE/{victim,hog}; victim alone first, hog joins after 6 s"
+echo "demo: $LOOP, cgroups $BASE/{victim,hog}; victim alone first, hog joins after 6 s; fio's output in $FIO_LOG"
+: > "$FIO_LOG"
 
 in_cgroup() { local cg=$1; shift; sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$cg" "$@"; }
 in_cgroup "$BASE/victim" fio --name=victim --filename="$LOOP" --direct=1 --ioengine=libaio --rw=randread \
-  --bs=4k --iodepth=1 --size=1G --time_based --runtime=$((DURATION + 2)) --output=/dev/null &
+  --bs=4k --iodepth=1 --size=1G --time_based --runtime=$((DURATION + 2)) --eta=never >> "$FIO_LOG" 2>&1 &
 PIDS+=($!)
 ( sleep 6; exec sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$BASE/hog" fio --name=hog --filename="$LOOP" \
   --direct=1 --ioengine=libaio --rw=randwrite --bs=128k --iodepth=32 --offset=1G --size=1G --time_based \
-  --runtime=$((DURATION - 4)) --output=/dev/null ) &
+  --runtime=$((DURATION - 4)) --eta=never ) >> "$FIO_LOG" 2>&1 &
 PIDS+=($!)
 
 "$IOWARDEN" top --device "$LOOP" --interval 2s --duration "${DURATION}s"

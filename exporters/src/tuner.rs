@@ -40,6 +40,9 @@ pub struct TunerDecision {
     pub vrate_to: f64,
     /// The io.cost.qos line written (None when nothing was written).
     pub written: Option<String>,
+    /// In a dry run: the line that would have been written (nothing was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub would_write: Option<String>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]

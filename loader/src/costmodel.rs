@@ -62,6 +62,15 @@ pub fn default_model(flag: Option<LinearModel>) -> LinearModel {
     flag.unwrap_or(AUTOP_SSD_DFL)
 }
 
+/// A device number, `MAJ:MIN`.
+fn is_devnum(tok: &str) -> bool {
+    tok.split_once(':').is_some_and(|(a, b)| {
+        [a, b]
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|c| c.is_ascii_digit()))
+    })
+}
+
 /// The six parameters, in the order the kernel prints them.
 use crate::knobs::cost_model::COEFS as KEYS;
 
@@ -89,24 +98,38 @@ impl LinearModel {
     }
 
     /// `--cost-model`'s `key=value` pairs: keys not given keep their value
-    /// in `base`; `MAJ:MIN`, `ctrl=` and `model=linear` are skipped, unknown
-    /// keys refused.
+    /// in `base`; `ctrl=` and `model=linear` are skipped; unknown keys, a
+    /// token that is not key=value, an empty model and a `MAJ:MIN` (the
+    /// flag applies to every traced device) are refused.
     pub fn parse_over(base: LinearModel, s: &str) -> Result<LinearModel, String> {
+        if s.trim().is_empty() {
+            return Err(
+                "cost model is empty: give key=value pairs, e.g. 'rbps=2000000000 rrandiops=400000'"
+                    .into(),
+            );
+        }
+        if let Some(dev) = s.split_whitespace().next().filter(|t| is_devnum(t)) {
+            return Err(format!(
+                "cost model: '{dev}': --cost-model applies to every traced device and takes no MAJ:MIN (use --device to trace one device)"
+            ));
+        }
         Self::parse(base, s, true)
     }
 
-    /// A line of io.cost.model: keys newer kernels may add are ignored.
+    /// A line of io.cost.model (`MAJ:MIN key=value...`): keys newer kernels
+    /// may add are ignored, anything else that is not key=value refused.
     pub fn parse_kernel_line(s: &str) -> Result<LinearModel, String> {
-        Self::parse(LinearModel::default(), s, false)
+        let rest = match s.split_whitespace().next() {
+            Some(dev) if is_devnum(dev) => s.trim_start()[dev.len()..].to_string(),
+            _ => s.to_string(),
+        };
+        Self::parse(LinearModel::default(), &rest, false)
     }
 
     fn parse(base: LinearModel, s: &str, strict: bool) -> Result<LinearModel, String> {
         let mut v = base.values();
         for tok in s.split_whitespace() {
             let Some((k, val)) = tok.split_once('=') else {
-                if tok.contains(':') {
-                    continue; // the device number of a kernel line
-                }
                 return Err(format!("cost model: '{tok}' is not key=value"));
             };
             match k {
@@ -453,7 +476,7 @@ mod tests {
     fn parses_flag_and_kernel_lines() {
         let m = LinearModel::parse_over(
             AUTOP_SSD_DFL,
-            "8:0 ctrl=auto model=linear rbps=1 rseqiops=2 rrandiops=3 wbps=4 wseqiops=5 wrandiops=6",
+            "ctrl=auto model=linear rbps=1 rseqiops=2 rrandiops=3 wbps=4 wseqiops=5 wrandiops=6",
         )
         .unwrap();
         assert_eq!(
@@ -469,6 +492,27 @@ mod tests {
         assert_eq!((k.rbps, k.wbps), (9, 0));
         assert!(LinearModel::parse_over(AUTOP_HDD, "model=quadratic").is_err());
         assert_eq!(m.line("7:3"), format!("7:3 ctrl=user model=linear {m}"));
+        let k = LinearModel::parse_kernel_line(&m.line("259:0")).unwrap();
+        assert_eq!(k, m);
+    }
+
+    #[test]
+    fn what_the_flag_would_silently_have_taken_is_refused() {
+        let err = |s: &str| LinearModel::parse_over(AUTOP_SSD_DFL, s).unwrap_err();
+        assert_eq!(err("rbps:5000"), "cost model: 'rbps:5000' is not key=value");
+        assert_eq!(err("rbps=1 wbps"), "cost model: 'wbps' is not key=value");
+        assert!(err("").starts_with("cost model is empty"));
+        assert!(err("  ").starts_with("cost model is empty"));
+        assert!(err("8:0 rbps=1").contains("'8:0': --cost-model applies to every traced device"));
+    }
+
+    #[test]
+    fn a_kernel_line_that_does_not_parse_is_an_error() {
+        assert!(LinearModel::parse_kernel_line("259:0 ctrl=auto model=linear rbps:9").is_err());
+        assert!(LinearModel::parse_kernel_line("259:0 model=quadratic").is_err());
+        assert!(LinearModel::parse_kernel_line("259:0 rbps=x").is_err());
+        // The device number leads the line only.
+        assert!(LinearModel::parse_kernel_line("rbps=1 259:0").is_err());
     }
 
     #[test]

@@ -132,8 +132,16 @@ pub fn device_report(
 fn host_model(dev: &DeviceRef) -> (LinearModel, &'static str) {
     let line = crate::iocost::cgroup2_root()
         .and_then(|r| crate::iocost::read_root_knob(&r, "io.cost.model").remove(&dev.devt()));
-    if let Some(m) = line.and_then(|l| LinearModel::parse_kernel_line(&l).ok()) {
-        return (m, "io.cost.model");
+    if let Some(line) = line {
+        match LinearModel::parse_kernel_line(&line) {
+            Ok(m) => return (m, "io.cost.model"),
+            // Said once per device (the model is resolved once), not hidden.
+            Err(e) => eprintln!(
+                "iowarden: error: io.cost.model of {} does not parse ({e}): '{line}'; \
+                 charging it with the kernel's default model instead",
+                dev.name
+            ),
+        }
     }
     let rotational = std::fs::read_to_string(format!("/sys/block/{}/queue/rotational", dev.name))
         .is_ok_and(|s| s.trim() == "1");

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+const MAX_SECS: f64 = 365.0 * 86400.0;
+
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s
@@ -25,6 +27,12 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if !(secs.is_finite() && secs > 0.0) {
         return Err(format!("duration '{s}' must be positive"));
     }
+    // Far beyond any run; also keeps Instant + duration from overflowing.
+    if secs > MAX_SECS {
+        return Err(format!(
+            "duration '{s}' is too long (at most 365 days; leave the option out to run until stopped)"
+        ));
+    }
     Ok(Duration::from_secs_f64(secs))
 }
 
@@ -41,5 +49,32 @@ mod tests {
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("3 days").unwrap_err().contains("unit"));
         assert!(parse_duration("fast").is_err());
+        assert_eq!(
+            parse_duration("365d").unwrap_err(),
+            "invalid duration unit 'd' in '365d': use ms, s, m or h"
+        );
+    }
+
+    #[test]
+    fn huge_values_are_an_error_not_a_panic() {
+        for s in [
+            "100000000000000000000s",
+            "1e400",
+            "8760.1h",
+            "99999999999999999999999m",
+        ] {
+            let e = parse_duration(s).unwrap_err();
+            assert!(
+                e.contains("too long") || e.contains("invalid duration"),
+                "{s}: {e}"
+            );
+        }
+        assert!(parse_duration("100000000000000000000s")
+            .unwrap_err()
+            .contains("at most 365 days"));
+        assert_eq!(
+            parse_duration("8760h").unwrap(),
+            Duration::from_secs(365 * 86400)
+        );
     }
 }

@@ -86,14 +86,17 @@ fn charges_the_linear_model_and_refits_it() {
 
     // Random over 2 GiB: two requests land within iocost's 16 MiB window
     // of each other ~1.6 % of the time.
+    let k0 = kernel_reads(&name);
     let r4 = fio(&rnd, &dev.path, "randread", "4k", 1500, "2G");
     let r64 = fio(&rnd, &dev.path, "randread", "64k", 500, "2G");
     let s64 = fio(&seq, &dev.path, "read", "64k", 1500, "128M");
     let s4 = fio(&seq, &dev.path, "read", "4k", 1500, "128M");
+    // The kernel's own count of the reads, independent of BPF.
+    let kernel = kernel_reads(&name) - k0;
+    let fio_total: u64 = [&r4, &r64, &s64, &s4].iter().map(|r| r.0).sum();
+    assert_eq!(kernel, fio_total, "/sys/block/{name}/stat reads vs fio's");
     std::thread::sleep(Duration::from_millis(1500));
     let snap = daemon.snapshot();
-    // Completions the kernel did not run the program for (recursion misses).
-    let lost = daemon.completions_missed();
 
     for (cg, runs, random) in [(&rnd, [r4, r64], true), (&seq, [s64, s4], false)] {
         let s = read_series(&snap, &name, cg);
@@ -110,9 +113,12 @@ fn charges_the_linear_model_and_refits_it() {
             cg.rel
         );
         let (fio_ios, fio_bytes) = (runs[0].0 + runs[1].0, runs[0].1 + runs[1].1);
+        // Completions the kernel never delivered to BPF (README: a few in
+        // ten thousand on this VM), bounded against fio's count (which the
+        // kernel's own agreed with above): at most 0.1 %, at least one.
         assert!(
-            s.ios <= fio_ios && s.ios + lost >= fio_ios,
-            "{}: {} ios, fio {fio_ios}, {lost} undelivered",
+            s.ios <= fio_ios && (fio_ios - s.ios) as f64 <= (0.001 * fio_ios as f64).ceil(),
+            "{}: {} ios, fio {fio_ios}",
             cg.rel,
             s.ios
         );
@@ -289,4 +295,11 @@ fn host_default_model_from_the_first_request() {
         + s.random_ios * request_cost(&lc, false, true, 4096);
     assert!(s.ios > 0);
     assert_eq!(vtime(s.cost_seconds), want, "{source}: {s:?}");
+}
+
+/// Reads completed + merged on a device, from the kernel's /sys/block stat.
+fn kernel_reads(dev: &str) -> u64 {
+    let s = std::fs::read_to_string(format!("/sys/block/{dev}/stat")).unwrap();
+    let f: Vec<u64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();
+    f[0] + f[1]
 }

@@ -91,3 +91,79 @@ fn on_a_terminal_draws_the_tui_and_quits_on_q() {
     assert!(screen.contains(&cg.rel), "{screen:?}");
     assert!(screen.contains("q quit"), "{screen:?}");
 }
+
+/// `iowarden top --duration` in a pipe, its stdout.
+fn top_for(dev: &LoopDev, secs: u32) -> String {
+    let out = Command::new(BIN)
+        .args(["top", "--device", &dev.name(), "--interval", "1s"])
+        .arg(format!("--duration={secs}s"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// fio in `cg`, starting after `delay` s, running `secs` s.
+fn fio_for(cg: &Cgroup, a: Vec<String>, delay: u32, secs: u32) -> std::process::Child {
+    let mut args = vec![
+        "-c".to_string(),
+        format!("sleep {delay}; exec fio \"$@\""),
+        "fio".into(),
+    ];
+    args.extend(a);
+    args.push("--time_based".into());
+    args.push(format!("--runtime={secs}"));
+    cg.command("sh", &args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// The verdict on real I/O: a 4 KiB QD1 reader alone for 5 s, then a
+/// 128 KiB QD32 writer in another cgroup joins; top's closing line must name
+/// the writer and the reader. Before that, the reader alone must not be
+/// called a victim (the same detector, same device, no hog).
+#[test]
+fn the_verdict_names_a_real_hog_and_not_a_lone_reader() {
+    let dev = LoopDev::file(1024);
+    let victim = Cgroup::new("iowarden-top-victim");
+    let hog = Cgroup::new("iowarden-top-hog");
+    let victim_io = || fio_args(&dev.path, "randread", "4k", 1, 100_000_000, "0", "256M");
+    let hog_io = || {
+        fio_args(
+            &dev.path,
+            "randwrite",
+            "128k",
+            32,
+            100_000_000,
+            "512M",
+            "256M",
+        )
+    };
+
+    let mut alone = fio_for(&victim, victim_io(), 0, 8);
+    let text = top_for(&dev, 6);
+    let _ = alone.wait();
+    let last = text.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("no noisy neighbour: top device-time share is /iowarden-top-victim"),
+        "{text}"
+    );
+
+    let mut v = fio_for(&victim, victim_io(), 0, 17);
+    let mut h = fio_for(&hog, hog_io(), 5, 10);
+    let text = top_for(&dev, 13);
+    let _ = v.wait();
+    let _ = h.wait();
+    let last = text.lines().last().unwrap_or_default();
+    let want = format!("noisy neighbour on {}: /iowarden-top-hog holds", dev.name());
+    assert!(
+        last.starts_with(&want) && last.contains("while /iowarden-top-victim p99 rose"),
+        "{text}"
+    );
+}

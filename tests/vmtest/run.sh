@@ -13,6 +13,25 @@ TOP=$PWD
 CACHE=${VMTEST_CACHE:-/var/cache/iowarden-vmtest}
 TIMEOUT=${VMTEST_TIMEOUT:-900}
 export IOWARDEN_BIN=${IOWARDEN_BIN:-$TOP/target/release/iowarden}
+
+# The selection and how many checks it must report, before anything is
+# installed or booted: a VMTEST_ONLY that matches nothing is an error.
+# 't-45*' and '45-tune.sh' name the same script as '45*'.
+only=${VMTEST_ONLY:-*}; only=${only#t-}; only=${only%.sh}
+shopt -s nullglob
+selected=(tests/vmtest/guest/t-$only.sh)
+shopt -u nullglob
+if ((${#selected[@]} == 0)); then
+  echo "vmtest: VMTEST_ONLY='${VMTEST_ONLY:-}' matches no tests/vmtest/guest/t-$only.sh; nothing would run" >&2
+  exit 1
+fi
+expected=0
+for t in "${selected[@]}"; do
+  n=$(sed -n '1s/^# vmtest-checks: \([0-9][0-9]*\)$/\1/p' "$t")
+  [[ -n $n ]] || { echo "vmtest: $t lacks its '# vmtest-checks: N' first line" >&2; exit 1; }
+  expected=$((expected + n))
+done
+echo "vmtest: ${#selected[@]} scripts, $expected checks expected"
 mkdir -p "$CACHE"
 
 need=()
@@ -53,7 +72,7 @@ set +e
 timeout --kill-after=10 "$TIMEOUT" vng --run "$KERNEL" "${accel[@]}" --cpus 2 --memory 2G \
   --append 'cgroup_no_v1=all' \
   --qemu-opts="$qaccel -drive file=$img,if=none,id=nvm,format=raw,throttling.bps-total=268435456 -device nvme,serial=iowarden,drive=nvm,max_ioqpairs=4" \
-  --exec "IOWARDEN_BIN=$IOWARDEN_BIN VMTEST_ONLY='${VMTEST_ONLY:-*}' $TOP/tests/vmtest/guest/run-all.sh" 2>&1 | cat > "$log"
+  --exec "IOWARDEN_BIN=$IOWARDEN_BIN VMTEST_ONLY='$only' $TOP/tests/vmtest/guest/run-all.sh" 2>&1 | cat > "$log"
 rc=${PIPESTATUS[0]}
 set -e
 grep -E 'PASS|FAIL|^  |^(OK|BAD) |passed, |guest:' "$log" || true
@@ -62,4 +81,8 @@ if [[ $rc -eq 124 || $rc -eq 137 ]]; then
   echo "vmtest: the guest did not finish within ${TIMEOUT}s and was killed (see $log)" >&2
   exit 1
 fi
-grep -qE '^[0-9]+ passed, 0 failed' "$log" || { echo "vmtest: guest tests failed (rc $rc); see $log" >&2; exit 1; }
+summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ expected$' "$log" | tail -1)
+if [[ $summary != "$expected passed, 0 failed, $expected expected" ]]; then
+  echo "vmtest: guest tests failed (rc $rc): '${summary:-no summary line}', want $expected passed of $expected; see $log" >&2
+  exit 1
+fi

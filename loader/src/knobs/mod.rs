@@ -14,9 +14,13 @@ pub mod cli;
 pub mod cost_model;
 pub mod cost_qos;
 pub mod devnum;
+#[cfg(not(fuzzing))]
+pub(crate) mod journal;
 pub mod latency;
 pub mod max;
 pub mod pressure;
+#[cfg(not(fuzzing))]
+mod recovery;
 pub mod stat;
 pub mod weight;
 #[cfg(not(fuzzing))]

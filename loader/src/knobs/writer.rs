@@ -9,15 +9,14 @@
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::{anyhow, bail, Context, Result};
-use serde::{Deserialize, Serialize};
-
+use super::journal::Record;
 use super::{DevNum, KnobKind};
+use anyhow::{anyhow, bail, Context, Result};
 
 pub const DEFAULT_STATE_DIR: &str = "/var/lib/iowarden";
 pub const DEFAULT_IOCOST_INTERVAL: Duration = Duration::from_secs(1);
@@ -39,22 +38,6 @@ impl Default for WriterConfig {
             iocost_min_interval: DEFAULT_IOCOST_INTERVAL,
         }
     }
-}
-
-#[derive(Serialize, Deserialize, Debug, Clone)]
-#[serde(tag = "op", rename_all = "lowercase")]
-enum Record {
-    /// About to write `value` to `path`, which held `previous`.
-    Set {
-        id: u64,
-        pid: u32,
-        time: u64,
-        path: PathBuf,
-        previous: String,
-        value: String,
-    },
-    /// Entry `id` needs no restore any more (restored, kept, or never written).
-    Done { id: u64, how: String },
 }
 
 #[derive(Debug, Clone)]
@@ -125,7 +108,7 @@ fn check_cgroup(path: &Path) -> Result<()> {
 /// Two writes set the same thing: same file, same device (or the same
 /// io.weight key, `default` or MAJ:MIN), so restoring the earlier one's
 /// previous value undoes both.
-fn same_target(pa: &Path, va: &str, pb: &Path, vb: &str) -> bool {
+pub(crate) fn same_target(pa: &Path, va: &str, pb: &Path, vb: &str) -> bool {
     pa == pb && va.split_whitespace().next() == vb.split_whitespace().next()
 }
 
@@ -157,13 +140,21 @@ fn write_once(path: &Path, data: &str, truncate: bool) -> Result<()> {
     Ok(())
 }
 
-fn flock(f: &File, nonblock: bool) -> bool {
-    let op = libc::LOCK_EX | if nonblock { libc::LOCK_NB } else { 0 };
+/// Takes the journal's lock without waiting; Ok(false) when another
+/// process holds it.
+pub(crate) fn try_flock(f: &File) -> std::io::Result<bool> {
     // SAFETY: a valid open fd.
-    unsafe { libc::flock(f.as_raw_fd(), op) == 0 }
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(true);
+    }
+    let e = std::io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EWOULDBLOCK) => Ok(false),
+        _ => Err(e),
+    }
 }
 
-fn fsync_dir(dir: &Path) {
+pub(crate) fn fsync_dir(dir: &Path) {
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
     }
@@ -221,7 +212,7 @@ impl Writer {
                 .append(true)
                 .open(&p)
                 .with_context(|| format!("creating journal {}", p.display()))?;
-            if !flock(&f, true) {
+            if !try_flock(&f).unwrap_or(false) {
                 bail!("locking journal {}", p.display());
             }
             fsync_dir(&self.cfg.state_dir);
@@ -381,115 +372,32 @@ impl Writer {
     }
 
     /// Restores what runs that are gone (killed, crashed) left changed:
-    /// one message per knob. Journals of live runs are left alone.
+    /// one message per knob. Journals of live runs are left alone; see
+    /// recovery.rs for what happens to damaged or unreadable ones.
     pub fn recover(&mut self) -> Result<Vec<String>> {
-        let dir = self.cfg.state_dir.clone();
-        let Ok(rd) = fs::read_dir(&dir) else {
-            return Ok(Vec::new());
-        };
-        let mut journals: Vec<PathBuf> = rd
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with("journal-") && n.ends_with(".jsonl"))
-            })
-            .filter(|p| self.journal.as_ref().map(|(o, _)| o) != Some(p))
-            .collect();
-        journals.sort();
-        let mut msgs = Vec::new();
-        let mut errs = Vec::new();
-        for jp in journals {
-            let Ok(f) = OpenOptions::new().read(true).append(true).open(&jp) else {
-                continue;
-            };
-            if !flock(&f, true) {
-                continue; // a live run holds it
-            }
-            let mut sets: Vec<(u64, u32, PathBuf, String, String)> = Vec::new();
-            for line in BufReader::new(&f).lines().map_while(|l| l.ok()) {
-                match serde_json::from_str::<Record>(&line) {
-                    Ok(Record::Set {
-                        id,
-                        pid,
-                        path,
-                        previous,
-                        value,
-                        ..
-                    }) => sets.push((id, pid, path, previous, value)),
-                    Ok(Record::Done { id, .. }) => sets.retain(|s| s.0 != id),
-                    Err(_) => {} // a torn last line from a crash
-                }
-            }
-            let mut done_paths: HashMap<PathBuf, String> = HashMap::new();
-            let mut failed = false;
-            let mut jf = f;
-            // Only the first change of each knob: its previous value is the original.
-            let mut firsts: Vec<(u64, u32, PathBuf, String, String)> = Vec::new();
-            for s in sets {
-                if !firsts.iter().any(|f| same_target(&f.2, &f.4, &s.2, &s.4)) {
-                    firsts.push(s);
-                }
-            }
-            for (id, pid, path, previous, value) in firsts.into_iter().rev() {
-                let kind = match kind_of(&path) {
-                    Ok(k) => k,
-                    Err(_) => continue,
-                };
-                if self.cfg.dry_run {
-                    done_paths.insert(
-                        path.clone(),
-                        format!(
-                            "dry-run: would restore {} to '{}' (left changed by pid {pid}, which did not exit cleanly)",
-                            path.display(),
-                            previous.trim_end().replace('\n', "\\n")
-                        ),
-                    );
-                    continue;
-                }
-                let c = Change {
-                    id,
-                    path: path.clone(),
-                    kind,
-                    previous,
-                    value,
-                };
-                match self.restore_change(&c) {
-                    Ok(m) => {
-                        let rec = serde_json::to_string(&Record::Done {
-                            id,
-                            how: "recovered".into(),
-                        })?;
-                        let _ = writeln!(jf, "{rec}").and_then(|_| jf.sync_all());
-                        done_paths.insert(
-                            path,
-                            format!("{m} (left changed by pid {pid}, which did not exit cleanly)"),
-                        );
-                    }
-                    Err(e) => {
-                        failed = true;
-                        errs.push(format!("{}: {e:#}", path.display()));
-                    }
-                }
-            }
-            let mut v: Vec<_> = done_paths.into_values().collect();
-            v.sort();
-            msgs.extend(v);
-            if !failed && !self.cfg.dry_run {
-                let _ = fs::remove_file(&jp);
-                fsync_dir(&dir);
-            }
-        }
-        if errs.is_empty() {
-            Ok(msgs)
-        } else {
-            bail!(
-                "{}could not restore: {}",
-                msgs.iter().map(|m| format!("{m}; ")).collect::<String>(),
-                errs.join("; ")
-            )
-        }
+        super::recovery::recover(self)
+    }
+
+    pub(crate) fn own_journal(&self) -> Option<&Path> {
+        self.journal.as_ref().map(|(p, _)| p.as_path())
+    }
+
+    /// Restores one knob a gone run left changed (no journal record).
+    pub(crate) fn restore_left_change(
+        &mut self,
+        id: u64,
+        path: &Path,
+        kind: KnobKind,
+        previous: &str,
+        value: &str,
+    ) -> Result<String> {
+        self.restore_change(&Change {
+            id,
+            path: path.to_path_buf(),
+            kind,
+            previous: previous.to_string(),
+            value: value.to_string(),
+        })
     }
 }
 

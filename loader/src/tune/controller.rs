@@ -85,6 +85,13 @@ impl ControllerConfig {
                 self.start, self.vrate_min, self.vrate_max
             ));
         }
+        // clamp() in step() panics on a NaN or negative width.
+        if !(self.max_step.is_finite() && self.max_step > 0.0) {
+            return Err(format!(
+                "--max-step {} must be a positive number of percentage points",
+                self.max_step
+            ));
+        }
         if !(0.0..1.0).contains(&self.margin) {
             return Err(format!("margin {} must be in [0, 1)", self.margin));
         }
@@ -759,6 +766,23 @@ mod tests {
             ..Default::default()
         })
         .contains("--start 200"));
+        for step in [f64::NAN, -5.0, 0.0, f64::INFINITY] {
+            assert!(bad(ControllerConfig {
+                max_step: step,
+                ..Default::default()
+            })
+            .contains(&format!("--max-step {step} must be a positive")));
+        }
+        assert!(bad(ControllerConfig {
+            margin: f64::NAN,
+            ..Default::default()
+        })
+        .contains("margin NaN"));
+        assert!(bad(ControllerConfig {
+            start: f64::NAN,
+            ..Default::default()
+        })
+        .contains("--start NaN"));
         assert!(ControllerConfig::default().validate().is_ok());
     }
 }

@@ -57,6 +57,16 @@ fn relative_path(root: &Path, p: &str) -> String {
     format!("/{}", rel.trim_matches('/'))
 }
 
+/// A decision's qos line as (written, would_write): in a dry run the writer
+/// wrote nothing, so the line is only what would have been written.
+fn written_or_would(dry_run: bool, line: Option<String>) -> (Option<String>, Option<String>) {
+    if dry_run {
+        (None, line)
+    } else {
+        (line, None)
+    }
+}
+
 impl Tuner {
     /// Checks the device, the cgroups and the bounds. Changes nothing.
     pub fn prepare(opts: TuneOptions, resolver: &CgroupResolver) -> Result<Tuner> {
@@ -176,7 +186,11 @@ impl Tuner {
         let v = self.controller.vrate();
         let line = Self::qos_line(&self.devnum(), v);
         eprintln!("iowarden: {}", self.writer.set(&self.qos_path, &line)?);
-        self.set_qos_status(v);
+        // iowarden_tune_qos_value exists only while the tuner holds the qos
+        // (the pinned-vrate alert is inhibited by it): not in a dry run.
+        if !self.writer.config().dry_run {
+            self.set_qos_status(v);
+        }
         self.started = Instant::now();
         self.period_started = Instant::now();
         Ok(())
@@ -254,14 +268,16 @@ impl Tuner {
     fn decide(&mut self, m: &Measurement) -> Result<()> {
         let d = self.controller.decide(m);
         let at = self.started.elapsed().as_secs_f64();
-        let written = if d.to != d.from {
-            let line = Self::qos_line(&self.devnum(), d.to);
-            self.writer.set(&self.qos_path, &line)?;
-            self.set_qos_status(d.to);
-            Some(line)
-        } else {
-            None
-        };
+        // In a dry run the writer writes nothing: the line is what it would write.
+        let dry_run = self.writer.config().dry_run;
+        let line = (d.to != d.from).then(|| Self::qos_line(&self.devnum(), d.to));
+        if let Some(line) = &line {
+            self.writer.set(&self.qos_path, line)?;
+            if !dry_run {
+                self.set_qos_status(d.to);
+            }
+        }
+        let (written, would_write) = written_or_would(dry_run, line);
         *self
             .decisions
             .entry(d.action.as_str().to_string())
@@ -296,8 +312,9 @@ impl Tuner {
             vrate_from: d.from,
             vrate_to: d.to,
             written: written.clone(),
+            would_write: would_write.clone(),
         });
-        let line = json!({
+        let mut line = json!({
             "at_seconds": (at * 1000.0).round() / 1000.0,
             "action": d.action.as_str(),
             "vrate_from": d.from,
@@ -315,16 +332,24 @@ impl Tuner {
             "iops": m.iops.round(),
             "written": written,
         });
+        if dry_run {
+            line["would_write"] = json!(would_write);
+        }
         let mut out = std::io::stdout().lock();
         writeln!(out, "{line}")?;
         out.flush()?;
         eprintln!(
-            "iowarden tune: {:>7.1}s {:<12} vrate {:>7.2}% -> {:>7.2}%  {}",
+            "iowarden tune: {:>7.1}s {:<12} vrate {:>7.2}% -> {:>7.2}%  {}{}",
             at,
             d.action.as_str(),
             d.from,
             d.to,
-            d.reason
+            d.reason,
+            if would_write.is_some() {
+                " (dry run: would write, not written)"
+            } else {
+                ""
+            }
         );
         Ok(())
     }
@@ -375,5 +400,25 @@ mod tests {
             "259:0 enable=1 ctrl=user rpct=0.00 wpct=0.00 min=42.50 max=42.50"
         );
         crate::knobs::KnobKind::CostQos.check_write(&l).unwrap();
+    }
+
+    #[test]
+    fn a_dry_run_reports_would_write_not_written() {
+        let l = Some("259:0 enable=1 min=40.00 max=40.00".to_string());
+        assert_eq!(written_or_would(true, l.clone()), (None, l.clone()));
+        assert_eq!(written_or_would(false, l.clone()), (l.clone(), None));
+        assert_eq!(written_or_would(true, None), (None, None));
+        // The status JSON carries would_write only when there is one.
+        let d = TunerDecision {
+            would_write: l,
+            ..Default::default()
+        };
+        let v = serde_json::to_value(&d).unwrap();
+        assert!(
+            v["written"].is_null() && v["would_write"].is_string(),
+            "{v}"
+        );
+        let v = serde_json::to_value(TunerDecision::default()).unwrap();
+        assert!(v.get("would_write").is_none(), "{v}");
     }
 }

@@ -1,3 +1,4 @@
+# vmtest-checks: 4
 # The guest is what later tests rely on.
 . "$(dirname "$0")/lib.sh"
 ok "pure cgroup v2 with the io controller" "grep -qw io $CG/cgroup.controllers && ! grep -q ' cgroup ' /proc/mounts"
