@@ -1,11 +1,13 @@
 #!/bin/bash
-# Tracing overhead on one loop device, in one invocation:
-#   fio IOPS with no tracing, with iowarden attached, and with a peer baseline
-#   (bpftrace, biolatency-style: a hash map keyed by the request pointer),
-#   interleaved over REPS rounds; kernel-measured ns per BPF program run
-#   (BPF stats enabled only while iowarden is measured).
-# Prints medians and ratios against the no-tracing baseline.
-# Env: REPS (3), RUNTIME (s per fio run, 8), IODEPTH (16).
+# Tracing overhead on one loop device, in one invocation: fio IOPS with no
+# tracing, with iowarden (defaults), with iowarden --shards 1 (the atomic
+# adds of hosts with more CPUs than shards), with the peer everyone has,
+# bcc's libbpf-tools biolatency (Debian package libbpf-tools), and with a
+# bpftrace biolatency-style script where bpftrace starts; interleaved over
+# REPS rounds. BPF stats are on only while fio runs: kernel-measured ns per
+# fio I/O (all programs, every device the I/O crosses), ns per run and runs
+# per fio I/O of each program, and the ratios to biolatency.
+# Env: REPS (5), RUNTIME (s per fio run, 6), IODEPTH (16).
 #
 # MODE=locks: what the lock-contention programs cost. Against iowarden
 # without them (the default) in the same invocation: IOPS at the load above
@@ -20,7 +22,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 IOWARDEN=${IOWARDEN:-target/release/iowarden}
-REPS=${REPS:-3}; RUNTIME=${RUNTIME:-8}; IODEPTH=${IODEPTH:-16}
+REPS=${REPS:-5}; RUNTIME=${RUNTIME:-6}; IODEPTH=${IODEPTH:-16}
 [[ $(id -u) -eq 0 ]] || { echo "run as root" >&2; exit 1; }
 W=$(mktemp -d /var/tmp/iowarden-bench.XXXXXX)
 LOOP=""; BG=""
@@ -72,17 +74,25 @@ kind=sys.argv[1]; prefix=sys.argv[2]; t=c=0; per=[]
 for p in json.load(sys.stdin):
     if p.get("type")==kind and p.get("name","").startswith(prefix):
         rt, rc = p.get("run_time_ns",0), p.get("run_cnt",0)
-        t+=rt; c+=rc; per.append("%s=%.0fns/run" % (p.get("name","?"), rt/max(rc,1)))
-print(t, c, " ".join(sorted(per)))' "$1" "${2:-block_rq_}"
+        t+=rt; c+=rc; per.append((p.get("name","?"), rt, rc))
+print(t, c, json.dumps(per).replace(" ", ""))' "$1" "${2:-block_rq_}"
 }
 
-measured_fio() {  # fio IOPS and BPF ns per I/O of the programs of BPF type $1
+measured_fio() {  # fio IOPS, BPF ns per fio I/O of the programs of BPF type $1, and per program "name=ns_per_run/runs_per_io"
   sysctl -qw kernel.bpf_stats_enabled=1
-  read -r t0 _ _ < <(prog_stats "$1")
+  read -r t0 _ p0 < <(prog_stats "$1")
   read -r iops ios < <(fio_iops)
-  read -r t1 _ detail < <(prog_stats "$1")
+  read -r t1 _ p1 < <(prog_stats "$1")
   sysctl -qw kernel.bpf_stats_enabled=0
-  echo "$iops $(python3 -c "print(($t1-$t0)/$ios)") $detail"
+  python3 -c '
+import json, sys
+p0 = {n: (t, c) for n, t, c in json.loads(sys.argv[1])}
+ios = float(sys.argv[3]); tot = 0; per = []
+for n, t, c in json.loads(sys.argv[2]):
+    dt, dc = t - p0.get(n, (0, 0))[0], c - p0.get(n, (0, 0))[1]
+    tot += dt
+    if dc: per.append("%s=%.0f/%.2f" % (n, dt / dc, dc / ios))
+print(sys.argv[4], tot / ios, " ".join(per))' "$p0" "$p1" "$ios" "$iops"
 }
 
 if [[ ${MODE:-} == cost ]]; then
@@ -153,28 +163,72 @@ PY
   exit 0
 fi
 
-declare -a NONE IOW BTR NSIO NSBT
+# The default comparison. Per round, interleaved: fio with no tracing;
+# iowarden with defaults; iowarden --shards 1 (every CPU shares one shard:
+# the atomic adds of hosts with more CPUs than shards); bcc's libbpf-tools
+# biolatency (tp_btf, a hash map keyed by request), the peer to beat; and
+# the bpftrace script above. Each tracer runs alone, so the tracing
+# programs named block_rq_* are its own.
+run_tool() {  # name start-command... ; prints "iops ns_per_io runs_per_io per-program"
+  local name=$1; shift
+  "$@"
+  read -r iops ns detail < <(measured_fio "$KIND")
+  stop_bg
+  echo "$iops $ns $detail"
+}
+start_biolatency() {
+  /usr/sbin/biolatency 3600 >"$W/biolatency.log" 2>&1 & BG=$!
+  # It attaches within a second; wait until its programs are loaded.
+  for _ in $(seq 100); do
+    bpftool prog show -j | grep -q '"block_rq_complete_btf"' && { sleep 0.5; return; }
+    sleep 0.1
+  done
+  echo "biolatency did not start: $(cat "$W/biolatency.log")" >&2; exit 1
+}
+start_iowarden_atomic() {
+  "$IOWARDEN" run --listen 127.0.0.1:19699 --interval 1s --shards 1 >"$W/iowarden.log" 2>&1 & BG=$!
+  for _ in $(seq 100); do curl -sf http://127.0.0.1:19699/snapshot.json >/dev/null && return; sleep 0.1; done
+  echo "iowarden did not start: $(cat "$W/iowarden.log")" >&2; exit 1
+}
+HAVE_BT=1
+bpftrace -e 'BEGIN { exit(); }' >/dev/null 2>&1 || HAVE_BT=0
+
+declare -a NONE IOW IOA BIO BTR NSIO NSIA NSBIO NSBT DIOW DIOA DBIO
 for r in $(seq "$REPS"); do
   read -r iops _ < <(fio_iops); NONE+=("$iops")
-  start_iowarden
-  read -r iops ns detail < <(measured_fio tracing); IOW+=("$iops"); NSIO+=("$ns")
-  stop_bg
-  start_bpftrace
-  read -r iops ns detail2 < <(measured_fio tracepoint); BTR+=("$iops"); NSBT+=("$ns")
-  stop_bg
-  printf 'round %s: none %.0f IOPS | iowarden %.0f IOPS, %.0f ns/I/O (%s) | bpftrace %.0f IOPS, %.0f ns/I/O (%s)\n' \
-    "$r" "${NONE[-1]}" "${IOW[-1]}" "${NSIO[-1]}" "$detail" "${BTR[-1]}" "${NSBT[-1]}" "$detail2"
+  KIND=tracing; read -r iops ns d < <(run_tool iowarden start_iowarden); IOW+=("$iops"); NSIO+=("$ns"); DIOW+=("$d")
+  read -r iops ns d < <(run_tool iowarden-atomic start_iowarden_atomic); IOA+=("$iops"); NSIA+=("$ns"); DIOA+=("$d")
+  read -r iops ns d < <(run_tool biolatency start_biolatency); BIO+=("$iops"); NSBIO+=("$ns"); DBIO+=("$d")
+  if ((HAVE_BT)); then
+    KIND=tracepoint; read -r iops ns _ < <(run_tool bpftrace start_bpftrace); BTR+=("$iops"); NSBT+=("$ns")
+  fi
+  printf 'round %s: none %.0f IOPS | iowarden %.0f ns/I/O (%s) | --shards 1 %.0f ns/I/O | biolatency %.0f ns/I/O (%s)%s\n' \
+    "$r" "${NONE[-1]}" "${NSIO[-1]}" "${DIOW[-1]}" "${NSIA[-1]}" "${NSBIO[-1]}" "${DBIO[-1]}" \
+    "$( ((HAVE_BT)) && printf ' | bpftrace %.0f ns/I/O' "${NSBT[-1]}")"
 done
 
-python3 - "${NONE[*]}" "${IOW[*]}" "${BTR[*]}" "${NSIO[*]}" "${NSBT[*]}" <<'PY'
-import statistics as st, sys
-none, iow, btr, nsio, nsbt = ([float(x) for x in a.split()] for a in sys.argv[1:6])
-m = st.median
-print(f"\nloop device, 4 KiB randread QD{__import__('os').environ.get('IODEPTH','16')}, medians of {len(none)} interleaved rounds")
-print(f"  no tracing     {m(none):10.0f} IOPS   ratio 1.000")
-print(f"  iowarden       {m(iow):10.0f} IOPS   ratio {m(iow)/m(none):.3f}  (IOPS loss {100*(1-m(iow)/m(none)):.1f}%)")
-print(f"  bpftrace       {m(btr):10.0f} IOPS   ratio {m(btr)/m(none):.3f}")
-print("  (bpftrace: biolatency-style, a hash map keyed by request)")
-print(f"  BPF time per fio I/O (BPF stats; every device the I/O touches, loop and backing disk):")
-print(f"    iowarden {m(nsio):.0f} ns, bpftrace {m(nsbt):.0f} ns, ratio iowarden/bpftrace {m(nsio)/m(nsbt):.2f} (target: <= 25 ns on bare metal)")
+python3 - "${NONE[*]}" "${IOW[*]}" "${IOA[*]}" "${BIO[*]}" "${BTR[*]:-}" "${NSIO[*]}" "${NSIA[*]}" "${NSBIO[*]}" "${NSBT[*]:-}" \
+  "$(printf '%s\n' "${DIOW[@]}")" "$(printf '%s\n' "${DBIO[@]}")" <<'PY'
+import statistics as st, sys, os, collections
+f = lambda a: [float(x) for x in a.split()]
+none, iow, ioa, bio, btr, nsio, nsia, nsbio, nsbt = (f(a) for a in sys.argv[1:10])
+m = lambda v: st.median(v) if v else float("nan")
+def per_prog(lines):  # median ns per run and runs per fio I/O, by program
+    ns, runs = collections.defaultdict(list), collections.defaultdict(list)
+    for line in lines.splitlines():
+        for item in line.split():
+            name, rest = item.split("=")
+            a, b = rest.split("/")
+            ns[name].append(float(a)); runs[name].append(float(b))
+    return {n: (m(ns[n]), m(runs[n])) for n in sorted(ns)}
+print(f"\nloop device, 4 KiB randread QD{os.environ.get('IODEPTH','16')}, {os.environ.get('RUNTIME','8')} s per run, medians of {len(none)} interleaved rounds")
+print(f"  IOPS: none {m(none):.0f}; iowarden {m(iow):.0f} ({m(iow)/m(none):.3f}); --shards 1 {m(ioa):.0f} ({m(ioa)/m(none):.3f}); "
+      f"biolatency {m(bio):.0f} ({m(bio)/m(none):.3f})" + (f"; bpftrace {m(btr):.0f} ({m(btr)/m(none):.3f})" if btr else ""))
+print("  BPF time per fio I/O (BPF stats on; every device the I/O crosses: the loop device and its backing disk):")
+for name, v in (("iowarden", nsio), ("iowarden --shards 1", nsia), ("biolatency", nsbio), ("bpftrace", nsbt)):
+    if v:
+        print(f"    {name:20s} {m(v):6.0f} ns   ratio to biolatency {m(v)/m(nsbio):.2f}")
+for name, lines in (("iowarden", sys.argv[10]), ("biolatency", sys.argv[11])):
+    print(f"  {name} per program: " + ", ".join(f"{p} {ns:.0f} ns x {r:.2f} runs" for p, (ns, r) in per_prog(lines).items()))
+print("  (target: iowarden <= 1/3 of biolatency; a program that does nothing costs ~60 ns per run here, BPF stats included)")
 PY

@@ -29,6 +29,8 @@ pub struct Monitor {
     probes: Vec<iowarden_exporters::ProbeStatus>,
     /// None when cost charging is off.
     costs: Option<CostModels>,
+    /// The series table was found full once (said in the log once).
+    said_table_full: bool,
 }
 
 impl Monitor {
@@ -57,6 +59,7 @@ impl Monitor {
             ext,
             probes,
             costs,
+            said_table_full: false,
         })
     }
 
@@ -116,6 +119,8 @@ impl Monitor {
         }
         self.missing.retain(|_, n| *n <= RELEASE_AFTER_POLLS);
 
+        self.say_if_table_full(&raw);
+
         let resolver = &self.resolver;
         let path = |id: u64| resolver.path_of(id).map(str::to_string);
         let mut snap = self.acc.snapshot(
@@ -136,6 +141,21 @@ impl Monitor {
 }
 
 impl Monitor {
+    /// Says once in the log that the series table filled up: from then on
+    /// new series are counted in iowarden_dropped_total only.
+    fn say_if_table_full(&mut self, raw: &crate::tracer::RawSample) {
+        let full = raw.drops.n[crate::skel::types::iow_drop::IOW_DROP_SLOT_FULL.0 as usize];
+        if full > 0 && !self.said_table_full {
+            self.said_table_full = true;
+            let cap = self.tracer.table_fill().first().map_or(0, |t| t.2);
+            eprintln!(
+                "iowarden: the series table is full ({cap} slots): requests of new (cgroup, device, op) \
+                 series are dropped and counted in iowarden_dropped_total{{reason=\"slot_table_full\"}}; \
+                 raise --max-series"
+            );
+        }
+    }
+
     /// One line per optional probe that is not active, saying why.
     pub fn probe_report(&self) -> Vec<String> {
         self.probes

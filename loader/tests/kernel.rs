@@ -215,10 +215,12 @@ fn per_cgroup_fidelity_against_fio() {
             // Not far below either. fio's clat ends when fio reaps the
             // completion, which no block-layer event sees: on this 2-vCPU VM
             // that adds 0.03-0.15 ms, up to two buckets (each ~20% wide) at
-            // sub-ms latencies. A's p99 (30 of 3000 sub-ms reads) is left
-            // out: a vCPU descheduled by the hypervisor or fio waiting for
-            // the run queue has been seen to add up to 1.4 ms there.
-            if q < 0.9 || op == Op::Write {
+            // sub-ms latencies. The p99s are left out: a vCPU descheduled by
+            // the hypervisor or fio waiting for the run queue has been seen
+            // to add 1.4 ms (A's reads) and 10 ms (B's writes, with another
+            // build running) there. The two-sided p99 check is the guest's,
+            // on null_blk's 2 ms completions (t-15-fidelity.sh).
+            if q < 0.9 {
                 assert!(
                     theirs <= ours + 2,
                     "{} p{}: iowarden's bucket {ours} is below fio's {theirs}",

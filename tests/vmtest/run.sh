@@ -64,25 +64,41 @@ img=$CACHE/nvme.img
 # the emulation serves reads from the host page cache so fast that large
 # requests are hardly ever in flight, and no controller sees contention.
 [[ -f $img ]] || truncate -s 2G "$img"
-log=$CACHE/vmtest.log
-start=$(date +%s)
-echo "vmtest: booting $KERNEL (${accel[*]:-KVM}), timeout ${TIMEOUT}s; log in $log"
-set +e
-# "| cat": QEMU's file chardev truncates a regular file given as stdout.
-timeout --kill-after=10 "$TIMEOUT" vng --run "$KERNEL" "${accel[@]}" --cpus 2 --memory 2G \
-  --append 'cgroup_no_v1=all' \
-  --qemu-opts="$qaccel -drive file=$img,if=none,id=nvm,format=raw,throttling.bps-total=268435456 -device nvme,serial=iowarden,drive=nvm,max_ioqpairs=4" \
-  --exec "IOWARDEN_BIN=$IOWARDEN_BIN VMTEST_ONLY='$only' $TOP/tests/vmtest/guest/run-all.sh" 2>&1 | cat > "$log"
-rc=${PIPESTATUS[0]}
-set -e
-grep -E 'PASS|FAIL|^  |^(OK|BAD) |passed, |guest:' "$log" || true
-echo "vmtest: boot + tests took $(( $(date +%s) - start )) s"
-if [[ $rc -eq 124 || $rc -eq 137 ]]; then
-  echo "vmtest: the guest did not finish within ${TIMEOUT}s and was killed (see $log)" >&2
-  exit 1
-fi
-summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ expected$' "$log" | tail -1)
-if [[ $summary != "$expected passed, 0 failed, $expected expected" ]]; then
-  echo "vmtest: guest tests failed (rc $rc): '${summary:-no summary line}', want $expected passed of $expected; see $log" >&2
-  exit 1
-fi
+# One guest boot per kernel command line: a script may ask for more on its
+# second line ("# vmtest-append: possible_cpus=192"), and runs in a guest
+# of its own with it.
+declare -A group_scripts group_checks
+for t in "${selected[@]}"; do
+  extra=$(sed -n '2s/^# vmtest-append: \(.*\)$/\1/p' "$t")
+  group_scripts[$extra]+="$(basename "$t") "
+  group_checks[$extra]=$(( ${group_checks[$extra]:-0} + $(sed -n '1s/^# vmtest-checks: \([0-9][0-9]*\)$/\1/p' "$t") ))
+done
+boot() {  # extra-cmdline scripts expected log
+  local extra=$1 list=$2 want=$3 log=$4 rc summary start
+  start=$(date +%s)
+  echo "vmtest: booting $KERNEL (${accel[*]:-KVM}) ${extra:+with '$extra' }for $list; timeout ${TIMEOUT}s; log in $log"
+  set +e
+  # "| cat": QEMU's file chardev truncates a regular file given as stdout.
+  timeout --kill-after=10 "$TIMEOUT" vng --run "$KERNEL" "${accel[@]}" --cpus 2 --memory 2G \
+    --append "cgroup_no_v1=all $extra" \
+    --qemu-opts="$qaccel -drive file=$img,if=none,id=nvm,format=raw,throttling.bps-total=268435456 -device nvme,serial=iowarden,drive=nvm,max_ioqpairs=4" \
+    --exec "IOWARDEN_BIN=$IOWARDEN_BIN VMTEST_LIST='$list' $TOP/tests/vmtest/guest/run-all.sh" 2>&1 | cat > "$log"
+  rc=${PIPESTATUS[0]}
+  set -e
+  grep -E 'PASS|FAIL|^  |^(OK|BAD) |passed, |guest:' "$log" || true
+  echo "vmtest: boot + tests took $(( $(date +%s) - start )) s"
+  if [[ $rc -eq 124 || $rc -eq 137 ]]; then
+    echo "vmtest: the guest did not finish within ${TIMEOUT}s and was killed (see $log)" >&2
+    return 1
+  fi
+  summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ expected$' "$log" | tail -1)
+  if [[ $summary != "$want passed, 0 failed, $want expected" ]]; then
+    echo "vmtest: guest tests failed (rc $rc): '${summary:-no summary line}', want $want passed of $want; see $log" >&2
+    return 1
+  fi
+}
+n=0
+for extra in "${!group_scripts[@]}"; do
+  boot "$extra" "${group_scripts[$extra]}" "${group_checks[$extra]}" "$CACHE/vmtest${n/#0/}.log"
+  n=$((n + 1))
+done

@@ -22,13 +22,13 @@ def cpus(spec):
         a, _, b = part.partition("-"); out.update(range(int(a), int(b or a) + 1))
     return out
 want = [int(h) for h in os.listdir(mq) if cpu in cpus(open(f"{mq}/{h}/cpu_list").read())]
-def issued(f):
-    return {q["hctx"]: q["issued"] for q in json.load(open(f))["queues"] if q["device"]["name"] == "nvme0n1"}
-b, a = issued(f"{scratch}/hwq-before-{cpu}.json"), issued(f"{scratch}/hwq-after-{cpu}.json")
+def completed(f):
+    return {q["hctx"]: q["completed"] for q in json.load(open(f))["queues"] if q["device"]["name"] == "nvme0n1"}
+b, a = completed(f"{scratch}/hwq-before-{cpu}.json"), completed(f"{scratch}/hwq-after-{cpu}.json")
 d = {h: a[h] - b.get(h, 0) for h in a}
 on_want = sum(v for h, v in d.items() if h in want)
 print(("OK" if want and on_want >= 0.99 * 2000 and sum(d.values()) - on_want <= 0.01 * 2000 else "BAD"),
-      f"cpu {cpu} -> hctx {want}: issued per hctx {d}")
+      f"cpu {cpu} -> hctx {want}: completed per hctx {d}")
 PY
   cat $SCRATCH/hwq-$cpu
   ok "fio on cpu $cpu issues on the hctx mapped to cpu $cpu" "grep -q '^OK' $SCRATCH/hwq-$cpu"

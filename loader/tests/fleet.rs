@@ -1,0 +1,356 @@
+//! Fleet scale on the real kernel: a thousand live cgroups doing I/O on a
+//! loop device over this host's disk (each a series on both), and ten
+//! thousand cgroups created, doing one read and removed. Nothing may be
+//! dropped, the daemon stays small, and the series of removed cgroups are
+//! released. Needs root and the io controller on cgroup v1 or v2.
+
+mod fixtures;
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use fixtures::*;
+use iowarden_exporters::Snapshot;
+
+/// A parent cgroup for the test's children, removed (children first) on drop.
+struct Parent {
+    dir: PathBuf,
+    v2: bool,
+}
+
+impl Parent {
+    fn new(name: &str) -> Parent {
+        let (root, v2) = io_root();
+        let dir = root.join(name);
+        remove_tree(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        if v2 {
+            std::fs::write(dir.join("cgroup.subtree_control"), "+io").unwrap();
+        }
+        Parent { dir, v2 }
+    }
+}
+
+impl Drop for Parent {
+    fn drop(&mut self) {
+        move_self_to(&io_root().0, self.v2);
+        remove_tree(&self.dir);
+    }
+}
+
+fn remove_tree(dir: &Path) {
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                remove_tree(&e.path());
+            }
+        }
+    }
+    let _ = std::fs::remove_dir(dir);
+}
+
+fn gettid() -> i64 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) }
+}
+
+/// Moves this thread into cgroup `dir`: the bios it submits are charged
+/// there. v1 moves one thread (`tasks`); v2 needs a threaded cgroup for
+/// that, so the test moves its process there only on v1.
+fn move_self_to(dir: &Path, v2: bool) {
+    let file = if v2 { "cgroup.procs" } else { "tasks" };
+    let id = if v2 {
+        std::process::id() as i64
+    } else {
+        gettid()
+    };
+    std::fs::write(dir.join(file), id.to_string()).unwrap();
+}
+
+/// One 4 KiB direct read at `offset` from `dev`.
+fn read_4k(dev: &str, offset: u64) {
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(dev)
+        .unwrap();
+    let mut buf = vec![0u8; 8192];
+    let off = buf.as_ptr().align_offset(4096);
+    f.read_exact_at(&mut buf[off..off + 4096], offset).unwrap();
+}
+
+/// A 64 MiB loop device whose blocks are all written, so that its reads
+/// reach the backing disk (a hole would be read as zeros without I/O).
+fn filled_loop() -> LoopDev {
+    let dev = LoopDev::file(64);
+    let st = std::process::Command::new("dd")
+        .args([
+            "if=/dev/zero",
+            &format!("of={}", dev.path),
+            "bs=1M",
+            "count=64",
+        ])
+        .args(["oflag=direct", "status=none"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    dev
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .expect("VmRSS")
+}
+
+fn metric(d: &Daemon, prefix: &str) -> f64 {
+    d.get("/metrics")
+        .expect("/metrics")
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .map(|v| v.trim().parse().unwrap())
+        .unwrap_or_else(|| panic!("no {prefix}"))
+}
+
+fn series_entries(d: &Daemon) -> u64 {
+    metric(d, r#"iowarden_map_entries{map="series"} "#) as u64
+}
+
+fn drops(s: &Snapshot) -> u64 {
+    let d = &s.drops;
+    d.slot_table_full + d.device_table_full
+}
+
+/// Polls until `done` holds (the daemon polls every 500 ms); panics with
+/// `what` after 60 s, which only a broken release would take.
+fn wait_for(d: &Daemon, what: &str, done: &dyn Fn(&Snapshot) -> bool) -> Snapshot {
+    let t0 = Instant::now();
+    loop {
+        let s = d.snapshot();
+        if done(&s) {
+            return s;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "{what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn under(s: &Snapshot, prefix: &str) -> usize {
+    s.io.iter()
+        .filter(|x| x.cgroup.path.starts_with(prefix))
+        .count()
+}
+
+#[test]
+fn thousand_live_cgroups_lose_nothing() {
+    let dev = filled_loop();
+    let daemon = Daemon::start(19641, &[]);
+    let pid = daemon.child.id();
+    let name = "iowarden-fleet-live";
+    let parent = Parent::new(name);
+    let before = daemon.snapshot();
+    let entries_before = series_entries(&daemon);
+    let (root, _) = io_root();
+    let n = 1000u64;
+    for i in 0..n {
+        let dir = parent.dir.join(format!("c{i}"));
+        std::fs::create_dir(&dir).unwrap();
+        move_self_to(&dir, parent.v2);
+        read_4k(&dev.path, i * 4096);
+        move_self_to(&root, parent.v2);
+    }
+    let prefix = format!("/{name}/");
+    // Each cgroup: one read on the loop device and one on its backing disk.
+    let s = wait_for(&daemon, "every cgroup's read on the loop device", &|s| {
+        s.io.iter()
+            .filter(|x| x.cgroup.path.starts_with(&prefix) && x.device.name == dev.name())
+            .count() as u64
+            == n
+    });
+    let on_loop: Vec<_> =
+        s.io.iter()
+            .filter(|x| x.cgroup.path.starts_with(&prefix) && x.device.name == dev.name())
+            .collect();
+    assert!(
+        on_loop.iter().all(|x| x.ios == 1 && x.bytes == 4096),
+        "{:?}",
+        on_loop.iter().find(|x| x.ios != 1 || x.bytes != 4096)
+    );
+    let on_disk = under(&s, &prefix) - on_loop.len();
+    println!(
+        "{n} cgroups: {} series on {}, {on_disk} on its backing disk; table {} -> {} entries; drops {:?}; RSS {} KiB",
+        on_loop.len(),
+        dev.name(),
+        entries_before,
+        series_entries(&daemon),
+        s.drops,
+        rss_kib(pid)
+    );
+    assert_eq!(on_disk as u64, n, "every cgroup's read on the backing disk");
+    assert_eq!(drops(&s), drops(&before), "drops: {:?}", s.drops);
+    assert!(rss_kib(pid) <= 64 * 1024, "RSS {} KiB", rss_kib(pid));
+
+    drop(parent);
+    let after = wait_for(&daemon, "the removed cgroups' series released", &|s| {
+        under(s, &prefix) == 0
+    });
+    assert_released(&daemon, &before, &after, entries_before, &prefix);
+}
+
+/// The table holds as many entries as before, but for series that are new
+/// and not the test's (other I/O on this host while the test ran).
+fn assert_released(
+    d: &Daemon,
+    before: &Snapshot,
+    after: &Snapshot,
+    entries_before: u64,
+    prefix: &str,
+) {
+    let keys = |s: &Snapshot| -> std::collections::HashSet<(u64, String, String)> {
+        s.io.iter()
+            .filter(|x| !x.cgroup.path.starts_with(prefix))
+            .map(|x| (x.cgroup.id, x.device.name.clone(), format!("{:?}", x.op)))
+            .collect()
+    };
+    let new_others = keys(after).difference(&keys(before)).count() as u64;
+    let entries = series_entries(d);
+    assert_eq!(
+        entries,
+        entries_before + new_others,
+        "series table after release: {entries} entries, {entries_before} before, {new_others} other new series"
+    );
+}
+
+#[test]
+fn ten_thousand_short_lived_cgroups_lose_nothing() {
+    let dev = filled_loop();
+    let daemon = Daemon::start(19642, &[]);
+    let pid = daemon.child.id();
+    let name = "iowarden-fleet-churn";
+    let parent = Parent::new(name);
+    let before = daemon.snapshot();
+    let entries_before = series_entries(&daemon);
+    let (root, _) = io_root();
+    let n = 10_000u64;
+    let t0 = Instant::now();
+    let mut peak_rss = 0;
+    for i in 0..n {
+        let dir = parent.dir.join(format!("c{i}"));
+        std::fs::create_dir(&dir).unwrap();
+        move_self_to(&dir, parent.v2);
+        read_4k(&dev.path, (i % 16384) * 4096);
+        move_self_to(&root, parent.v2);
+        std::fs::remove_dir(&dir).unwrap();
+        if i % 1000 == 999 {
+            peak_rss = peak_rss.max(rss_kib(pid));
+        }
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    let prefix = format!("/{name}/");
+    let after = wait_for(&daemon, "the removed cgroups' series released", &|s| {
+        under(s, &prefix) == 0
+    });
+    println!(
+        "{n} create/read/remove cycles in {secs:.1} s ({:.0} cgroups/s); drops {:?}; peak RSS {peak_rss} KiB; table {} -> {} entries",
+        n as f64 / secs,
+        after.drops,
+        entries_before,
+        series_entries(&daemon)
+    );
+    assert_eq!(drops(&after), drops(&before), "drops: {:?}", after.drops);
+    assert!(peak_rss <= 64 * 1024, "RSS {peak_rss} KiB");
+    assert_eq!(daemon.snapshot().schema, before.schema, "daemon alive");
+    assert_released(&daemon, &before, &after, entries_before, &prefix);
+}
+
+#[test]
+fn a_full_series_table_says_so_once_and_counts_the_drops() {
+    let dev = filled_loop();
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_iowarden"))
+        .args(["run", "--listen", "127.0.0.1:19643", "--interval", "200ms"])
+        .args(["--max-series", "64"])
+        .stdout(std::process::Stdio::null())
+        .stderr(log.reopen().unwrap())
+        .spawn()
+        .unwrap();
+    let daemon = Daemon {
+        child,
+        url: "http://127.0.0.1:19643".into(),
+    };
+    let t0 = Instant::now();
+    while daemon.get("/snapshot.json").is_none() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "daemon did not answer"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let name = "iowarden-fleet-full";
+    let parent = Parent::new(name);
+    let (root, _) = io_root();
+    // 200 cgroups, each a series on the loop device and on its disk: 400
+    // series for 64 slots.
+    for i in 0..200u64 {
+        let dir = parent.dir.join(format!("c{i}"));
+        std::fs::create_dir(&dir).unwrap();
+        move_self_to(&dir, parent.v2);
+        read_4k(&dev.path, i * 4096);
+        move_self_to(&root, parent.v2);
+    }
+    let s = wait_for(&daemon, "drops counted", &|s| s.drops.slot_table_full > 0);
+    std::thread::sleep(Duration::from_millis(600));
+    let text = std::fs::read_to_string(log.path()).unwrap();
+    let said = text.matches("the series table is full (64 slots)").count();
+    println!("{} drops; log:\n{text}", s.drops.slot_table_full);
+    assert_eq!(said, 1, "{text}");
+    assert!(
+        metric(
+            &daemon,
+            r#"iowarden_dropped_total{reason="slot_table_full"} "#
+        ) > 0.0
+    );
+    drop(parent);
+}
+
+#[test]
+fn a_capacity_over_the_memory_budget_is_refused_with_the_numbers() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_iowarden"))
+        .args([
+            "run",
+            "--listen",
+            "127.0.0.1:19644",
+            "--max-series",
+            "16384",
+            "--shards",
+            "64",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("--max-series 16384 needs")
+            && err.contains("16384 slots x 64 shards")
+            && err.contains("budget"),
+        "{err}"
+    );
+    for bad in [["--shards", "3"], ["--max-series", "0"]] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_iowarden"))
+            .args(["run", "--listen", "127.0.0.1:19644"])
+            .args(bad)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(bad[0]),
+            "{bad:?}: {err}"
+        );
+    }
+}
