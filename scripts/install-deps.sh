@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make gcc libc6-dev bpftool fio prometheus bpftrace util-linux curl jq python3
-      python3-yaml python3-venv systemd)
+      python3-yaml python3-venv systemd protobuf-compiler libprotobuf-dev)
 
 missing=()
 for p in "${PKGS[@]}"; do

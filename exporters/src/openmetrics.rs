@@ -19,23 +19,62 @@ pub struct SelfMetrics {
     pub runtime: crate::selfmetrics::RuntimeMetrics,
 }
 
-type Labels = Vec<(String, String)>;
+/// Which latency stages go out as histograms, and how coarse the classic
+/// (text) buckets are: what a series costs the Prometheus that stores it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExpositionOptions {
+    pub stages: Vec<Stage>,
+    pub classic: ClassicBuckets,
+}
 
-/// Collapses the fine log-linear buckets to power-of-two boundaries in
-/// microseconds, keeping Prometheus cardinality sane (about 24 series per
-/// histogram instead of 88). Returns (upper bound, count in bucket) pairs,
+/// Fleet defaults: the total stage only, classic buckets at powers of four.
+impl Default for ExpositionOptions {
+    fn default() -> Self {
+        ExpositionOptions {
+            stages: vec![Stage::Total],
+            classic: ClassicBuckets::PowersOfFour,
+        }
+    }
+}
+
+/// Upper bounds of the classic histogram buckets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClassicBuckets {
+    /// Every power of two of the BPF layout, 1 us to 4 s (24 buckets with +Inf).
+    PowersOfTwo,
+    /// Powers of four from 4 us to 1.05 s (11 buckets with +Inf).
+    PowersOfFour,
+}
+
+impl ClassicBuckets {
+    /// Whether a bucket boundary (in seconds) closes a classic bucket.
+    fn is_bound(self, seconds: f64) -> bool {
+        let us = (seconds * 1e6).round() as u64;
+        match self {
+            ClassicBuckets::PowersOfTwo => us > 0 && us.is_power_of_two(),
+            ClassicBuckets::PowersOfFour => {
+                us.is_power_of_two()
+                    && us.trailing_zeros().is_multiple_of(2)
+                    && (4..=1 << 20).contains(&us)
+            }
+        }
+    }
+}
+
+/// Collapses the fine log-linear buckets to the classic boundaries, keeping
+/// Prometheus cardinality sane. Returns (upper bound, count in bucket) pairs,
 /// non-cumulative, ending with +Inf.
-pub fn collapse_buckets(h: &Histogram, lower_bounds: &[f64]) -> Vec<(f64, u64)> {
-    let is_pow2_us = |s: f64| {
-        let us = (s * 1e6).round() as u64;
-        us > 0 && us.is_power_of_two()
-    };
+pub fn collapse_buckets(
+    h: &Histogram,
+    lower_bounds: &[f64],
+    classic: ClassicBuckets,
+) -> Vec<(f64, u64)> {
     let mut out: Vec<(f64, u64)> = Vec::new();
     let mut acc = 0u64;
     for (i, &c) in h.counts.iter().enumerate() {
-        // Bucket i ends where bucket i+1 starts; close a group there if that is a power of two.
+        // Bucket i ends where bucket i+1 starts; close a group there if that is a classic bound.
         match lower_bounds.get(i + 1) {
-            Some(&next) if is_pow2_us(next) => {
+            Some(&next) if classic.is_bound(next) => {
                 out.push((next, acc + c));
                 acc = 0;
             }
@@ -50,17 +89,27 @@ pub fn collapse_buckets(h: &Histogram, lower_bounds: &[f64]) -> Vec<(f64, u64)> 
 struct SnapshotCollector {
     snap: Snapshot,
     extra: SelfMetrics,
+    opts: ExpositionOptions,
 }
 
-fn io_labels(s: &crate::model::IoSeries) -> Labels {
+fn cgroup_id_label(id: u64) -> String {
+    match id {
+        crate::cardinality::OTHER_CGROUP_ID => crate::cardinality::OTHER_CGROUP.into(),
+        id => id.to_string(),
+    }
+}
+
+pub(crate) fn io_labels(s: &crate::model::IoSeries) -> Labels {
     vec![
         ("cgroup".into(), s.cgroup.path.clone()),
-        ("cgroup_id".into(), s.cgroup.id.to_string()),
+        ("cgroup_id".into(), cgroup_id_label(s.cgroup.id)),
         ("device".into(), s.device.name.clone()),
         ("devt".into(), s.device.devt()),
         ("op".into(), s.op.as_str().into()),
     ]
 }
+
+pub(crate) type Labels = Vec<(String, String)>;
 
 pub(crate) fn counter(
     enc: &mut DescriptorEncoder,
@@ -152,7 +201,7 @@ impl Collector for SnapshotCollector {
             Some(Unit::Seconds),
             &per_io(&|x| x.latency.device.sum_seconds),
         )?;
-        if !s.io.is_empty() {
+        if !s.io.is_empty() && !self.opts.stages.is_empty() {
             let mut d = enc.encode_descriptor(
                 "iowarden_io_latency",
                 "Request latency by stage: queue (allocation to issue), device (issue to completion), total",
@@ -160,11 +209,12 @@ impl Collector for SnapshotCollector {
                 MetricType::Histogram,
             )?;
             for x in &s.io {
-                for stage in Stage::ALL {
+                for &stage in &self.opts.stages {
                     let h = x.latency.get(stage);
                     let mut l = io_labels(x);
                     l.push(("stage".into(), stage.as_str().into()));
-                    let buckets = collapse_buckets(h, &s.hist_lower_bounds_seconds);
+                    let buckets =
+                        collapse_buckets(h, &s.hist_lower_bounds_seconds, self.opts.classic);
                     d.encode_family(&l)?.encode_histogram::<Labels>(
                         h.sum_seconds,
                         h.count(),
@@ -305,11 +355,16 @@ impl Collector for SnapshotCollector {
 }
 
 /// The snapshot as OpenMetrics text, ending in `# EOF`.
-pub fn encode_openmetrics(snap: &Snapshot, extra: &SelfMetrics) -> Result<String, std::fmt::Error> {
+pub fn encode_openmetrics(
+    snap: &Snapshot,
+    extra: &SelfMetrics,
+    opts: &ExpositionOptions,
+) -> Result<String, std::fmt::Error> {
     let mut reg = Registry::default();
     reg.register_collector(Box::new(SnapshotCollector {
         snap: snap.clone(),
         extra: extra.clone(),
+        opts: opts.clone(),
     }));
     reg.register_collector(Box::new(crate::selfmetrics::RuntimeCollector {
         m: extra.runtime.clone(),
@@ -364,7 +419,7 @@ mod tests {
             counts,
             sum_seconds: 1.0,
         };
-        let c = collapse_buckets(&h, &b);
+        let c = collapse_buckets(&h, &b, ClassicBuckets::PowersOfTwo);
         assert_eq!(c.iter().map(|x| x.1).sum::<u64>(), 8);
         assert!(c.windows(2).all(|w| w[0].0 < w[1].0), "bounds increase");
         assert_eq!(c.last().unwrap(), &(f64::INFINITY, 2));
@@ -414,7 +469,7 @@ mod tests {
             io: vec![io],
             ..Default::default()
         };
-        let text = encode_openmetrics(&snap, &SelfMetrics::default()).unwrap();
+        let text = encode_openmetrics(&snap, &SelfMetrics::default(), &Default::default()).unwrap();
         assert!(text.ends_with("# EOF\n"));
         for fam in [
             "iowarden_io_requests",
