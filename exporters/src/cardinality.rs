@@ -2,14 +2,15 @@
 //! device time keep their own series, every other cgroup's I/O is summed
 //! into one `cgroup="other"` series per (device, op).
 //!
-//! "other" is kept monotonic across polls: it accumulates the activity
-//! (deltas) of whichever cgroups are outside the top K at each poll, so a
-//! cgroup entering or leaving the top K never makes it go down (which
-//! Prometheus would read as a counter reset). Rates therefore add up: the
-//! exported series' rates sum to the host's, except for the one poll
-//! interval in which a cgroup changes side.
+//! Totals add up at every scrape, and every exported counter only grows:
+//! whatever a series has counted while its cgroup was outside the top K is
+//! credited to "other" and stays there. A cgroup entering the top K gets a
+//! series counting from that point (its earlier I/O stays in "other"); one
+//! leaving it hands its count over to "other" (which jumps by that much
+//! while the cgroup's series ends: sum(rate()) over a window holding that
+//! moment counts it twice).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::num::NonZeroUsize;
 
 use crate::model::{CgroupRef, DeviceRef, IoSeries, Op, Snapshot, StageHistograms};
@@ -19,20 +20,25 @@ pub const OTHER_CGROUP: &str = "other";
 /// Cgroup id of the summed series (no kernel cgroup has it).
 pub const OTHER_CGROUP_ID: u64 = u64::MAX;
 
+type SeriesKey = (u64, u32, u32, Op);
+
 /// Keeps the top-K cgroups by device time since start, sums the rest.
 #[derive(Debug)]
 pub struct CgroupCap {
     max: NonZeroUsize,
-    prev: Snapshot,
-    other: BTreeMap<(DeviceRef, Op), IoSeries>,
+    /// Per series: its cumulative counts credited to "other" (all of them
+    /// while its cgroup is outside the top K, frozen while inside).
+    credited: HashMap<SeriesKey, IoSeries>,
+    /// Credit of series gone from the snapshot, per (device, op).
+    retired: BTreeMap<(DeviceRef, Op), IoSeries>,
 }
 
 impl CgroupCap {
     pub fn new(max: NonZeroUsize) -> CgroupCap {
         CgroupCap {
             max,
-            prev: Snapshot::default(),
-            other: BTreeMap::new(),
+            credited: HashMap::new(),
+            retired: BTreeMap::new(),
         }
     }
 
@@ -59,28 +65,63 @@ impl CgroupCap {
             .collect()
     }
 
-    /// The snapshot to export: top-K series as they are, then "other".
+    /// The snapshot to export: the top-K cgroups' series less their credit
+    /// to "other", then "other" per (device, op).
     pub fn apply(&mut self, snap: &Snapshot) -> Snapshot {
         let top = self.top(snap);
-        let delta = io_only(snap).delta_since(&self.prev);
-        for d in delta.io.iter().filter(|d| !top.contains(&d.cgroup.id)) {
-            let sum = self
-                .other
-                .entry((d.device.clone(), d.op))
-                .or_insert_with(|| empty_other(&d.device, d.op));
-            add_series(sum, d);
+        self.retire_vanished(snap);
+        for s in snap.io.iter().filter(|s| !top.contains(&s.cgroup.id)) {
+            self.credited.insert(s.key(), s.clone());
         }
-        self.prev = io_only(snap);
+        let kept: Vec<IoSeries> = snap
+            .io
+            .iter()
+            .filter(|s| top.contains(&s.cgroup.id))
+            .cloned()
+            .collect();
+        let credit = io_only(
+            kept.iter()
+                .filter_map(|s| self.credited.get(&s.key()).cloned())
+                .collect(),
+        );
+        let own = io_only(kept).delta_since(&credit);
+        let mut other = self.retired.clone();
+        for c in self.credited.values() {
+            let sum = other
+                .entry((c.device.clone(), c.op))
+                .or_insert_with(|| empty_other(&c.device, c.op));
+            add_series(sum, c);
+        }
         let mut out = snap.clone();
-        out.io.retain(|s| top.contains(&s.cgroup.id));
-        out.io.extend(self.other.values().cloned());
+        out.io = own.io;
+        out.io.extend(other.into_values());
         out
+    }
+
+    /// Moves the credit of series no longer in the snapshot (their cgroup
+    /// removed) into the per-(device, op) remainder, so "other" keeps it.
+    fn retire_vanished(&mut self, snap: &Snapshot) {
+        let present: HashSet<SeriesKey> = snap.io.iter().map(IoSeries::key).collect();
+        let gone: Vec<SeriesKey> = self
+            .credited
+            .keys()
+            .filter(|k| !present.contains(k))
+            .copied()
+            .collect();
+        for k in gone {
+            let c = self.credited.remove(&k).expect("listed key");
+            let sum = self
+                .retired
+                .entry((c.device.clone(), c.op))
+                .or_insert_with(|| empty_other(&c.device, c.op));
+            add_series(sum, &c);
+        }
     }
 }
 
-fn io_only(snap: &Snapshot) -> Snapshot {
+fn io_only(io: Vec<IoSeries>) -> Snapshot {
     Snapshot {
-        io: snap.io.clone(),
+        io,
         ..Default::default()
     }
 }
@@ -193,28 +234,42 @@ mod tests {
     }
 
     #[test]
-    fn other_never_decreases_when_a_cgroup_enters_the_top() {
+    fn totals_add_up_and_other_only_grows_when_the_top_changes() {
         let mut cap = CgroupCap::new(NonZeroUsize::new(1).unwrap());
-        let first = cap.apply(&snap(vec![
-            series(1, "loop0", 10, 1.0),
-            series(2, "loop0", 5, 0.5),
-        ]));
-        assert_eq!(other_ios(&first, "loop0"), 5);
-        // Cgroup 2 overtakes cgroup 1: 1 moves to "other", 2 gets its own series.
-        let second = cap.apply(&snap(vec![
-            series(1, "loop0", 12, 1.2),
-            series(2, "loop0", 20, 3.0),
-        ]));
-        assert!(second.io.iter().any(|x| x.cgroup.id == 2));
-        assert!(!second.io.iter().any(|x| x.cgroup.id == 1));
-        // "other" kept cgroup 2's earlier 5 and gained cgroup 1's 2 new requests.
-        assert_eq!(other_ios(&second, "loop0"), 7);
-        // Increase of the exported series = the host's increase, but for the
-        // switching cgroups: 2's own series now shows its whole history (20).
-        let third = cap.apply(&snap(vec![
-            series(1, "loop0", 13, 1.3),
-            series(2, "loop0", 30, 4.0),
-        ]));
-        assert_eq!(total(&third, |x| x.ios) - total(&second, |x| x.ios), 11);
+        let polls = [
+            vec![series(1, "loop0", 10, 1.0), series(2, "loop0", 5, 0.5)],
+            // Cgroup 2 overtakes cgroup 1.
+            vec![series(1, "loop0", 12, 1.2), series(2, "loop0", 20, 3.0)],
+            vec![series(1, "loop0", 13, 1.3), series(2, "loop0", 30, 4.0)],
+            // Cgroup 2 removed: its series leaves the table.
+            vec![series(1, "loop0", 14, 1.4)],
+        ];
+        let mut other_seen = Vec::new();
+        let mut totals = Vec::new();
+        let mut own_seen = Vec::new();
+        for p in polls {
+            let s = snap(p);
+            let out = cap.apply(&s);
+            // The snapshot's total, plus what removed series had credited
+            // to "other" (cgroup 2's 5 in the last poll), which it keeps.
+            totals.push((total(&out, |x| x.ios), total(&s, |x| x.ios)));
+            assert!(out.io.len() <= 2);
+            other_seen.push(other_ios(&out, "loop0"));
+            own_seen.push(
+                out.io
+                    .iter()
+                    .filter(|x| x.cgroup.path != OTHER_CGROUP)
+                    .map(|x| (x.cgroup.id, x.ios))
+                    .collect::<Vec<_>>(),
+            );
+        }
+        // c2 in other | c1 hands 12 over, c2 counts from its 5 | c1 13 | c2
+        // gone with its own 25, c1 top again from its credit of 13.
+        assert_eq!(other_seen, vec![5, 17, 18, 18]);
+        assert_eq!(totals, vec![(15, 15), (32, 32), (43, 43), (19, 14)]);
+        assert_eq!(
+            own_seen,
+            vec![vec![(1, 10)], vec![(2, 15)], vec![(2, 25)], vec![(1, 1)]]
+        );
     }
 }

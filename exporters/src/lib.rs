@@ -6,6 +6,7 @@ pub mod blockext;
 pub mod blockext_metrics;
 pub mod cardinality;
 pub mod costmodel;
+pub mod iocounters;
 pub mod json;
 pub mod locks;
 pub mod locks_metrics;
@@ -25,6 +26,7 @@ pub mod proto {
 pub use blockext::*;
 pub use cardinality::{CgroupCap, OTHER_CGROUP, OTHER_CGROUP_ID};
 pub use costmodel::{CostClass, CostParams, DeviceCostModel};
+pub use iocounters::IoCounter;
 pub use json::{decode_json, encode_json};
 pub use locks::{log2_quantile_seconds, LockReport, LockSeries, LockSiteRow, LockStack};
 pub use model::*;

@@ -6,6 +6,7 @@ use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
+use crate::iocounters::IoCounter;
 use crate::model::{Histogram, Snapshot, Stage};
 
 /// Facts about the exporter itself.
@@ -19,18 +20,21 @@ pub struct SelfMetrics {
     pub runtime: crate::selfmetrics::RuntimeMetrics,
 }
 
-/// Which latency stages go out as histograms, and how coarse the classic
+/// Which counters and latency stages go out per series, and how coarse the classic
 /// (text) buckets are: what a series costs the Prometheus that stores it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExpositionOptions {
+    pub counters: Vec<IoCounter>,
     pub stages: Vec<Stage>,
     pub classic: ClassicBuckets,
 }
 
-/// Fleet defaults: the total stage only, classic buckets at powers of four.
+/// Fleet defaults: requests, bytes and device time, the total stage only,
+/// classic buckets at powers of four.
 impl Default for ExpositionOptions {
     fn default() -> Self {
         ExpositionOptions {
+            counters: IoCounter::FLEET.to_vec(),
             stages: vec![Stage::Total],
             classic: ClassicBuckets::PowersOfFour,
         }
@@ -104,7 +108,6 @@ pub(crate) fn io_labels(s: &crate::model::IoSeries) -> Labels {
         ("cgroup".into(), s.cgroup.path.clone()),
         ("cgroup_id".into(), cgroup_id_label(s.cgroup.id)),
         ("device".into(), s.device.name.clone()),
-        ("devt".into(), s.device.devt()),
         ("op".into(), s.op.as_str().into()),
     ]
 }
@@ -152,55 +155,10 @@ impl Collector for SnapshotCollector {
         let per_io = |f: &dyn Fn(&crate::model::IoSeries) -> f64| -> Vec<(Labels, f64)> {
             s.io.iter().map(|x| (io_labels(x), f(x))).collect()
         };
-        counter(
-            &mut enc,
-            "iowarden_io_requests",
-            "Completed block requests",
-            None,
-            &per_io(&|x| x.ios as f64),
-        )?;
-        counter(
-            &mut enc,
-            "iowarden_io",
-            "Completed bytes",
-            Some(Unit::Bytes),
-            &per_io(&|x| x.bytes as f64),
-        )?;
-        counter(
-            &mut enc,
-            "iowarden_io_merged",
-            "Requests merged into another request",
-            None,
-            &per_io(&|x| x.merged as f64),
-        )?;
-        counter(
-            &mut enc,
-            "iowarden_io_requeued",
-            "Requests requeued by the driver",
-            None,
-            &per_io(&|x| x.requeued as f64),
-        )?;
-        counter(
-            &mut enc,
-            "iowarden_io_cost",
-            "Cost the device's linear iocost model charged the completed reads and writes (device time)",
-            Some(Unit::Seconds),
-            &per_io(&|x| x.cost_seconds),
-        )?;
-        counter(
-            &mut enc,
-            "iowarden_io_random_requests",
-            "Completed requests the cost model classified random (more than 16 MiB from the previous one's end)",
-            None,
-            &per_io(&|x| x.random_ios as f64),
-        )?;
-        counter(
-            &mut enc,
-            "iowarden_io_device",
-            "Sum of issue-to-completion time of completed requests (device time)",
-            Some(Unit::Seconds),
-            &per_io(&|x| x.latency.device.sum_seconds),
-        )?;
+        for &c in &self.opts.counters {
+            let (name, help, unit) = c.family();
+            counter(&mut enc, name, help, unit, &per_io(&|x| c.value(x)))?;
+        }
         if !s.io.is_empty() && !self.opts.stages.is_empty() {
             let mut d = enc.encode_descriptor(
                 "iowarden_io_latency",
@@ -488,7 +446,7 @@ mod tests {
             text.contains(r#"cgroup="/a \"q\" \\b""#),
             "escaped label in\n{text}"
         );
-        assert!(text.contains(r#"iowarden_io_latency_seconds_bucket{le="0.000016",cgroup="/a \"q\" \\b",cgroup_id="9",device="loop0",devt="7:0",op="read",stage="total"} 3"#), "{text}");
-        assert!(text.contains(r#"iowarden_io_latency_seconds_count{cgroup="/a \"q\" \\b",cgroup_id="9",device="loop0",devt="7:0",op="read",stage="total"} 3"#), "{text}");
+        assert!(text.contains(r#"iowarden_io_latency_seconds_bucket{le="0.000016",cgroup="/a \"q\" \\b",cgroup_id="9",device="loop0",op="read",stage="total"} 3"#), "{text}");
+        assert!(text.contains(r#"iowarden_io_latency_seconds_count{cgroup="/a \"q\" \\b",cgroup_id="9",device="loop0",op="read",stage="total"} 3"#), "{text}");
     }
 }

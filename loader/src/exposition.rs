@@ -6,10 +6,15 @@ use std::num::NonZeroUsize;
 
 use anyhow::{bail, Result};
 use clap::Args;
-use iowarden_exporters::{ClassicBuckets, ExpositionOptions, Stage};
+use iowarden_exporters::{ClassicBuckets, ExpositionOptions, IoCounter, Stage};
 
 #[derive(Args, Clone, Debug)]
 pub struct ExportArgs {
+    /// Counters exported per cgroup, device and op, comma-separated:
+    /// requests, bytes, device (device time), merged, requeued, cost,
+    /// random, or "all"
+    #[arg(long, default_value = "requests,bytes,device", value_parser = parse_counters)]
+    pub io_counters: CounterList,
     /// Latency stages exported as histograms, comma-separated: queue,
     /// device, total, or "all". The default suits fleets; all three for
     /// diagnosis (each stage is one histogram per cgroup, device and op)
@@ -25,6 +30,10 @@ pub struct ExportArgs {
     pub max_cgroups: Option<NonZeroUsize>,
 }
 
+/// The counters of --io-counters, in exposition order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CounterList(pub Vec<IoCounter>);
+
 /// The stages of --histogram-stages, in exposition order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StageList(pub Vec<Stage>);
@@ -32,33 +41,46 @@ pub struct StageList(pub Vec<Stage>);
 impl ExportArgs {
     pub fn options(&self) -> ExpositionOptions {
         ExpositionOptions {
+            counters: self.io_counters.0.clone(),
             stages: self.histogram_stages.0.clone(),
             classic: self.classic_buckets,
         }
     }
 }
 
-pub fn parse_stages(s: &str) -> Result<StageList> {
+/// A comma-separated subset of `all` by name, or "all"; in `all`'s order.
+fn parse_subset<T: Copy + PartialEq>(
+    s: &str,
+    all: &[T],
+    name_of: fn(T) -> &'static str,
+    what: &str,
+) -> Result<Vec<T>> {
     if s.trim() == "all" {
-        return Ok(StageList(Stage::ALL.to_vec()));
+        return Ok(all.to_vec());
     }
     let mut wanted = Vec::new();
     for name in s.split(',').map(str::trim) {
-        match Stage::ALL.iter().find(|st| st.as_str() == name) {
-            Some(st) if !wanted.contains(st) => wanted.push(*st),
-            Some(_) => bail!("stage '{name}' given twice"),
+        match all.iter().find(|x| name_of(**x) == name) {
+            Some(x) if !wanted.contains(x) => wanted.push(*x),
+            Some(_) => bail!("{what} '{name}' given twice"),
             None => {
-                bail!("no latency stage '{name}': the stages are queue, device, total (or all)")
+                let names: Vec<&str> = all.iter().map(|x| name_of(*x)).collect();
+                bail!(
+                    "no {what} '{name}': the {what}s are {} (or all)",
+                    names.join(", ")
+                )
             }
         }
     }
-    // Exposition order follows the stages' own order.
-    Ok(StageList(
-        Stage::ALL
-            .into_iter()
-            .filter(|st| wanted.contains(st))
-            .collect(),
-    ))
+    Ok(all.iter().copied().filter(|x| wanted.contains(x)).collect())
+}
+
+pub fn parse_stages(s: &str) -> Result<StageList> {
+    parse_subset(s, &Stage::ALL, Stage::as_str, "latency stage").map(StageList)
+}
+
+pub fn parse_counters(s: &str) -> Result<CounterList> {
+    parse_subset(s, &IoCounter::ALL, IoCounter::as_str, "counter").map(CounterList)
 }
 
 pub fn parse_classic(s: &str) -> Result<ClassicBuckets> {
@@ -97,6 +119,13 @@ mod tests {
         );
         assert!(parse_stages("").is_err());
         assert!(parse_stages("total,total").is_err());
+        assert_eq!(parse_counters("all").unwrap().0, IoCounter::ALL.to_vec());
+        assert_eq!(
+            parse_counters("device,requests").unwrap().0,
+            vec![IoCounter::Requests, IoCounter::Device]
+        );
+        let e = parse_counters("iops").unwrap_err().to_string();
+        assert!(e.contains("'iops'") && e.contains("requests, bytes"), "{e}");
     }
 
     #[test]

@@ -611,6 +611,7 @@ fn real_main(cli: Cli) -> Result<()> {
             } else {
                 let extra = iowarden_exporters::SelfMetrics::default();
                 let all = iowarden_exporters::ExpositionOptions {
+                    counters: iowarden_exporters::IoCounter::ALL.to_vec(),
                     stages: iowarden_exporters::Stage::ALL.to_vec(),
                     classic: iowarden_exporters::ClassicBuckets::PowersOfTwo,
                 };
