@@ -20,12 +20,16 @@ impl PromServer {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("prometheus.yml");
         std::fs::write(&file, config).unwrap();
+        // Agent mode refuses the server's storage flag.
+        let agent = flags.iter().any(|f| f.contains("agent"));
+        let storage = if agent {
+            "--storage.agent.path"
+        } else {
+            "--storage.tsdb.path"
+        };
         let child = Command::new("prometheus")
             .arg(format!("--config.file={}", file.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("data").display()
-            ))
+            .arg(format!("{storage}={}", dir.path().join("data").display()))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .arg("--log.level=warn")
             .args(flags)
