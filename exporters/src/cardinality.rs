@@ -272,4 +272,21 @@ mod tests {
             vec![vec![(1, 10)], vec![(2, 15)], vec![(2, 25)], vec![(1, 1)]]
         );
     }
+
+    #[test]
+    fn other_is_labelled_other_in_the_exposition() {
+        let mut cap = CgroupCap::new(NonZeroUsize::new(1).unwrap());
+        let out = cap.apply(&snap(vec![
+            series(1, "loop0", 10, 1.0),
+            series(2, "loop0", 5, 0.5),
+        ]));
+        let text =
+            crate::encode_openmetrics(&out, &Default::default(), &Default::default()).unwrap();
+        assert!(
+            text.contains(
+                r#"iowarden_io_requests_total{cgroup="other",cgroup_id="other",device="loop0",op="read"} 5"#
+            ),
+            "{text}"
+        );
+    }
 }

@@ -166,3 +166,29 @@ fn native_and_classic_quantiles_agree_on_real_prometheus() {
         }
     }
 }
+
+/// Bad exposition options stop `iowarden run` before it binds or loads
+/// anything, naming what is wrong. (No kernel involved: parsing fails first.)
+#[test]
+fn bad_exposition_options_are_refused_at_start() {
+    for (args, want) in [
+        (&["--max-cgroups", "0"][..], "at least 1"),
+        (&["--max-cgroups", "ten"][..], "not a number"),
+        (
+            &["--histogram-stages", "total,wait"][..],
+            "no latency stage 'wait'",
+        ),
+        (&["--io-counters", "iops"][..], "no counter 'iops'"),
+        (&["--classic-buckets", "pow8"][..], "use pow4 or pow2"),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_iowarden"))
+            .args(["run", "--listen", "127.0.0.1:19609"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} accepted");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!err.contains("serving"), "{args:?} started: {err}");
+    }
+}
