@@ -176,7 +176,7 @@ fn thousand_cgroups_fit_the_fleet_budget() {
         ms[2],
         ms[0]
     );
-    assert!(proto.len() <= 1 << 20, "{} bytes", proto.len());
+    assert!(proto.len() <= 1_000_000, "{} bytes", proto.len());
 
     // What real scrapes store: the README's series formula, both forms.
     let target = full.url.trim_start_matches("http://").to_string();
@@ -216,7 +216,7 @@ fn thousand_cgroups_fit_the_fleet_budget() {
          classic scrape {classic_ms:.1} ms; series stored: native {want_native}, classic {want_classic}"
     );
     if let Some(b) = body {
-        assert!(b <= (1 << 20) as f64, "native scrape body {b} bytes");
+        assert!(b <= 1e6, "native scrape body {b} bytes");
     }
 
     // The cap: CAP cgroups at most, plus "other"; the loop device's total
