@@ -22,6 +22,17 @@ DS = {"type": "prometheus", "uid": "${datasource}"}
 RATE = "$__rate_interval"
 
 
+def latency_quantile(q, by, matchers):
+    """The q-quantile of iowarden_io_latency_seconds from whichever form the
+    Prometheus stores: classic buckets (text scrape) or native histograms
+    (protobuf scrape, --enable-feature=native-histograms)."""
+    classic = (f"histogram_quantile({q}, sum by ({by}, le) "
+               f"(rate(iowarden_io_latency_seconds_bucket{{{matchers}}}[{RATE}])))")
+    native = (f"histogram_quantile({q}, sum by ({by}) "
+              f"(rate(iowarden_io_latency_seconds{{{matchers}}}[{RATE}])))")
+    return f"({classic} or {native})"
+
+
 def sel(*parts, **labels):
     """A PromQL label selector: positional parts verbatim, keyword labels as =~ matchers."""
     items = list(parts) + [f'{k}=~"{v}"' for k, v in labels.items()]
@@ -272,8 +283,7 @@ def noisy_neighbour():
     culprit = f'label_replace({top}, "culprit", "$1", "cgroup", "(.*)")'
 
     def p99(stage, by="instance, device, cgroup", sel_=s):
-        return (f"histogram_quantile(0.99, sum by ({by}, le) "
-                f"(rate(iowarden_io_latency_seconds_bucket{sel_[:-1]}, stage=\"{stage}\"}}[{RATE}])))")
+        return latency_quantile(0.99, by, f"{sel_[1:-1]}, stage=\"{stage}\"")
 
     def victims(expr):
         # Every cgroup on the device but the top consumer, tagged with the culprit's name.
@@ -316,22 +326,25 @@ def noisy_neighbour():
                          "where requests wait behind other cgroups'"),
                         ("device", "issue to completion: time in the driver and device")):
         d.heatmap(f"Latency heatmap: {stage}",
-                  f"Requests per second by latency bucket, {what}. Selected cgroups and devices.",
+                  f"Requests per second by latency bucket, {what}. Selected cgroups and devices. "
+                  f"Classic buckets (a text scrape), and iowarden run --histogram-stages with {stage}.",
                   target(f"sum by (le) (rate(iowarden_io_latency_seconds_bucket{s[:-1]}, stage=\"{stage}\"}}[{RATE}]))",
                          "{{le}}", fmt="heatmap"))
     d.timeseries("p99 latency by cgroup",
                  "99th percentile of block-layer latency (allocation to completion) per cgroup, "
-                 "estimated from the power-of-two histogram buckets.",
+                 "estimated from the classic buckets or the native histogram, whichever the scrape stored.",
                  [target(p99("total"), "{{cgroup}} {{device}}")], unit="s")
     d.timeseries("p99 queue vs device by cgroup",
                  "Where the p99 goes: queue (waiting to be issued) against device (being served). "
                  "A victim of a noisy neighbour shows a growing queue p99 at a flat device p99.",
-                 [target(f"histogram_quantile(0.99, sum by (instance, device, cgroup, stage, le) "
-                         f"(rate(iowarden_io_latency_seconds_bucket{s[:-1]}, stage=~\"queue|device\"}}[{RATE}])))",
+                 [target(latency_quantile(0.99, "instance, device, cgroup, stage",
+                                          f"{s[1:-1]}, stage=~\"queue|device\""),
                          "{{cgroup}} {{stage}}")], unit="s")
     d.timeseries("Mean latency by cgroup", "Mean block-layer latency (allocation to completion).",
                  [target(f"sum by (instance, device, cgroup) (rate(iowarden_io_latency_seconds_sum{s[:-1]}, stage=\"total\"}}[{RATE}]))"
-                         f" / sum by (instance, device, cgroup) (rate(iowarden_io_latency_seconds_count{s[:-1]}, stage=\"total\"}}[{RATE}]))",
+                         f" / sum by (instance, device, cgroup) (rate(iowarden_io_latency_seconds_count{s[:-1]}, stage=\"total\"}}[{RATE}]))"
+                         f" or sum by (instance, device, cgroup) (histogram_sum(rate(iowarden_io_latency_seconds{s[:-1]}, stage=\"total\"}}[{RATE}])))"
+                         f" / sum by (instance, device, cgroup) (histogram_count(rate(iowarden_io_latency_seconds{s[:-1]}, stage=\"total\"}}[{RATE}])))",
                          "{{cgroup}} {{device}}")], unit="s")
 
     d.row("Lock wait")
@@ -490,8 +503,8 @@ def tuner():
                unit="percentunit", max_=1)
     d.timeseries("p99 latency by cgroup (measured)",
                  "The latency the SLOs are judged on, from iowarden's histograms.",
-                 [target(f"histogram_quantile(0.99, sum by (instance, device, cgroup, le) "
-                         f"(rate(iowarden_io_latency_seconds_bucket{{instance=~\"$instance\", device=~\"$device\", cgroup=~\"$cgroup\", stage=\"total\"}}[{RATE}])))",
+                 [target(latency_quantile(0.99, "instance, device, cgroup",
+                                          'instance=~"$instance", device=~"$device", cgroup=~"$cgroup", stage="total"'),
                          "{{cgroup}} {{device}}")], unit="s")
     d.row("QoS")
     d.timeseries("QoS values over time", "Each QoS field the tuner sets, per device.",

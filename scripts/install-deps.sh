@@ -1,7 +1,7 @@
 #!/bin/bash
 # Installs what iowarden needs on Debian 12, by purpose. Idempotent: only
 # missing packages are installed. Run as root.
-#   scripts/install-deps.sh          build and `make demo` (compiler, libbpf's deps, fio)
+#   scripts/install-deps.sh          build and `make demo` (compiler, libbpf's deps, protoc, fio)
 #   scripts/install-deps.sh --bench  + what `make bench` compares against (libbpf-tools, bpftrace, bpftool, curl)
 #   scripts/install-deps.sh --test   + everything `make test` uses (Prometheus, promtool,
 #                                      systemd-analyze, a Kubernetes validator, nightly + cargo-fuzz)
@@ -15,7 +15,7 @@ case "${1:-}" in
   *) echo "install-deps: unknown option '$1' (use --bench or --test)" >&2; exit 2 ;;
 esac
 
-PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make gcc libc6-dev fio util-linux)
+PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make gcc libc6-dev fio util-linux protobuf-compiler libprotobuf-dev)
 BENCH_PKGS=(bpftool bpftrace libbpf-tools curl python3)
 TEST_PKGS=("${BENCH_PKGS[@]}" prometheus jq python3-yaml python3-venv systemd)
 case $tier in

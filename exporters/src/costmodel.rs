@@ -247,7 +247,7 @@ mod tests {
             cost_models: vec![m],
             ..Default::default()
         };
-        let t = encode_openmetrics(&snap, &SelfMetrics::default()).unwrap();
+        let t = encode_openmetrics(&snap, &SelfMetrics::default(), &Default::default()).unwrap();
         let l = r#"device="loop1",devt="7:1",op="read",pattern="random",size="4096""#;
         for line in [
             format!("iowarden_cost_class_requests_total{{{l}}} 10"),

@@ -113,7 +113,9 @@ mod tests {
             }),
             ..Default::default()
         };
-        let text = crate::openmetrics::encode_openmetrics(&s, &Default::default()).unwrap();
+        let text =
+            crate::openmetrics::encode_openmetrics(&s, &Default::default(), &Default::default())
+                .unwrap();
         for want in [
             r#"iowarden_lock_wait_seconds_total{site="dd_dispatch_request",cgroup="/w"} 0.25"#,
             r#"iowarden_lock_wait_seconds_total{site="other",cgroup="/w"} 0.5"#,
@@ -123,9 +125,12 @@ mod tests {
         ] {
             assert!(text.contains(want), "{want} not in\n{text}");
         }
-        let none =
-            crate::openmetrics::encode_openmetrics(&Snapshot::default(), &Default::default())
-                .unwrap();
+        let none = crate::openmetrics::encode_openmetrics(
+            &Snapshot::default(),
+            &Default::default(),
+            &Default::default(),
+        )
+        .unwrap();
         assert!(
             !none.contains("iowarden_lock_"),
             "no lock families without the programs"

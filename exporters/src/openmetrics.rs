@@ -6,6 +6,7 @@ use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
+use crate::iocounters::IoCounter;
 use crate::model::{Histogram, Snapshot, Stage};
 
 /// Facts about the exporter itself.
@@ -19,23 +20,65 @@ pub struct SelfMetrics {
     pub runtime: crate::selfmetrics::RuntimeMetrics,
 }
 
-type Labels = Vec<(String, String)>;
+/// Which counters and latency stages go out per series, and how coarse the classic
+/// (text) buckets are: what a series costs the Prometheus that stores it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExpositionOptions {
+    pub counters: Vec<IoCounter>,
+    pub stages: Vec<Stage>,
+    pub classic: ClassicBuckets,
+}
 
-/// Collapses the fine log-linear buckets to power-of-two boundaries in
-/// microseconds, keeping Prometheus cardinality sane (about 24 series per
-/// histogram instead of 88). Returns (upper bound, count in bucket) pairs,
+/// Fleet defaults: requests, bytes and device time, the total stage only,
+/// classic buckets at powers of four.
+impl Default for ExpositionOptions {
+    fn default() -> Self {
+        ExpositionOptions {
+            counters: IoCounter::FLEET.to_vec(),
+            stages: vec![Stage::Total],
+            classic: ClassicBuckets::PowersOfFour,
+        }
+    }
+}
+
+/// Upper bounds of the classic histogram buckets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClassicBuckets {
+    /// Every power of two of the BPF layout, 1 us to 4 s (24 buckets with +Inf).
+    PowersOfTwo,
+    /// Powers of four from 4 us to 1.05 s (11 buckets with +Inf).
+    PowersOfFour,
+}
+
+impl ClassicBuckets {
+    /// Whether a bucket boundary (in seconds) closes a classic bucket.
+    fn is_bound(self, seconds: f64) -> bool {
+        let us = (seconds * 1e6).round() as u64;
+        match self {
+            ClassicBuckets::PowersOfTwo => us > 0 && us.is_power_of_two(),
+            ClassicBuckets::PowersOfFour => {
+                us.is_power_of_two()
+                    && us.trailing_zeros().is_multiple_of(2)
+                    && (4..=1 << 20).contains(&us)
+            }
+        }
+    }
+}
+
+/// Collapses the fine log-linear buckets to the classic boundaries, keeping
+/// Prometheus cardinality sane. Returns (upper bound, count in bucket) pairs,
 /// non-cumulative, ending with +Inf.
-pub fn collapse_buckets(h: &Histogram, lower_bounds: &[f64]) -> Vec<(f64, u64)> {
-    let is_pow2_us = |s: f64| {
-        let us = (s * 1e6).round() as u64;
-        us > 0 && us.is_power_of_two()
-    };
+pub fn collapse_buckets(
+    h: &Histogram,
+    lower_bounds: &[f64],
+    classic: ClassicBuckets,
+) -> Vec<(f64, u64)> {
     let mut out: Vec<(f64, u64)> = Vec::new();
     let mut acc = 0u64;
     for (i, &c) in h.counts.iter().enumerate() {
-        // Bucket i ends where bucket i+1 starts; close a group there if that is a power of two.
+        // Bucket i ends where bucket i+1 starts; close a group there if that is a classic bound.
         match lower_bounds.get(i + 1) {
-            Some(&next) if is_pow2_us(next) => {
+            Some(&next) if classic.is_bound(next) => {
                 out.push((next, acc + c));
                 acc = 0;
             }
@@ -50,17 +93,26 @@ pub fn collapse_buckets(h: &Histogram, lower_bounds: &[f64]) -> Vec<(f64, u64)> 
 struct SnapshotCollector {
     snap: Snapshot,
     extra: SelfMetrics,
+    opts: ExpositionOptions,
 }
 
-fn io_labels(s: &crate::model::IoSeries) -> Labels {
+fn cgroup_id_label(id: u64) -> String {
+    match id {
+        crate::cardinality::OTHER_CGROUP_ID => crate::cardinality::OTHER_CGROUP.into(),
+        id => id.to_string(),
+    }
+}
+
+pub(crate) fn io_labels(s: &crate::model::IoSeries) -> Labels {
     vec![
         ("cgroup".into(), s.cgroup.path.clone()),
-        ("cgroup_id".into(), s.cgroup.id.to_string()),
+        ("cgroup_id".into(), cgroup_id_label(s.cgroup.id)),
         ("device".into(), s.device.name.clone()),
-        ("devt".into(), s.device.devt()),
         ("op".into(), s.op.as_str().into()),
     ]
 }
+
+pub(crate) type Labels = Vec<(String, String)>;
 
 pub(crate) fn counter(
     enc: &mut DescriptorEncoder,
@@ -103,56 +155,11 @@ impl Collector for SnapshotCollector {
         let per_io = |f: &dyn Fn(&crate::model::IoSeries) -> f64| -> Vec<(Labels, f64)> {
             s.io.iter().map(|x| (io_labels(x), f(x))).collect()
         };
-        counter(
-            &mut enc,
-            "iowarden_io_requests",
-            "Completed block requests",
-            None,
-            &per_io(&|x| x.ios as f64),
-        )?;
-        counter(
-            &mut enc,
-            "iowarden_io",
-            "Completed bytes",
-            Some(Unit::Bytes),
-            &per_io(&|x| x.bytes as f64),
-        )?;
-        counter(
-            &mut enc,
-            "iowarden_io_merged",
-            "Requests merged into another request",
-            None,
-            &per_io(&|x| x.merged as f64),
-        )?;
-        counter(
-            &mut enc,
-            "iowarden_io_requeued",
-            "Requests requeued by the driver",
-            None,
-            &per_io(&|x| x.requeued as f64),
-        )?;
-        counter(
-            &mut enc,
-            "iowarden_io_cost",
-            "Cost the device's linear iocost model charged the completed reads and writes (device time)",
-            Some(Unit::Seconds),
-            &per_io(&|x| x.cost_seconds),
-        )?;
-        counter(
-            &mut enc,
-            "iowarden_io_random_requests",
-            "Completed requests the cost model classified random (more than 16 MiB from the previous one's end)",
-            None,
-            &per_io(&|x| x.random_ios as f64),
-        )?;
-        counter(
-            &mut enc,
-            "iowarden_io_device",
-            "Sum of issue-to-completion time of completed requests (device time)",
-            Some(Unit::Seconds),
-            &per_io(&|x| x.latency.device.sum_seconds),
-        )?;
-        if !s.io.is_empty() {
+        for &c in &self.opts.counters {
+            let (name, help, unit) = c.family();
+            counter(&mut enc, name, help, unit, &per_io(&|x| c.value(x)))?;
+        }
+        if !s.io.is_empty() && !self.opts.stages.is_empty() {
             let mut d = enc.encode_descriptor(
                 "iowarden_io_latency",
                 "Request latency by stage: queue (allocation to issue), device (issue to completion), total",
@@ -160,11 +167,12 @@ impl Collector for SnapshotCollector {
                 MetricType::Histogram,
             )?;
             for x in &s.io {
-                for stage in Stage::ALL {
+                for &stage in &self.opts.stages {
                     let h = x.latency.get(stage);
                     let mut l = io_labels(x);
                     l.push(("stage".into(), stage.as_str().into()));
-                    let buckets = collapse_buckets(h, &s.hist_lower_bounds_seconds);
+                    let buckets =
+                        collapse_buckets(h, &s.hist_lower_bounds_seconds, self.opts.classic);
                     d.encode_family(&l)?.encode_histogram::<Labels>(
                         h.sum_seconds,
                         h.count(),
@@ -299,11 +307,16 @@ impl Collector for SnapshotCollector {
 }
 
 /// The snapshot as OpenMetrics text, ending in `# EOF`.
-pub fn encode_openmetrics(snap: &Snapshot, extra: &SelfMetrics) -> Result<String, std::fmt::Error> {
+pub fn encode_openmetrics(
+    snap: &Snapshot,
+    extra: &SelfMetrics,
+    opts: &ExpositionOptions,
+) -> Result<String, std::fmt::Error> {
     let mut reg = Registry::default();
     reg.register_collector(Box::new(SnapshotCollector {
         snap: snap.clone(),
         extra: extra.clone(),
+        opts: opts.clone(),
     }));
     reg.register_collector(Box::new(crate::selfmetrics::RuntimeCollector {
         m: extra.runtime.clone(),
@@ -358,7 +371,7 @@ mod tests {
             counts,
             sum_seconds: 1.0,
         };
-        let c = collapse_buckets(&h, &b);
+        let c = collapse_buckets(&h, &b, ClassicBuckets::PowersOfTwo);
         assert_eq!(c.iter().map(|x| x.1).sum::<u64>(), 8);
         assert!(c.windows(2).all(|w| w[0].0 < w[1].0), "bounds increase");
         assert_eq!(c.last().unwrap(), &(f64::INFINITY, 2));
@@ -408,7 +421,7 @@ mod tests {
             io: vec![io],
             ..Default::default()
         };
-        let text = encode_openmetrics(&snap, &SelfMetrics::default()).unwrap();
+        let text = encode_openmetrics(&snap, &SelfMetrics::default(), &Default::default()).unwrap();
         assert!(text.ends_with("# EOF\n"));
         for fam in [
             "iowarden_io_requests",
@@ -427,7 +440,7 @@ mod tests {
             text.contains(r#"cgroup="/a \"q\" \\b""#),
             "escaped label in\n{text}"
         );
-        assert!(text.contains(r#"iowarden_io_latency_seconds_bucket{le="0.000016",cgroup="/a \"q\" \\b",cgroup_id="9",device="loop0",devt="7:0",op="read",stage="total"} 3"#), "{text}");
-        assert!(text.contains(r#"iowarden_io_latency_seconds_count{cgroup="/a \"q\" \\b",cgroup_id="9",device="loop0",devt="7:0",op="read",stage="total"} 3"#), "{text}");
+        assert!(text.contains(r#"iowarden_io_latency_seconds_bucket{le="0.000016",cgroup="/a \"q\" \\b",cgroup_id="9",device="loop0",op="read",stage="total"} 3"#), "{text}");
+        assert!(text.contains(r#"iowarden_io_latency_seconds_count{cgroup="/a \"q\" \\b",cgroup_id="9",device="loop0",op="read",stage="total"} 3"#), "{text}");
     }
 }

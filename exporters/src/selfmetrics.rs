@@ -195,7 +195,7 @@ mod tests {
             scrape_count: 4,
             ..Default::default()
         };
-        encode_openmetrics(&Snapshot::default(), &extra).unwrap()
+        encode_openmetrics(&Snapshot::default(), &extra, &Default::default()).unwrap()
     }
 
     #[test]

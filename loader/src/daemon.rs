@@ -1,5 +1,7 @@
 //! `iowarden run`: polls the maps at an interval and serves the latest
-//! snapshot as OpenMetrics (/metrics) and JSON (/snapshot.json).
+//! snapshot as OpenMetrics text or, to a scraper that asks for it, the
+//! Prometheus protobuf exposition with native histograms (/metrics), and as
+//! JSON (/snapshot.json).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -7,7 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
-use iowarden_exporters::{encode_json, encode_openmetrics, RuntimeMetrics, SelfMetrics, Snapshot};
+use iowarden_exporters::{
+    encode_json, encode_openmetrics, encode_protobuf, negotiate, CgroupCap, Exposition,
+    ExpositionOptions, RuntimeMetrics, SelfMetrics, Snapshot, OPENMETRICS_CONTENT_TYPE,
+    OTHER_CGROUP, PROTOBUF_CONTENT_TYPE,
+};
 
 use crate::container::{attribute_with, PodDirectory, StaticPodDirectory};
 
@@ -16,6 +22,9 @@ use crate::monitor::Monitor;
 #[derive(Default)]
 struct Shared {
     snapshot: Mutex<Snapshot>,
+    /// What /metrics serves: the snapshot under the cgroup cap.
+    exported: Mutex<Snapshot>,
+    exposition: ExpositionOptions,
     poll_duration_ns: AtomicU64,
     polls: AtomicU64,
     scrapes: AtomicU64,
@@ -30,7 +39,12 @@ fn cgroup_info(
     snap: &Snapshot,
     pods: Option<&dyn PodDirectory>,
 ) -> Vec<(String, Vec<(String, String)>)> {
-    let mut paths: Vec<&str> = snap.io.iter().map(|s| s.cgroup.path.as_str()).collect();
+    let mut paths: Vec<&str> = snap
+        .io
+        .iter()
+        .map(|s| s.cgroup.path.as_str())
+        .filter(|p| *p != OTHER_CGROUP)
+        .collect();
     paths.sort_unstable();
     paths.dedup();
     paths
@@ -54,6 +68,50 @@ pub fn bind(addr: SocketAddr) -> Result<tiny_http::Server> {
     })
 }
 
+/// The latest exported snapshot in the exposition the request negotiates.
+fn metrics_response(
+    shared: &Shared,
+    req: &tiny_http::Request,
+) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
+    shared.scrapes.fetch_add(1, Ordering::Relaxed);
+    let snap = shared.exported.lock().unwrap().clone();
+    let mut runtime = shared.runtime.lock().unwrap().clone();
+    runtime.scrape_duration_seconds =
+        shared.scrape_duration_ns.load(Ordering::Relaxed) as f64 / 1e9;
+    runtime.cgroups = cgroup_info(
+        &snap,
+        shared.pods.as_deref().map(|p| p as &dyn PodDirectory),
+    );
+    let extra = SelfMetrics {
+        poll_duration_seconds: shared.poll_duration_ns.load(Ordering::Relaxed) as f64 / 1e9,
+        polls_total: shared.polls.load(Ordering::Relaxed),
+        scrape_count: shared.scrapes.load(Ordering::Relaxed),
+        build_version: env!("CARGO_PKG_VERSION").to_string(),
+        runtime,
+    };
+    let accept = req
+        .headers()
+        .iter()
+        .find(|h| h.field.equiv("Accept"))
+        .map(|h| h.value.as_str());
+    let encoded = match negotiate(accept) {
+        Exposition::Protobuf => {
+            encode_protobuf(&snap, &extra, &shared.exposition).map(|b| (b, PROTOBUF_CONTENT_TYPE))
+        }
+        Exposition::OpenMetrics => encode_openmetrics(&snap, &extra, &shared.exposition)
+            .map(|t| (t.into_bytes(), OPENMETRICS_CONTENT_TYPE))
+            .map_err(|e| e.to_string()),
+    };
+    match encoded {
+        Ok((body, content_type)) => tiny_http::Response::from_data(body).with_header(
+            tiny_http::Header::from_bytes("Content-Type", content_type).expect("static header"),
+        ),
+        Err(e) => {
+            tiny_http::Response::from_data(format!("encoding failed: {e}")).with_status_code(500)
+        }
+    }
+}
+
 fn serve(server: tiny_http::Server, shared: Arc<Shared>, stop: Arc<AtomicBool>) {
     while !stop.load(Ordering::Relaxed) {
         let req = match server.recv_timeout(Duration::from_millis(200)) {
@@ -66,32 +124,7 @@ fn serve(server: tiny_http::Server, shared: Arc<Shared>, stop: Arc<AtomicBool>) 
         let path = req.url().split('?').next().unwrap_or("").to_string();
         let t0 = Instant::now();
         let resp = match path.as_str() {
-            "/metrics" => {
-                shared.scrapes.fetch_add(1, Ordering::Relaxed);
-                let snap = shared.snapshot.lock().unwrap().clone();
-                let mut runtime = shared.runtime.lock().unwrap().clone();
-                runtime.scrape_duration_seconds =
-                    shared.scrape_duration_ns.load(Ordering::Relaxed) as f64 / 1e9;
-                runtime.cgroups = cgroup_info(
-                    &snap,
-                    shared.pods.as_deref().map(|p| p as &dyn PodDirectory),
-                );
-                let extra = SelfMetrics {
-                    poll_duration_seconds: shared.poll_duration_ns.load(Ordering::Relaxed) as f64
-                        / 1e9,
-                    polls_total: shared.polls.load(Ordering::Relaxed),
-                    scrape_count: shared.scrapes.load(Ordering::Relaxed),
-                    build_version: env!("CARGO_PKG_VERSION").to_string(),
-                    runtime,
-                };
-                match encode_openmetrics(&snap, &extra) {
-                    Ok(text) => tiny_http::Response::from_string(text).with_header(header(
-                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                    )),
-                    Err(e) => tiny_http::Response::from_string(format!("encoding failed: {e}"))
-                        .with_status_code(500),
-                }
-            }
+            "/metrics" => metrics_response(&shared, &req),
             "/snapshot.json" => {
                 let snap = shared.snapshot.lock().unwrap().clone();
                 tiny_http::Response::from_string(encode_json(&snap))
@@ -119,6 +152,10 @@ pub struct RunOptions {
     pub bpf_stats: bool,
     /// Pod and container names (--pod-map).
     pub pods: Option<Arc<StaticPodDirectory>>,
+    /// Histogram stages and classic buckets of /metrics.
+    pub exposition: ExpositionOptions,
+    /// Cap on the cgroups with their own series (--max-cgroups).
+    pub max_cgroups: Option<std::num::NonZeroUsize>,
 }
 
 /// Called with every snapshot before it is served (the tuner decides and
@@ -135,8 +172,17 @@ pub fn run(
 ) -> Result<()> {
     let shared = Arc::new(Shared {
         pods: opts.pods.clone(),
+        exposition: opts.exposition.clone(),
         ..Default::default()
     });
+    let mut cap = opts.max_cgroups.map(CgroupCap::new);
+    let publish = |s: Snapshot, cap: &mut Option<CgroupCap>| {
+        *shared.exported.lock().unwrap() = match cap {
+            Some(c) => c.apply(&s),
+            None => s.clone(),
+        };
+        *shared.snapshot.lock().unwrap() = s;
+    };
     let start_time_seconds = crate::selfstats::unix_now();
     let refresh_runtime = |monitor: &Monitor| {
         let on = opts.bpf_stats || crate::selfstats::sysctl_bpf_stats_enabled();
@@ -147,7 +193,7 @@ pub fn run(
     };
     let mut first = monitor.poll()?;
     hook(&mut first)?;
-    *shared.snapshot.lock().unwrap() = first;
+    publish(first, &mut cap);
     refresh_runtime(&monitor);
     let http = {
         let (shared, stop) = (shared.clone(), stop.clone());
@@ -171,7 +217,7 @@ pub fn run(
         next += opts.interval;
         let t0 = Instant::now();
         match monitor.poll().and_then(|mut s| hook(&mut s).map(|_| s)) {
-            Ok(s) => *shared.snapshot.lock().unwrap() = s,
+            Ok(s) => publish(s, &mut cap),
             Err(e) => break Err(e),
         }
         shared

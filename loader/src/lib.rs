@@ -33,6 +33,7 @@ pub mod costview;
 pub mod daemon;
 pub mod devices;
 pub mod duration;
+pub mod exposition;
 pub mod extensions;
 pub mod hist;
 pub mod iocost;

@@ -116,6 +116,8 @@ enum Cmd {
         /// changed is restored at start
         #[arg(long, default_value = iowarden::knobs::writer::DEFAULT_STATE_DIR)]
         state_dir: std::path::PathBuf,
+        #[command(flatten)]
+        export: iowarden::exposition::ExportArgs,
     },
     /// Live view of cgroups sorted by device-time share, naming the noisy neighbour
     Top {
@@ -341,6 +343,8 @@ fn tune(a: TuneArgs) -> Result<()> {
             duration: a.duration,
             bpf_stats: false,
             pods: None,
+            exposition: Default::default(),
+            max_cgroups: None,
         },
         stop,
         &mut |snap| tuner.on_poll(snap),
@@ -514,6 +518,7 @@ fn real_main(cli: Cli) -> Result<()> {
             bpf_stats,
             pod_map,
             state_dir,
+            export,
         } => {
             recover_knobs(state_dir);
             let pods = pod_map
@@ -535,6 +540,8 @@ fn real_main(cli: Cli) -> Result<()> {
                     duration,
                     bpf_stats,
                     pods,
+                    exposition: export.options(),
+                    max_cgroups: export.max_cgroups,
                 },
                 stop_flag()?,
                 &mut |_| Ok(()),
@@ -628,7 +635,15 @@ fn real_main(cli: Cli) -> Result<()> {
                 println!("{}", iowarden_exporters::encode_json(&snap));
             } else {
                 let extra = iowarden_exporters::SelfMetrics::default();
-                print!("{}", iowarden_exporters::encode_openmetrics(&snap, &extra)?);
+                let all = iowarden_exporters::ExpositionOptions {
+                    counters: iowarden_exporters::IoCounter::ALL.to_vec(),
+                    stages: iowarden_exporters::Stage::ALL.to_vec(),
+                    classic: iowarden_exporters::ClassicBuckets::PowersOfTwo,
+                };
+                print!(
+                    "{}",
+                    iowarden_exporters::encode_openmetrics(&snap, &extra, &all)?
+                );
             }
             Ok(())
         }

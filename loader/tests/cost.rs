@@ -82,7 +82,17 @@ fn charges_the_linear_model_and_refits_it() {
     assert!(st.success());
     let rnd = Cgroup::new("iowarden-test-cost-rand");
     let seq = Cgroup::new("iowarden-test-cost-seq");
-    let daemon = Daemon::start(19631, &["--device", &name, "--cost-model", MODEL]);
+    let daemon = Daemon::start(
+        19631,
+        &[
+            "--device",
+            &name,
+            "--cost-model",
+            MODEL,
+            "--io-counters",
+            "all",
+        ],
+    );
 
     // Random over 2 GiB: two requests land within iocost's 16 MiB window
     // of each other ~1.6 % of the time.

@@ -353,12 +353,20 @@ fn dashboard_files_are_valid() {
     );
 }
 
-/// Names of the samples in an exposition.
+/// Names of the samples in an exposition, and of the histograms (which a
+/// native scrape stores under their own name).
 fn exported_metrics(text: &str) -> HashSet<String> {
-    text.lines()
+    let samples: HashSet<String> = text
+        .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .map(|l| l.split(['{', ' ']).next().unwrap().to_string())
-        .collect()
+        .collect();
+    let histograms = samples
+        .iter()
+        .filter_map(|s| s.strip_suffix("_bucket"))
+        .map(str::to_string)
+        .collect::<Vec<_>>();
+    samples.into_iter().chain(histograms).collect()
 }
 
 fn free_port() -> u16 {
@@ -606,6 +614,9 @@ fn dashboards_query_a_real_prometheus() {
             &dev.name(),
             "--bpf-stats",
             "--locks",
+            // The per-stage panels (queue, device) need all three histograms.
+            "--histogram-stages",
+            "all",
             "--pod-map",
             pod_map.path().to_str().unwrap(),
         ],

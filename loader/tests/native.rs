@@ -1,0 +1,194 @@
+//! Native histograms against real Prometheus 2.42 servers: one with
+//! --enable-feature=native-histograms (it asks for the protobuf exposition)
+//! and one without (it gets OpenMetrics text), both scraping the same
+//! iowarden while fio reads from a loop device in a cgroup. The quantiles
+//! each computes with histogram_quantile must agree within one bucket.
+//! Needs root (BPF, loop devices, cgroups); run under the kernel lock.
+
+mod fixtures;
+mod promserver;
+
+use fixtures::*;
+use promserver::{scrape_config, PromServer};
+
+const PROMETHEUS_NATIVE_ACCEPT: &str = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited,application/openmetrics-text;version=1.0.0;q=0.8,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+
+/// GET /metrics with an Accept header: (content type, body).
+fn scrape(url: &str, accept: &str) -> (String, Vec<u8>) {
+    let resp = ureq::get(&format!("{url}/metrics"))
+        .header("Accept", accept)
+        .call()
+        .expect("/metrics");
+    let ct = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let body = resp.into_body().read_to_vec().unwrap();
+    (ct, body)
+}
+
+/// [lower, upper) of the classic power-of-two bucket holding `v` seconds.
+fn pow2_bucket(v: f64) -> (f64, f64) {
+    let us = v * 1e6;
+    let lo = 2f64.powf(us.log2().floor());
+    (lo / 1e6, 2.0 * lo / 1e6)
+}
+
+#[test]
+fn native_and_classic_quantiles_agree_on_real_prometheus() {
+    let dev = LoopDev::file(512);
+    let cg = Cgroup::new("iowarden-native-a");
+    let daemon = Daemon::start(
+        19601,
+        &[
+            "--device",
+            &dev.name(),
+            "--histogram-stages",
+            "all",
+            "--classic-buckets",
+            "pow2",
+        ],
+    );
+    let target = daemon.url.trim_start_matches("http://").to_string();
+    let native = PromServer::start(
+        19611,
+        &scrape_config(&target),
+        &["--enable-feature=native-histograms"],
+    );
+    let classic = PromServer::start(19612, &scrape_config(&target), &[]);
+
+    // The exposition each scraper gets, and what a bad Accept gets.
+    let (ct, body) = scrape(&daemon.url, PROMETHEUS_NATIVE_ACCEPT);
+    assert!(ct.starts_with("application/vnd.google.protobuf"), "{ct}");
+    let fams = iowarden_exporters::decode_protobuf(&body).expect("delimited MetricFamily");
+    assert!(fams.iter().any(|f| f.name() == "iowarden_build_info"));
+    for bad in ["application/json", "image/png;q=1", "garbage;;", ""] {
+        let (ct, body) = scrape(&daemon.url, bad);
+        assert!(
+            ct.starts_with("application/openmetrics-text"),
+            "{bad}: {ct}"
+        );
+        assert!(String::from_utf8(body).unwrap().ends_with("# EOF\n"));
+    }
+
+    let out = cg
+        .command(
+            "fio",
+            &fio_args(&dev.path, "randread", "4k", 4, 20000, "0", "256M"),
+        )
+        .output()
+        .expect("fio");
+    assert!(out.status.success(), "fio failed");
+
+    // fio is done: the histograms are final once both servers have scraped them.
+    let sel = format!(
+        "cgroup=\"{}\", device=\"{}\", op=\"read\"",
+        cg.rel,
+        dev.name()
+    );
+    let want = {
+        let t0 = std::time::Instant::now();
+        loop {
+            let snap = daemon.snapshot();
+            let s = snap
+                .io
+                .iter()
+                .find(|s| s.cgroup.path == cg.rel && s.op == iowarden_exporters::Op::Read);
+            if let Some(s) = s.filter(|s| s.ios >= 20000) {
+                break (snap.hist_lower_bounds_seconds.clone(), s.clone());
+            }
+            assert!(t0.elapsed().as_secs() < 20, "20000 reads not seen");
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+    };
+    let (bounds, series) = want;
+    let n = series.ios as f64;
+    native.wait_for(
+        &format!("histogram_count(iowarden_io_latency_seconds{{{sel}, stage=\"total\"}})"),
+        20,
+        |v| v == n,
+    );
+    classic.wait_for(
+        &format!("iowarden_io_latency_seconds_count{{{sel}, stage=\"total\"}}"),
+        20,
+        |v| v == n,
+    );
+    // Each server stored the form it asked for, and only that.
+    assert!(native
+        .query(&format!("iowarden_io_latency_seconds_bucket{{{sel}}}"))
+        .is_empty());
+    let h = native.query(&format!(
+        "iowarden_io_latency_seconds{{{sel}, stage=\"total\"}}"
+    ));
+    assert!(h[0].get("histogram").is_some(), "native sample: {h:?}");
+
+    for stage in ["total", "device"] {
+        let hist = series.latency.get(match stage {
+            "total" => iowarden_exporters::Stage::Total,
+            _ => iowarden_exporters::Stage::Device,
+        });
+        for q in [0.5, 0.99] {
+            let nq = native
+                .scalar(&format!(
+                    "histogram_quantile({q}, iowarden_io_latency_seconds{{{sel}, stage=\"{stage}\"}})"
+                ))
+                .unwrap();
+            let cq = classic
+                .scalar(&format!(
+                    "histogram_quantile({q}, iowarden_io_latency_seconds_bucket{{{sel}, stage=\"{stage}\"}})"
+                ))
+                .unwrap();
+            // The BPF bucket holding the quantile, widened to its neighbours.
+            let i = hist.quantile_bucket(q).unwrap();
+            let (lo, hi) = (
+                bounds[i.saturating_sub(1)],
+                bounds.get(i + 2).copied().unwrap_or(f64::INFINITY),
+            );
+            let (clo, chi) = pow2_bucket(cq);
+            println!(
+                "{stage} p{}: native {:.1} us, classic {:.1} us, BPF bucket [{:.1}, {:.1}) us",
+                q * 100.0,
+                nq * 1e6,
+                cq * 1e6,
+                bounds[i] * 1e6,
+                bounds.get(i + 1).copied().unwrap_or(f64::INFINITY) * 1e6
+            );
+            assert!(
+                nq >= lo && nq <= hi,
+                "{stage} p{q}: native {nq} outside one BPF bucket of [{lo}, {hi}]"
+            );
+            assert!(
+                (nq - cq).abs() <= chi - clo,
+                "{stage} p{q}: native {nq} and classic {cq} more than one classic bucket ({clo}..{chi}) apart"
+            );
+        }
+    }
+}
+
+/// Bad exposition options stop `iowarden run` before it binds or loads
+/// anything, naming what is wrong. (No kernel involved: parsing fails first.)
+#[test]
+fn bad_exposition_options_are_refused_at_start() {
+    for (args, want) in [
+        (&["--max-cgroups", "0"][..], "at least 1"),
+        (&["--max-cgroups", "ten"][..], "not a number"),
+        (
+            &["--histogram-stages", "total,wait"][..],
+            "no latency stage 'wait'",
+        ),
+        (&["--io-counters", "iops"][..], "no counter 'iops'"),
+        (&["--classic-buckets", "pow8"][..], "use pow4 or pow2"),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_iowarden"))
+            .args(["run", "--listen", "127.0.0.1:19609"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} accepted");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!err.contains("serving"), "{args:?} started: {err}");
+    }
+}
