@@ -14,8 +14,11 @@ use crate::devices::DeviceNames;
 use crate::extensions::Extensions;
 use crate::tracer::{Tracer, TracerConfig};
 
-/// Polls a cgroup must stay unresolvable before its slots are released.
-const RELEASE_AFTER_POLLS: u32 = 3;
+/// Polls a cgroup must stay gone before its slots are released: seen gone
+/// at two polls in a row, so a completion still in flight when it was
+/// removed is counted, and a burst of short-lived cgroups frees its slots
+/// within two poll intervals.
+const RELEASE_AFTER_POLLS: u32 = 1;
 
 pub struct Monitor {
     tracer: Tracer,

@@ -99,14 +99,20 @@ fn filled_loop() -> LoopDev {
     dev
 }
 
-fn rss_kib(pid: u32) -> u64 {
+fn status_kib(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
-        .expect("VmRSS")
+        .unwrap_or_else(|| panic!("{field}"))
+}
+
+/// The daemon's resident memory (heap, its binary's pages and the BPF
+/// arrays it maps).
+fn rss_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmRSS:")
 }
 
 fn metric(d: &Daemon, prefix: &str) -> f64 {
@@ -192,39 +198,44 @@ fn thousand_live_cgroups_lose_nothing() {
         s.drops,
         rss_kib(pid)
     );
+    println!(
+        "RssAnon {} KiB, RssFile {} KiB",
+        status_kib(pid, "RssAnon:"),
+        status_kib(pid, "RssFile:")
+    );
     assert_eq!(on_disk as u64, n, "every cgroup's read on the backing disk");
     assert_eq!(drops(&s), drops(&before), "drops: {:?}", s.drops);
     assert!(rss_kib(pid) <= 64 * 1024, "RSS {} KiB", rss_kib(pid));
 
     drop(parent);
-    let after = wait_for(&daemon, "the removed cgroups' series released", &|s| {
-        under(s, &prefix) == 0
-    });
-    assert_released(&daemon, &before, &after, entries_before, &prefix);
+    assert_released(&daemon, &before, entries_before, &prefix);
 }
 
-/// The table holds as many entries as before, but for series that are new
-/// and not the test's (other I/O on this host while the test ran).
-fn assert_released(
-    d: &Daemon,
-    before: &Snapshot,
-    after: &Snapshot,
-    entries_before: u64,
-    prefix: &str,
-) {
+/// The table comes back to as many entries as before, but for series that
+/// are new and not the test's (other I/O on this host while the test ran).
+/// Polls until it does (a removed cgroup's slots go two polls after it is
+/// gone); fails after 60 s.
+fn assert_released(d: &Daemon, before: &Snapshot, entries_before: u64, prefix: &str) {
     let keys = |s: &Snapshot| -> std::collections::HashSet<(u64, String, String)> {
         s.io.iter()
-            .filter(|x| !x.cgroup.path.starts_with(prefix))
+            .filter(|x| !x.cgroup.path.is_empty() && !x.cgroup.path.starts_with(prefix))
             .map(|x| (x.cgroup.id, x.device.name.clone(), format!("{:?}", x.op)))
             .collect()
     };
-    let new_others = keys(after).difference(&keys(before)).count() as u64;
-    let entries = series_entries(d);
-    assert_eq!(
-        entries,
-        entries_before + new_others,
-        "series table after release: {entries} entries, {entries_before} before, {new_others} other new series"
-    );
+    let t0 = Instant::now();
+    loop {
+        let after = d.snapshot();
+        let new_others = keys(&after).difference(&keys(before)).count() as u64;
+        let entries = series_entries(d);
+        if entries == entries_before + new_others && under(&after, prefix) == 0 {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "series table after release: {entries} entries, {entries_before} before, {new_others} other new series"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 #[test]
@@ -238,9 +249,15 @@ fn ten_thousand_short_lived_cgroups_lose_nothing() {
     let entries_before = series_entries(&daemon);
     let (root, _) = io_root();
     let n = 10_000u64;
+    // At most 500 cgroups a second (fleets see hundreds; the requirement is
+    // >= 200): the pace, not an assertion, so a slow machine only goes slower.
+    let per_cycle = Duration::from_micros(2000);
     let t0 = Instant::now();
     let mut peak_rss = 0;
     for i in 0..n {
+        if let Some(wait) = (per_cycle * i as u32).checked_sub(t0.elapsed()) {
+            std::thread::sleep(wait);
+        }
         let dir = parent.dir.join(format!("c{i}"));
         std::fs::create_dir(&dir).unwrap();
         move_self_to(&dir, parent.v2);
@@ -253,9 +270,8 @@ fn ten_thousand_short_lived_cgroups_lose_nothing() {
     }
     let secs = t0.elapsed().as_secs_f64();
     let prefix = format!("/{name}/");
-    let after = wait_for(&daemon, "the removed cgroups' series released", &|s| {
-        under(s, &prefix) == 0
-    });
+    assert_released(&daemon, &before, entries_before, &prefix);
+    let after = daemon.snapshot();
     println!(
         "{n} create/read/remove cycles in {secs:.1} s ({:.0} cgroups/s); drops {:?}; peak RSS {peak_rss} KiB; table {} -> {} entries",
         n as f64 / secs,
@@ -266,7 +282,6 @@ fn ten_thousand_short_lived_cgroups_lose_nothing() {
     assert_eq!(drops(&after), drops(&before), "drops: {:?}", after.drops);
     assert!(peak_rss <= 64 * 1024, "RSS {peak_rss} KiB");
     assert_eq!(daemon.snapshot().schema, before.schema, "daemon alive");
-    assert_released(&daemon, &before, &after, entries_before, &prefix);
 }
 
 #[test]
