@@ -70,6 +70,7 @@ img=$CACHE/nvme.img
 declare -A group_scripts group_checks
 for t in "${selected[@]}"; do
   extra=$(sed -n '2s/^# vmtest-append: \(.*\)$/\1/p' "$t")
+  extra=${extra:--}   # "-": nothing to append (bash keys cannot be empty)
   group_scripts[$extra]+="$(basename "$t") "
   group_checks[$extra]=$(( ${group_checks[$extra]:-0} + $(sed -n '1s/^# vmtest-checks: \([0-9][0-9]*\)$/\1/p' "$t") ))
 done
@@ -99,6 +100,6 @@ boot() {  # extra-cmdline scripts expected log
 }
 n=0
 for extra in "${!group_scripts[@]}"; do
-  boot "$extra" "${group_scripts[$extra]}" "${group_checks[$extra]}" "$CACHE/vmtest${n/#0/}.log"
+  boot "${extra#-}" "${group_scripts[$extra]}" "${group_checks[$extra]}" "$CACHE/vmtest${n/#0/}.log"
   n=$((n + 1))
 done
