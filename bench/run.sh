@@ -63,7 +63,12 @@ start_bpftrace() {
   for _ in $(seq 300); do grep -q Attaching "$W/bt.log" && { sleep 1; return; }; sleep 0.1; done
   echo "bpftrace did not attach: $(cat "$W/bt.log")" >&2; exit 1
 }
-stop_bg() { kill "$BG"; wait "$BG" 2>/dev/null || true; BG=""; }
+stop_bg() {  # bpftrace has been seen to hang on SIGTERM: SIGKILL after 5 s
+  kill "$BG" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "$BG" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$BG" 2>/dev/null || true
+  wait "$BG" 2>/dev/null || true; BG=""
+}
 
 # bpftool here cannot name a program's process: iowarden's programs are the
 # only "tracing" (tp_btf) ones on block_rq_*, bpftrace's the "tracepoint" ones.
