@@ -45,6 +45,8 @@ const volatile bool exclusive_shards = false;
 /* Bit number of QUEUE_FLAG_STATS in request_queue->queue_flags (an anonymous
  * enum, so the loader reads it from kernel BTF); >= 64 = unknown, always stamp. */
 const volatile __u32 queue_flag_stats_bit = 64;
+/* Off: act as if no queue stamped io_start_time_ns (tests of the fallback). */
+const volatile bool use_kernel_issue_stamps = true;
 
 struct iow_tables tables;
 
@@ -283,7 +285,7 @@ static __always_inline __u32 traced_dev(struct request *rq)
  * kernel stamps io_start_time_ns on every request it issues? */
 static __always_inline bool queue_stamps(struct request *rq)
 {
-	return queue_flag_stats_bit < 64 &&
+	return use_kernel_issue_stamps && queue_flag_stats_bit < 64 &&
 	       (rq->q->queue_flags & (1ULL << (queue_flag_stats_bit & 63)));
 }
 
@@ -343,13 +345,15 @@ static __always_inline __u64 issue_time(struct request *rq, __u32 dev_idx)
 	barrier_var(kts);
 	if (bpf_core_enum_value_exists(enum rqf_flags, __RQF_STATS))
 		stats_flag = 1U << bpf_core_enum_value(enum rqf_flags, __RQF_STATS);
-	if ((rq->rq_flags & stats_flag) && kts)
-		return kts;
-	/* A queue that collects stats stamps every request it issues: this
-	 * one never reached the driver (an empty flush's original request)
-	 * or bypassed the stats (passthrough). */
-	if (queue_stamps(rq))
-		return 0;
+	if (use_kernel_issue_stamps) {
+		if ((rq->rq_flags & stats_flag) && kts)
+			return kts;
+		/* A queue that collects stats stamps every request it issues:
+		 * this one never reached the driver (an empty flush's original
+		 * request) or bypassed the stats (passthrough). */
+		if (queue_stamps(rq))
+			return 0;
+	}
 	if (!tables.need_issue_stamps)
 		tables.need_issue_stamps = 1;
 

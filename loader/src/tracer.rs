@@ -279,6 +279,10 @@ impl Tracer {
         rodata.slot_mask = cap.slots - 1;
         rodata.shard_mask = cap.shards - 1;
         rodata.exclusive_shards = cap.shards as usize >= libbpf_rs::num_possible_cpus()?;
+        // How tests exercise the fallback issue stamps on a kernel whose
+        // queues all stamp requests themselves.
+        rodata.use_kernel_issue_stamps =
+            std::env::var_os("IOWARDEN_IGNORE_KERNEL_ISSUE_STAMPS").is_none();
         rodata.queue_flag_stats_bit = kernel_enum_value(btf, "QUEUE_FLAG_STATS")
             .and_then(|v| u32::try_from(v).ok())
             .filter(|&v| v < 64)
