@@ -19,11 +19,15 @@ use crate::container::{attribute_with, PodDirectory, StaticPodDirectory};
 
 use crate::monitor::Monitor;
 
+/// What the poll loop publishes and the HTTP thread serves. Snapshots are
+/// shared, never copied: a request takes a reference and encodes from it
+/// (a copy per request would hold several snapshots of thousands of series).
 #[derive(Default)]
 struct Shared {
-    snapshot: Mutex<Snapshot>,
-    /// What /metrics serves: the snapshot under the cgroup cap.
-    exported: Mutex<Snapshot>,
+    snapshot: Mutex<Arc<Snapshot>>,
+    /// What /metrics serves: the snapshot under the cgroup cap (the same
+    /// snapshot without a cap).
+    exported: Mutex<Arc<Snapshot>>,
     exposition: ExpositionOptions,
     poll_duration_ns: AtomicU64,
     polls: AtomicU64,
@@ -74,7 +78,7 @@ fn metrics_response(
     req: &tiny_http::Request,
 ) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
     shared.scrapes.fetch_add(1, Ordering::Relaxed);
-    let snap = shared.exported.lock().unwrap().clone();
+    let snap = Arc::clone(&shared.exported.lock().unwrap());
     let mut runtime = shared.runtime.lock().unwrap().clone();
     runtime.scrape_duration_seconds =
         shared.scrape_duration_ns.load(Ordering::Relaxed) as f64 / 1e9;
@@ -126,7 +130,7 @@ fn serve(server: tiny_http::Server, shared: Arc<Shared>, stop: Arc<AtomicBool>) 
         let resp = match path.as_str() {
             "/metrics" => metrics_response(&shared, &req),
             "/snapshot.json" => {
-                let snap = shared.snapshot.lock().unwrap().clone();
+                let snap = Arc::clone(&shared.snapshot.lock().unwrap());
                 tiny_http::Response::from_string(encode_json(&snap))
                     .with_header(header("application/json"))
             }
@@ -177,9 +181,10 @@ pub fn run(
     });
     let mut cap = opts.max_cgroups.map(CgroupCap::new);
     let publish = |s: Snapshot, cap: &mut Option<CgroupCap>| {
+        let s = Arc::new(s);
         *shared.exported.lock().unwrap() = match cap {
-            Some(c) => c.apply(&s),
-            None => s.clone(),
+            Some(c) => Arc::new(c.apply(&s)),
+            None => Arc::clone(&s),
         };
         *shared.snapshot.lock().unwrap() = s;
     };
@@ -225,8 +230,21 @@ pub fn run(
             .store(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
         refresh_runtime(&monitor);
         shared.polls.fetch_add(1, Ordering::Relaxed);
+        return_freed_memory();
     };
     stop.store(true, Ordering::Relaxed);
     let _ = http.join();
     result
+}
+
+/// Hands the heap pages freed since the last poll back to the kernel. Each
+/// poll and scrape builds and drops megabytes at thousands of series; glibc
+/// keeps freed pages of its per-thread arenas mapped, so without this the
+/// resident size drifts with allocation timing instead of following what
+/// is live.
+fn return_freed_memory() {
+    // SAFETY: malloc_trim only walks and madvises glibc's own free lists.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
