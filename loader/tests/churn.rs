@@ -116,12 +116,7 @@ fn rss_kib(pid: u32) -> u64 {
 }
 
 fn metric(d: &Daemon, prefix: &str) -> f64 {
-    d.get("/metrics")
-        .expect("/metrics")
-        .lines()
-        .find_map(|l| l.strip_prefix(prefix))
-        .map(|v| v.trim().parse().unwrap())
-        .unwrap_or_else(|| panic!("no {prefix}"))
+    sample(&d.get("/metrics").expect("/metrics"), prefix).unwrap_or_else(|| panic!("no {prefix}"))
 }
 
 fn series_entries(d: &Daemon) -> u64 {
@@ -319,26 +314,7 @@ fn ten_thousand_short_lived_cgroups_lose_nothing() {
 #[test]
 fn a_full_series_table_says_so_once_and_counts_the_drops() {
     let dev = filled_loop();
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_iowarden"))
-        .args(["run", "--listen", "127.0.0.1:19643", "--interval", "200ms"])
-        .args(["--max-series", "64"])
-        .stdout(std::process::Stdio::null())
-        .stderr(log.reopen().unwrap())
-        .spawn()
-        .unwrap();
-    let daemon = Daemon {
-        child,
-        url: "http://127.0.0.1:19643".into(),
-    };
-    let t0 = Instant::now();
-    while daemon.get("/snapshot.json").is_none() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "daemon did not answer"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let (daemon, log) = Daemon::start_logged(19643, "200ms", &["--max-series", "64"], &[]);
     let name = "iowarden-fleet-full";
     let parent = Parent::new(name);
     let (root, _) = io_root();
@@ -353,7 +329,7 @@ fn a_full_series_table_says_so_once_and_counts_the_drops() {
     }
     let s = wait_for(&daemon, "drops counted", &|s| s.drops.slot_table_full > 0);
     std::thread::sleep(Duration::from_millis(600));
-    let text = std::fs::read_to_string(log.path()).unwrap();
+    let text = log.text();
     let said = text.matches("the series table is full (64 slots)").count();
     println!("{} drops; log:\n{text}", s.drops.slot_table_full);
     assert_eq!(said, 1, "{text}");

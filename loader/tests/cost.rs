@@ -28,15 +28,7 @@ fn vtime(seconds: f64) -> u64 {
 }
 
 fn fio(cg: &Cgroup, dev: &str, rw: &str, bs: &str, ios: u64, size: &str) -> (u64, u64) {
-    let out = cg
-        .command("fio", &fio_args(dev, rw, bs, 1, ios, "0", size))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "fio: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = succeed(&mut cg.command("fio", &fio_args(dev, rw, bs, 1, ios, "0", size)));
     let j: Value = serde_json::from_slice(&out.stdout).unwrap();
     let r = &j["jobs"][0]["read"];
     (

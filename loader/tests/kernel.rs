@@ -461,27 +461,12 @@ fn missing_tracepoints_degrade_or_fail_clearly() {
 #[test]
 fn queues_without_issue_stamps_get_the_issue_program() {
     let dev = LoopDev::file(64);
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_iowarden"))
-        .args(["run", "--listen", "127.0.0.1:19619", "--interval", "200ms"])
-        .args(["--device", &dev.name()])
-        .env("IOWARDEN_IGNORE_KERNEL_ISSUE_STAMPS", "1")
-        .stdout(std::process::Stdio::null())
-        .stderr(log.reopen().unwrap())
-        .spawn()
-        .unwrap();
-    let daemon = Daemon {
-        child,
-        url: "http://127.0.0.1:19619".into(),
-    };
-    let t0 = std::time::Instant::now();
-    while daemon.get("/snapshot.json").is_none() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "daemon did not answer"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let (daemon, log) = Daemon::start_logged(
+        19619,
+        "200ms",
+        &["--device", &dev.name()],
+        &[("IOWARDEN_IGNORE_KERNEL_ISSUE_STAMPS", "1")],
+    );
     let read = |n: usize| {
         let st = Command::new("dd")
             .args([&format!("if={}", dev.path), "of=/dev/null", "bs=4k"])
@@ -493,27 +478,34 @@ fn queues_without_issue_stamps_get_the_issue_program() {
     // Until it is attached, requests have no issue stamp.
     read(10);
     let t0 = std::time::Instant::now();
-    while !std::fs::read_to_string(log.path())
-        .unwrap()
-        .contains("attached block_rq_issue")
-    {
+    while !log.text().contains("attached block_rq_issue") {
         assert!(
             t0.elapsed() < Duration::from_secs(30),
             "block_rq_issue never attached"
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    let before = daemon.snapshot();
-    read(500);
-    std::thread::sleep(Duration::from_millis(600));
-    let after = daemon.snapshot();
     let device_samples = |s: &Snapshot| -> (u64, u64) {
         s.io.iter()
             .filter(|x| x.device.name == dev.name())
             .map(|x| (x.ios, x.latency.device.counts.iter().sum::<u64>()))
             .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
     };
+    let before = daemon.snapshot();
     let (ios0, lat0) = device_samples(&before);
+    read(500);
+    let t0 = std::time::Instant::now();
+    let after = loop {
+        let s = daemon.snapshot();
+        if device_samples(&s).0 >= ios0 + 500 {
+            break s;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "500 reads not counted"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
     let (ios1, lat1) = device_samples(&after);
     println!(
         "before attach: {ios0} requests, {lat0} with device latency; drops {:?}; after: +{} requests, +{} with device latency",

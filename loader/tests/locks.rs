@@ -58,16 +58,7 @@ fn hammer(dev: &LoopDev, cg: &Cgroup) {
         "--output-format=terse".into(),
     ]
     .to_vec();
-    let out = cg
-        .command("fio", &args)
-        .stdout(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "fio: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeed(cg.command("fio", &args).stdout(Stdio::null()));
 }
 
 fn scheduler_site(site: &str, sched: &str) -> bool {

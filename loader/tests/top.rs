@@ -94,15 +94,10 @@ fn on_a_terminal_draws_the_tui_and_quits_on_q() {
 
 /// `iowarden top --duration` in a pipe, its stdout.
 fn top_for(dev: &LoopDev, secs: u32) -> String {
-    let out = Command::new(BIN)
-        .args(["top", "--device", &dev.name(), "--interval", "1s"])
-        .arg(format!("--duration={secs}s"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = succeed(
+        Command::new(BIN)
+            .args(["top", "--device", &dev.name(), "--interval", "1s"])
+            .arg(format!("--duration={secs}s")),
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
