@@ -147,7 +147,7 @@ class Dashboard:
         __name__ and job (and `hide`), value columns renamed."""
         excluded = {c: True for c in ("Time", "__name__", "job", *hide)}
         p = (table.Panel().show_header(True).cell_height(cm.TableCellHeight.SM)
-             .footer(common.TableFooterOptions().show(False).reducer(["sum"]).fields(""))
+             .footer(common.TableFooterOptions().show(False).reducer(["sum"]).fields([]))
              .align(cm.FieldTextAlignment.AUTO).cell_options(cm.TableAutoCellOptions()).inspect(False)
              .transformations([
                  dm.DataTransformerConfig(id_val="merge", options={}),
@@ -193,6 +193,11 @@ INSTANCE = query_var("instance", "Node", "label_values(iowarden_build_info, inst
 
 # --- 1. Noisy neighbour ------------------------------------------------------
 
+def p99(stage, selector):
+    """p99 latency of a stage per (instance, device, cgroup) over the cgroups a selector picks."""
+    return latency_quantile(0.99, "instance, device, cgroup", f"{selector[1:-1]}, stage=\"{stage}\"")
+
+
 def noisy_neighbour():
     d = Dashboard(
         "iowarden-noisy-neighbour", "iowarden / Noisy neighbour",
@@ -206,6 +211,14 @@ def noisy_neighbour():
         tags=["noisy-neighbour"])
     s = sel(instance="$instance", device="$device", cgroup="$cgroup")
     dev = sel(instance="$instance", device="$device")
+    device_share_rows(d, s, dev)
+    latency_rows(d, s)
+    lock_and_workload_rows(d, s, dev)
+    return d
+
+
+def device_share_rows(d, s, dev):
+    """Who takes the device (share of its busy time, who hurts whom) and throughput."""
     # Share of the device's busy time (sum of issue->completion times) per
     # cgroup; the denominator covers every cgroup on the device, not just the
     # selected ones, so shares stay shares of the device.
@@ -217,9 +230,6 @@ def noisy_neighbour():
                  f"sum by (instance, device) (rate(iowarden_io_device_seconds_total{dev}[{RATE}]))")
     top = f"topk by (instance, device) (1, {share_all})"
     culprit = f'label_replace({top}, "culprit", "$1", "cgroup", "(.*)")'
-
-    def p99(stage, by="instance, device, cgroup", sel_=s):
-        return latency_quantile(0.99, by, f"{sel_[1:-1]}, stage=\"{stage}\"")
 
     def victims(expr):
         # Every cgroup on the device but the top consumer, tagged with the culprit's name.
@@ -239,10 +249,10 @@ def noisy_neighbour():
             "Per device, every other cgroup (victim) against the cgroup taking the largest share of device "
             "time (culprit): the victim's p99 latency in the queue and in total, its own share, and the "
             "culprit's share. A victim with a small share and a high queue p99 is waiting behind the culprit.",
-            [target(victims(p99("queue", sel_=dev)), instant=True, fmt="table"),
-             target(victims(p99("total", sel_=dev)), instant=True, fmt="table"),
+            [target(victims(p99("queue", dev)), instant=True, fmt="table"),
+             target(victims(p99("total", dev)), instant=True, fmt="table"),
              target(victims(share_all), instant=True, fmt="table"),
-             target(f"0 * ({p99('total', sel_=dev)} unless on (instance, device, cgroup) {top})"
+             target(f"0 * ({p99('total', dev)} unless on (instance, device, cgroup) {top})"
                     f" + on (instance, device) group_left (culprit) {culprit}", instant=True, fmt="table")],
             w=24, h=7,
             rename={"cgroup": "victim", "Value #A": "victim p99 queue (s)",
@@ -257,6 +267,9 @@ def noisy_neighbour():
                  [target(f"sum by (instance, device, cgroup, op) (rate(iowarden_io_bytes_total{s}[{RATE}]))",
                          "{{cgroup}} {{op}} {{device}}")], unit="Bps")
 
+
+def latency_rows(d, s):
+    """Latency heatmaps per stage, p99 and mean, from either histogram form."""
     d.row("Latency")
     for stage, what in (("queue", "allocation to issue: time in the block layer and I/O scheduler, "
                          "where requests wait behind other cgroups'"),
@@ -269,7 +282,7 @@ def noisy_neighbour():
     d.timeseries("p99 latency by cgroup",
                  "99th percentile of block-layer latency (allocation to completion) per cgroup, "
                  "estimated from the classic buckets or the native histogram, whichever the scrape stored.",
-                 [target(p99("total"), "{{cgroup}} {{device}}")], unit="s")
+                 [target(p99("total", s), "{{cgroup}} {{device}}")], unit="s")
     d.timeseries("p99 queue vs device by cgroup",
                  "Where the p99 goes: queue (waiting to be issued) against device (being served). "
                  "A victim of a noisy neighbour shows a growing queue p99 at a flat device p99.",
@@ -283,6 +296,9 @@ def noisy_neighbour():
                          f" / sum by (instance, device, cgroup) (histogram_count(rate(iowarden_io_latency_seconds{s[:-1]}, stage=\"total\"}}[{RATE}])))",
                          "{{cgroup}} {{device}}")], unit="s")
 
+
+def lock_and_workload_rows(d, s, dev):
+    """Lock wait by site and per I/O; what runs in the cgroups."""
     d.row("Lock wait")
     lk = sel(instance="$instance", cgroup="$cgroup")
     d.timeseries("Lock wait by site",
@@ -316,7 +332,6 @@ def noisy_neighbour():
                          f"* on (instance, cgroup) group_left (kind, pod_uid, container_id, service) "
                          f'iowarden_cgroup_info{sel(instance="$instance")})',
                          "{{kind}} {{service}}{{pod_uid}} {{container_id}}")], unit="percentunit")
-    return d
 
 
 # --- 2. iocost ----------------------------------------------------------------
