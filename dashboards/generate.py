@@ -185,6 +185,12 @@ class Dashboard:
     def build(self):
         board = self.board.build()
         board.schema_version = SCHEMA_VERSION
+        for p in board.panels or []:
+            # The SDK wraps after a full line, not before a panel that does not fit.
+            pos = p.grid_pos
+            if pos and pos.x + pos.w > 24:
+                sys.exit(f"{board.uid}: panel '{p.title}' at x={pos.x} w={pos.w} overflows the "
+                         "24-column grid: change the widths so each line adds up to 24")
         return board
 
 
