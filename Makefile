@@ -61,9 +61,12 @@ demo: build
 bench: bench-deps build
 	bench/run.sh
 
-# Regenerate dashboards/*.json from dashboards/generate.py (make test checks they match).
+# Regenerate dashboards/*.json from dashboards/generate.py (make test checks they match),
+# with the pinned Grafana SDK in the tools venv (install-deps.sh --dashboards).
+TOOLS ?= $(or $(IOWARDEN_TOOLS),/opt/iowarden-tools)
 dashboards:
-	python3 dashboards/generate.py
+	@IOWARDEN_TOOLS=$(TOOLS) scripts/install-deps.sh --dashboards
+	$(TOOLS)/bin/python dashboards/generate.py
 
 clean:
 	$(CARGO) clean

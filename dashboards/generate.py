@@ -3,22 +3,33 @@
 
 One generator keeps the five dashboards consistent: the same `$datasource`
 variable on every panel and query, the same `$instance`/`$device`/`$cgroup`
-filters, stable uids and panel ids. Edit this file, run
-`python3 dashboards/generate.py`, commit both. `make test` runs it with
-`--check` (the committed JSON must be what it generates) and then executes
-every panel query against a real Prometheus scraping iowarden
-(loader/tests/dashboards.rs).
+filters, stable uids and panel ids. Edit this file, run `make dashboards`,
+commit both. `make test` runs it with `--check` (the committed JSON must be
+what it generates) and then executes every panel query against a real
+Prometheus scraping iowarden (loader/tests/dashboards.rs).
 
-Standard library only, so that it runs on any python3.
+Built with Grafana's dashboards-as-code SDK (grafana-foundation-sdk, the
+version pinned in scripts/install-deps.sh, which installs it into the tools
+venv that `make dashboards` and the test run this script with): typed
+builders for the dashboard, each panel kind and the Prometheus queries.
 """
 
 import json
 import sys
 from pathlib import Path
 
+try:
+    from grafana_foundation_sdk.builders import (bargauge, common, dashboard, heatmap, prometheus, stat,
+                                                 statetimeline, table, timeseries)
+    from grafana_foundation_sdk.cog.encoder import JSONEncoder
+    from grafana_foundation_sdk.models import common as cm, dashboard as dm, heatmap as hm, prometheus as pm
+except ImportError as e:
+    sys.exit(f"generate.py: {e}; it needs grafana-foundation-sdk: run `scripts/install-deps.sh --dashboards` "
+             "and then `make dashboards` (which uses the venv that installs it into)")
+
 HERE = Path(__file__).resolve().parent
-SCHEMA_VERSION = 39  # Grafana 11
-DS = {"type": "prometheus", "uid": "${datasource}"}
+DS = dm.DataSourceRef(type_val="prometheus", uid="${datasource}")
+SCHEMA_VERSION = 39  # Grafana 11.0, as before the SDK (whose own default, 41, is Grafana 11.6's)
 RATE = "$__rate_interval"
 
 
@@ -40,222 +51,158 @@ def sel(*parts, **labels):
 
 
 def ds_var():
-    return {
-        "name": "datasource",
-        "label": "Data source",
-        "type": "datasource",
-        "query": "prometheus",
-        "current": {},
-        "hide": 0,
-        "includeAll": False,
-        "multi": False,
-        "options": [],
-        "refresh": 1,
-        "regex": "",
-    }
+    return (dashboard.DatasourceVariable("datasource").label("Data source").type("prometheus")
+            .hide(dm.VariableHide.DONT_HIDE).regex(""))
 
 
-def query_var(name, label, query, multi=True):
-    return {
-        "name": name,
-        "label": label,
-        "type": "query",
-        "datasource": DS,
-        "definition": query,
-        "query": {"query": query, "refId": "PrometheusVariableQueryEditor-VariableQuery"},
-        "current": {},
-        "hide": 0,
-        "includeAll": multi,
-        "allValue": ".*" if multi else None,
-        "multi": multi,
-        "options": [],
-        "refresh": 2,  # on time range change: new cgroups appear
-        "regex": "",
-        "sort": 1,
-    }
+def query_var(name, label, query):
+    """A multi-value label_values variable with "All" (as .*), refreshed on time range change:
+    new cgroups appear."""
+    return (dashboard.QueryVariable(name).label(label).datasource(DS)
+            .query({"query": query, "refId": "PrometheusVariableQueryEditor-VariableQuery"})
+            .hide(dm.VariableHide.DONT_HIDE).include_all(True).all_value(".*").multi(True)
+            .refresh(dm.VariableRefresh.ON_TIME_RANGE_CHANGED).regex("")
+            .sort(dm.VariableSort.ALPHABETICAL_ASC))
 
 
 def target(expr, legend="", instant=False, fmt=None):
-    t = {
-        "datasource": DS,
-        "editorMode": "code",
-        "expr": " ".join(expr.split()),  # one line, as Grafana stores it
-        "legendFormat": legend or "__auto",
-        "range": not instant,
-        "instant": instant,
-    }
-    if fmt:
-        t["format"] = fmt
-    return t
+    t = (prometheus.Dataquery().datasource(DS).editor_mode(pm.QueryEditorMode.CODE)
+         .expr(" ".join(expr.split()))  # one line, as Grafana stores it
+         .legend_format(legend or "__auto"))
+    t = t.instant() if instant else t.range()
+    return t.format(pm.PromQueryFormat(fmt)) if fmt else t
+
+
+def legend(mode, placement, calcs=None):
+    opts = common.VizLegendOptions().show_legend(True).display_mode(mode).placement(placement)
+    return opts.calcs(calcs) if calcs else opts
+
+
+def last_value():
+    return common.ReduceDataOptions().calcs(["lastNotNull"]).fields("").values(False)
+
+
+def thresholds(steps):
+    return (dashboard.ThresholdsConfig().mode(dm.ThresholdsMode.ABSOLUTE)
+            .steps([dm.Threshold(value=v, color=c) for c, v in steps]))
 
 
 class Dashboard:
-    def __init__(self, uid, title, description, variables, tags=()):
-        self.uid = uid
-        self.title = title
-        self.description = description
-        self.variables = [ds_var()] + variables
-        self.tags = ["iowarden", *tags]
-        self.panels = []
-        self.next_id = 1
-        self.x = 0
-        self.y = 0
-        self.line_h = 0
+    """One dashboard: the SDK's builder (which lays panels out left to right,
+    wrapping at 24 columns) plus the panel ids and refIds it leaves to us."""
 
-    def _place(self, w, h):
-        if self.x + w > 24:
-            self.x, self.y = 0, self.y + self.line_h
-            self.line_h = 0
-        pos = {"h": h, "w": w, "x": self.x, "y": self.y}
-        self.x += w
-        self.line_h = max(self.line_h, h)
-        return pos
+    def __init__(self, uid, title, description, variables, tags=()):
+        self.board = (
+            dashboard.Dashboard(title).uid(uid).description(description).tags(["iowarden", *tags])
+            .editable().tooltip(dm.DashboardCursorSync.CROSSHAIR).version(1)
+            .time("now-30m", "now").timezone("browser")
+            .refresh("10s").fiscal_year_start_month(0).live_now(False).week_start("")
+            .link(dashboard.DashboardLink("iowarden").type(dm.DashboardLinkType.DASHBOARDS)
+                  .tags(["iowarden"]).as_dropdown(True).include_vars(True).keep_time(True)
+                  .icon("external link").target_blank(False).tooltip("").url(""))
+            .variables([ds_var(), *variables]))
+        self.next_id = 1
 
     def _id(self):
-        i = self.next_id
         self.next_id += 1
-        return i
+        return self.next_id - 1
 
     def row(self, title):
-        if self.x:
-            self.x, self.y, self.line_h = 0, self.y + self.line_h, 0
-        self.panels.append(
-            {
-                "id": self._id(),
-                "type": "row",
-                "title": title,
-                "collapsed": False,
-                "gridPos": {"h": 1, "w": 24, "x": 0, "y": self.y},
-                "panels": [],
-            }
-        )
-        self.y += 1
+        self.board.with_row(dashboard.Row(title).id(self._id()))
 
-    def panel(self, kind, title, description, targets, w=12, h=8, unit=None,
-              options=None, custom=None, defaults=None, transformations=None):
-        for i, t in enumerate(targets):
-            t["refId"] = chr(ord("A") + i)
-        fd = {"custom": custom or {}}
+    def _add(self, panel, title, description, targets, w, h, unit=None):
+        panel.id(self._id()).title(title).description(description).datasource(DS).span(w).height(h)
         if unit:
-            fd["unit"] = unit
-        fd.update(defaults or {})
-        p = {
-            "id": self._id(),
-            "type": kind,
-            "title": title,
-            "description": description,
-            "datasource": DS,
-            "gridPos": self._place(w, h),
-            "fieldConfig": {"defaults": fd, "overrides": []},
-            "options": options or {},
-            "targets": targets,
-        }
-        if transformations:
-            p["transformations"] = transformations
-        self.panels.append(p)
+            panel.unit(unit)
+        for i, t in enumerate(targets):
+            panel.with_target(t.ref_id(chr(ord("A") + i)))
+        self.board.with_panel(panel)
 
-    def timeseries(self, title, description, targets, unit=None, stack=False, w=12, h=8, **kw):
-        custom = {"drawStyle": "line", "lineWidth": 1, "fillOpacity": 10, "showPoints": "never",
-                  "spanNulls": False}
+    def timeseries(self, title, description, targets, unit=None, stack=False, w=12, h=8, max_=None):
+        p = (timeseries.Panel().draw_style(cm.GraphDrawStyle.LINE).line_width(1).fill_opacity(10)
+             .show_points(cm.VisibilityMode.NEVER).span_nulls(False)
+             .legend(legend(cm.LegendDisplayMode.TABLE, cm.LegendPlacement.RIGHT, ["mean", "max", "lastNotNull"]))
+             .tooltip(common.VizTooltipOptions().mode(cm.TooltipDisplayMode.MULTI).sort(cm.SortOrder.DESCENDING)))
         if stack:
-            custom.update({"stacking": {"mode": "normal", "group": "A"}, "fillOpacity": 60})
-        opts = {
-            "legend": {"displayMode": "table", "placement": "right", "showLegend": True,
-                       "calcs": ["mean", "max", "lastNotNull"]},
-            "tooltip": {"mode": "multi", "sort": "desc"},
-        }
-        self.panel("timeseries", title, description, targets, w=w, h=h, unit=unit,
-                   options=opts, custom=custom, **kw)
+            p.stacking(common.StackingConfig().mode(cm.StackingMode.NORMAL).group("A")).fill_opacity(60)
+        if max_ is not None:
+            p.max(max_)
+        self._add(p, title, description, targets, w, h, unit)
 
     def heatmap(self, title, description, target_, w=12, h=8):
-        opts = {
-            "calculate": False,
-            "cellGap": 1,
-            "color": {"mode": "scheme", "scheme": "Oranges", "exponent": 0.5, "steps": 64,
-                      "fill": "dark-orange", "reverse": False},
-            "yAxis": {"axisPlacement": "left", "unit": "s", "reverse": False},
-            "rowsFrame": {"layout": "auto"},
-            "cellValues": {"unit": "reqps"},
-            "tooltip": {"mode": "single", "yHistogram": True, "showColorScale": True},
-            "legend": {"show": True},
-            "exemplars": {"color": "rgba(255,0,255,0.7)"},
-            "filterValues": {"le": 1e-9},
-        }
-        self.panel("heatmap", title, description, [target_], w=w, h=h, options=opts,
-                   custom={"hideFrom": {"legend": False, "tooltip": False, "viz": False},
-                           "scaleDistribution": {"type": "linear"}})
+        color = (heatmap.HeatmapColorOptions().mode(hm.HeatmapColorMode.SCHEME).scheme("Oranges").exponent(0.5).steps(64)
+                 .fill("dark-orange").reverse(False))
+        p = (heatmap.Panel().calculate(False).cell_gap(1).color(color)
+             .y_axis(heatmap.YAxisConfig().axis_placement(cm.AxisPlacement.LEFT).unit("s").reverse(False))
+             .rows_frame(heatmap.RowsHeatmapOptions().layout(cm.HeatmapCellLayout.AUTO))
+             .cell_values(heatmap.CellValues().unit("reqps"))
+             .mode(cm.TooltipDisplayMode.SINGLE).show_y_histogram().show_color_scale(True).show_legend()
+             .exemplars_color("rgba(255,0,255,0.7)").filter_values(heatmap.FilterValueRange().le(1e-9))
+             .hide_from(common.HideSeriesConfig().legend(False).tooltip(False).viz(False))
+             .scale_distribution(common.ScaleDistributionConfig().type(cm.ScaleDistribution.LINEAR)))
+        self._add(p, title, description, [target_], w, h)
 
     def table(self, title, description, targets, w=12, h=8, rename=None, hide=(), unit=None):
-        transformations = [{"id": "merge", "options": {}}]
-        excl = {c: True for c in ("Time", "__name__", "job", *hide)}
-        transformations.append({"id": "organize", "options": {
-            "excludeByName": excl, "indexByName": {}, "renameByName": rename or {}}})
-        self.panel("table", title, description, targets, w=w, h=h, unit=unit,
-                   options={"showHeader": True, "cellHeight": "sm",
-                            "footer": {"show": False, "reducer": ["sum"], "fields": ""}},
-                   custom={"align": "auto", "cellOptions": {"type": "auto"}, "inspect": False},
-                   transformations=transformations)
+        """Instant queries as one row per series: merged on labels, without Time,
+        __name__ and job (and `hide`), value columns renamed."""
+        excluded = {c: True for c in ("Time", "__name__", "job", *hide)}
+        p = (table.Panel().show_header(True).cell_height(cm.TableCellHeight.SM)
+             .footer(common.TableFooterOptions().show(False).reducer(["sum"]).fields([]))
+             .align(cm.FieldTextAlignment.AUTO).cell_options(cm.TableAutoCellOptions()).inspect(False)
+             .transformations([
+                 dm.DataTransformerConfig(id_val="merge", options={}),
+                 dm.DataTransformerConfig(id_val="organize", options={
+                     "excludeByName": excluded, "indexByName": {}, "renameByName": rename or {}})]))
+        self._add(p, title, description, targets, w, h, unit)
 
-    def stat(self, title, description, targets, unit=None, w=6, h=4, thresholds=None):
-        defaults = {}
-        if thresholds:
-            defaults["thresholds"] = {"mode": "absolute", "steps": thresholds}
-        self.panel("stat", title, description, targets, w=w, h=h, unit=unit,
-                   options={"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
-                            "colorMode": "value", "graphMode": "none", "justifyMode": "auto",
-                            "orientation": "auto", "textMode": "auto"},
-                   defaults=defaults)
+    def stat(self, title, description, targets, unit=None, w=6, h=4, steps=None):
+        p = (stat.Panel().reduce_options(last_value()).color_mode(cm.BigValueColorMode.VALUE)
+             .graph_mode(cm.BigValueGraphMode.NONE).justify_mode(cm.BigValueJustifyMode.AUTO)
+             .orientation(cm.VizOrientation.AUTO).text_mode(cm.BigValueTextMode.AUTO))
+        if steps:
+            p.thresholds(thresholds(steps))
+        self._add(p, title, description, targets, w, h, unit)
 
     def bargauge(self, title, description, targets, unit=None, w=12, h=8, max_=None):
-        defaults = {"min": 0}
+        p = (bargauge.Panel().reduce_options(last_value()).orientation(cm.VizOrientation.HORIZONTAL)
+             .display_mode(cm.BarGaugeDisplayMode.GRADIENT).show_unfilled(True)
+             .value_mode(cm.BarGaugeValueMode.COLOR).min(0))
         if max_ is not None:
-            defaults["max"] = max_
-        self.panel("bargauge", title, description, targets, w=w, h=h, unit=unit,
-                   options={"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
-                            "orientation": "horizontal", "displayMode": "gradient",
-                            "showUnfilled": True, "valueMode": "color"},
-                   defaults=defaults)
+            p.max(max_)
+        self._add(p, title, description, targets, w, h, unit)
 
     def state_timeline(self, title, description, targets, w=12, h=8):
-        self.panel("state-timeline", title, description, targets, w=w, h=h,
-                   options={"mergeValues": True, "showValue": "never", "alignValue": "left",
-                            "rowHeight": 0.9, "legend": {"showLegend": True, "displayMode": "list",
-                                                         "placement": "bottom"},
-                            "tooltip": {"mode": "single"}},
-                   defaults={"mappings": [{"type": "value", "options": {
-                       "0": {"text": "missed", "color": "red", "index": 0},
-                       "1": {"text": "met", "color": "green", "index": 1}}}]})
+        """Met (1) or missed (0), in green and red."""
+        p = (statetimeline.Panel().merge_values(True).show_value(cm.VisibilityMode.NEVER)
+             .align_value(cm.TimelineValueAlignment.LEFT).row_height(0.9)
+             .legend(legend(cm.LegendDisplayMode.LIST, cm.LegendPlacement.BOTTOM))
+             .tooltip(common.VizTooltipOptions().mode(cm.TooltipDisplayMode.SINGLE).sort(cm.SortOrder.NONE))
+             .mappings([dm.ValueMap(options={
+                 "0": dm.ValueMappingResult(text="missed", color="red", index=0),
+                 "1": dm.ValueMappingResult(text="met", color="green", index=1)})]))
+        self._add(p, title, description, targets, w, h)
 
-    def json(self):
-        return {
-            "uid": self.uid,
-            "title": self.title,
-            "description": self.description,
-            "tags": self.tags,
-            "editable": True,
-            "graphTooltip": 1,
-            "schemaVersion": SCHEMA_VERSION,
-            "version": 1,
-            "time": {"from": "now-30m", "to": "now"},
-            "timepicker": {},
-            "timezone": "browser",
-            "refresh": "10s",
-            "fiscalYearStartMonth": 0,
-            "liveNow": False,
-            "weekStart": "",
-            "links": [{"title": "iowarden", "type": "dashboards", "tags": ["iowarden"],
-                       "asDropdown": True, "includeVars": True, "keepTime": True,
-                       "icon": "external link", "targetBlank": False, "tooltip": "", "url": ""}],
-            "annotations": {"list": []},
-            "templating": {"list": self.variables},
-            "panels": self.panels,
-        }
+    def build(self):
+        board = self.board.build()
+        board.schema_version = SCHEMA_VERSION
+        for p in board.panels or []:
+            # The SDK wraps after a full line, not before a panel that does not fit.
+            pos = p.grid_pos
+            if pos and pos.x + pos.w > 24:
+                sys.exit(f"{board.uid}: panel '{p.title}' at x={pos.x} w={pos.w} overflows the "
+                         "24-column grid: change the widths so each line adds up to 24")
+        return board
 
 
 INSTANCE = query_var("instance", "Node", "label_values(iowarden_build_info, instance)")
 
 
 # --- 1. Noisy neighbour ------------------------------------------------------
+
+def p99(stage, selector):
+    """p99 latency of a stage per (instance, device, cgroup) over the cgroups a selector picks."""
+    return latency_quantile(0.99, "instance, device, cgroup", f"{selector[1:-1]}, stage=\"{stage}\"")
+
 
 def noisy_neighbour():
     d = Dashboard(
@@ -270,6 +217,14 @@ def noisy_neighbour():
         tags=["noisy-neighbour"])
     s = sel(instance="$instance", device="$device", cgroup="$cgroup")
     dev = sel(instance="$instance", device="$device")
+    device_share_rows(d, s, dev)
+    latency_rows(d, s)
+    lock_and_workload_rows(d, s, dev)
+    return d
+
+
+def device_share_rows(d, s, dev):
+    """Who takes the device (share of its busy time, who hurts whom) and throughput."""
     # Share of the device's busy time (sum of issue->completion times) per
     # cgroup; the denominator covers every cgroup on the device, not just the
     # selected ones, so shares stay shares of the device.
@@ -282,9 +237,6 @@ def noisy_neighbour():
     top = f"topk by (instance, device) (1, {share_all})"
     culprit = f'label_replace({top}, "culprit", "$1", "cgroup", "(.*)")'
 
-    def p99(stage, by="instance, device, cgroup", sel_=s):
-        return latency_quantile(0.99, by, f"{sel_[1:-1]}, stage=\"{stage}\"")
-
     def victims(expr):
         # Every cgroup on the device but the top consumer, tagged with the culprit's name.
         return (f"({expr} unless on (instance, device, cgroup) {top})"
@@ -295,7 +247,7 @@ def noisy_neighbour():
                  "Fraction of the device's busy time (sum of issue-to-completion times) spent on each "
                  "cgroup's requests. The cgroup on top is the one the others queue behind.",
                  [target(share_sel, "{{cgroup}} {{device}} {{instance}}")],
-                 unit="percentunit", stack=True, defaults={"max": 1})
+                 unit="percentunit", stack=True, max_=1)
     d.bargauge("Current device-time share",
                "Latest device-time share per cgroup: the noisy neighbour is the longest bar.",
                [target(share_sel, "{{cgroup}} {{device}}", instant=True)], unit="percentunit", max_=1)
@@ -303,10 +255,10 @@ def noisy_neighbour():
             "Per device, every other cgroup (victim) against the cgroup taking the largest share of device "
             "time (culprit): the victim's p99 latency in the queue and in total, its own share, and the "
             "culprit's share. A victim with a small share and a high queue p99 is waiting behind the culprit.",
-            [target(victims(p99("queue", sel_=dev)), instant=True, fmt="table"),
-             target(victims(p99("total", sel_=dev)), instant=True, fmt="table"),
+            [target(victims(p99("queue", dev)), instant=True, fmt="table"),
+             target(victims(p99("total", dev)), instant=True, fmt="table"),
              target(victims(share_all), instant=True, fmt="table"),
-             target(f"0 * ({p99('total', sel_=dev)} unless on (instance, device, cgroup) {top})"
+             target(f"0 * ({p99('total', dev)} unless on (instance, device, cgroup) {top})"
                     f" + on (instance, device) group_left (culprit) {culprit}", instant=True, fmt="table")],
             w=24, h=7,
             rename={"cgroup": "victim", "Value #A": "victim p99 queue (s)",
@@ -321,6 +273,9 @@ def noisy_neighbour():
                  [target(f"sum by (instance, device, cgroup, op) (rate(iowarden_io_bytes_total{s}[{RATE}]))",
                          "{{cgroup}} {{op}} {{device}}")], unit="Bps")
 
+
+def latency_rows(d, s):
+    """Latency heatmaps per stage, p99 and mean, from either histogram form."""
     d.row("Latency")
     for stage, what in (("queue", "allocation to issue: time in the block layer and I/O scheduler, "
                          "where requests wait behind other cgroups'"),
@@ -333,7 +288,7 @@ def noisy_neighbour():
     d.timeseries("p99 latency by cgroup",
                  "99th percentile of block-layer latency (allocation to completion) per cgroup, "
                  "estimated from the classic buckets or the native histogram, whichever the scrape stored.",
-                 [target(p99("total"), "{{cgroup}} {{device}}")], unit="s")
+                 [target(p99("total", s), "{{cgroup}} {{device}}")], unit="s")
     d.timeseries("p99 queue vs device by cgroup",
                  "Where the p99 goes: queue (waiting to be issued) against device (being served). "
                  "A victim of a noisy neighbour shows a growing queue p99 at a flat device p99.",
@@ -347,6 +302,9 @@ def noisy_neighbour():
                          f" / sum by (instance, device, cgroup) (histogram_count(rate(iowarden_io_latency_seconds{s[:-1]}, stage=\"total\"}}[{RATE}])))",
                          "{{cgroup}} {{device}}")], unit="s")
 
+
+def lock_and_workload_rows(d, s, dev):
+    """Lock wait by site and per I/O; what runs in the cgroups."""
     d.row("Lock wait")
     lk = sel(instance="$instance", cgroup="$cgroup")
     d.timeseries("Lock wait by site",
@@ -380,7 +338,6 @@ def noisy_neighbour():
                          f"* on (instance, cgroup) group_left (kind, pod_uid, container_id, service) "
                          f'iowarden_cgroup_info{sel(instance="$instance")})',
                          "{{kind}} {{service}}{{pod_uid}} {{container_id}}")], unit="percentunit")
-    return d
 
 
 # --- 2. iocost ----------------------------------------------------------------
@@ -524,12 +481,12 @@ def self_dashboard():
     d.row("Health")
     d.stat("Targets up", "Prometheus' view: 1 when the last scrape succeeded.",
            [target(f"up{i}", "{{instance}}", instant=True)], w=6,
-           thresholds=[{"color": "red", "value": None}, {"color": "green", "value": 1}])
+           steps=[("red", None), ("green", 1)])
     d.stat("Uptime", "Since the daemon started.",
            [target(f"time() - iowarden_start_time_seconds{i}", "{{instance}}", instant=True)], unit="s", w=6)
     d.stat("Probes not attached", "Optional probes that are not active (see the table for why).",
            [target(f"sum by (instance) (1 - iowarden_probe_active{i})", "{{instance}}", instant=True)], w=6,
-           thresholds=[{"color": "green", "value": None}, {"color": "orange", "value": 1}])
+           steps=[("green", None), ("orange", 1)])
     d.stat("BPF stats enabled", "Whether the kernel times BPF programs (--bpf-stats or the sysctl); "
            "program cost panels are empty without it.",
            [target(f"iowarden_bpf_stats_enabled{i}", "{{instance}}", instant=True)], w=6)
@@ -554,7 +511,7 @@ def self_dashboard():
     d.row("Tables and drops")
     d.timeseries("Map fill", "Entries in use over capacity. A full series table drops new (cgroup, device, op) series.",
                  [target(f"iowarden_map_entries{i} / on (instance, map) iowarden_map_capacity{i}",
-                         "{{map}} {{instance}}")], unit="percentunit", defaults={"max": 1})
+                         "{{map}} {{instance}}")], unit="percentunit", max_=1)
     d.timeseries("Dropped events", "Events the BPF side could not record fully, per second, by reason.",
                  [target(f"sum by (instance, reason) (rate(iowarden_dropped_total{i}[{RATE}]))",
                          "{{reason}} {{instance}}")], unit="ops")
@@ -588,7 +545,13 @@ DASHBOARDS = {
 
 
 def render(make):
-    return json.dumps(make().json(), indent=2, sort_keys=False) + "\n"
+    board = json.loads(json.dumps(make().build(), cls=JSONEncoder))
+    for var in board["templating"]["list"]:
+        # Grafana shows a query variable's `definition` in the variables list; the
+        # SDK's VariableModel has no such field, so it is copied from the query here.
+        if var["type"] == "query":
+            var["definition"] = var["query"]["query"]
+    return json.dumps(board, indent=2) + "\n"
 
 
 def main(argv):
@@ -603,8 +566,7 @@ def main(argv):
         else:
             path.write_text(text)
     if stale:
-        print("dashboards out of date, run python3 dashboards/generate.py: " + ", ".join(stale),
-              file=sys.stderr)
+        print("dashboards out of date, run make dashboards: " + ", ".join(stale), file=sys.stderr)
         return 1
     return 0
 

@@ -4,7 +4,10 @@
 #   scripts/install-deps.sh          build and `make demo` (compiler, libbpf's deps, protoc, fio)
 #   scripts/install-deps.sh --bench  + what `make bench` compares against (libbpf-tools, bpftrace, bpftool, curl)
 #   scripts/install-deps.sh --test   + everything `make test` uses (Prometheus, promtool,
-#                                      systemd-analyze, a Kubernetes validator, nightly + cargo-fuzz)
+#                                      systemd-analyze, a Kubernetes validator, the Grafana SDK,
+#                                      nightly + cargo-fuzz)
+#   scripts/install-deps.sh --dashboards  only what `make dashboards` uses: python3-venv and
+#                                      grafana-foundation-sdk (dashboards/generate.py) in $IOWARDEN_TOOLS
 set -euo pipefail
 
 tier=demo
@@ -12,7 +15,8 @@ case "${1:-}" in
   "") ;;
   --bench) tier=bench ;;
   --test) tier=test ;;
-  *) echo "install-deps: unknown option '$1' (use --bench or --test)" >&2; exit 2 ;;
+  --dashboards) tier=dashboards ;;
+  *) echo "install-deps: unknown option '$1' (use --bench, --test or --dashboards)" >&2; exit 2 ;;
 esac
 
 PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make gcc libc6-dev fio util-linux protobuf-compiler libprotobuf-dev)
@@ -21,6 +25,7 @@ TEST_PKGS=("${BENCH_PKGS[@]}" prometheus jq python3-yaml python3-venv systemd)
 case $tier in
   bench) PKGS+=("${BENCH_PKGS[@]}") ;;
   test) PKGS+=("${TEST_PKGS[@]}") ;;
+  dashboards) PKGS=(python3 python3-venv) ;;
 esac
 
 missing=()
@@ -37,6 +42,19 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# Grafana's dashboards-as-code SDK for dashboards/generate.py (make dashboards; make test
+# checks the committed JSON against it): pure Python, in a venv of Debian's python3, pinned.
+# The version is <build epoch>!<Grafana version>: the newest build for Grafana 11.6.
+TOOLS=${IOWARDEN_TOOLS:-/opt/iowarden-tools}
+GRAFANA_SDK_VERSION='1769699379!11.6.0'
+if [[ $tier == test || $tier == dashboards ]] &&
+  [[ $("$TOOLS/bin/python" -c 'import importlib.metadata as m; print(m.version("grafana-foundation-sdk"))' 2>/dev/null) != "$GRAFANA_SDK_VERSION" ]]; then
+  echo "install-deps: installing grafana-foundation-sdk $GRAFANA_SDK_VERSION into $TOOLS"
+  [[ -x $TOOLS/bin/pip ]] || /usr/bin/python3 -m venv "$TOOLS"
+  "$TOOLS/bin/pip" install -q --disable-pip-version-check "grafana-foundation-sdk==$GRAFANA_SDK_VERSION"
+fi
+[[ $tier != dashboards ]] || exit 0
+
 if ! command -v cargo >/dev/null && [[ -x $HOME/.cargo/bin/cargo ]]; then
   export PATH=$HOME/.cargo/bin:$PATH
 fi
@@ -51,8 +69,7 @@ fi
 if systemctl is-active --quiet prometheus 2>/dev/null; then systemctl stop prometheus || true; fi
 
 # Kubernetes manifest validator with the OpenAPI schemas bundled (works offline;
-# kubeconform is not packaged in Debian). A venv of Debian's python3, pinned.
-TOOLS=${IOWARDEN_TOOLS:-/opt/iowarden-tools}
+# kubeconform is not packaged in Debian). In the same venv, pinned.
 KV_VERSION=1.37.0
 if [[ $("$TOOLS/bin/kubernetes-validate" --version 2>/dev/null) != "$KV_VERSION" ]]; then
   echo "install-deps: installing kubernetes-validate $KV_VERSION into $TOOLS"

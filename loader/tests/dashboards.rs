@@ -215,12 +215,20 @@ fn metric_and_variable_extraction() {
 /// Everything that can be checked without a kernel or a Prometheus.
 #[test]
 fn dashboard_files_are_valid() {
-    // The committed JSON is what the generator makes.
-    let out = Command::new("python3")
+    // The committed JSON is what the generator makes, run as `make dashboards` runs it:
+    // with the tools venv's python, which has the pinned grafana-foundation-sdk.
+    let tools = std::env::var("IOWARDEN_TOOLS").unwrap_or_else(|_| "/opt/iowarden-tools".into());
+    let python = PathBuf::from(tools).join("bin/python");
+    let out = Command::new(&python)
         .arg(repo().join("dashboards/generate.py"))
         .arg("--check")
         .output()
-        .expect("python3");
+        .unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (scripts/install-deps.sh --test installs it)",
+                python.display()
+            )
+        });
     assert!(
         out.status.success(),
         "{}",
