@@ -15,6 +15,7 @@
 //! the reason printed.
 
 mod fixtures;
+mod promserver;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::PathBuf;
@@ -22,6 +23,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fixtures::*;
+use promserver::{scrape_config, PromServer};
 use serde_json::Value;
 
 /// Metrics the dashboards and rules use that other work adds: family prefix
@@ -385,92 +387,14 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// A Prometheus server on loopback with its own config and storage, killed on drop.
-struct Prometheus {
-    child: Child,
-    url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Prometheus {
-    fn start(target: &str, rules: &std::path::Path) -> Prometheus {
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("prometheus.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n\
-                 rule_files:\n  - {}\n\
-                 scrape_configs:\n  - job_name: iowarden\n    static_configs:\n      - targets: [\"{target}\"]\n",
-                rules.display()
-            ),
-        )
-        .unwrap();
-        let port = free_port();
-        let child = Command::new("prometheus")
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .arg("--log.level=warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("prometheus (Debian package prometheus; scripts/install-deps.sh)");
-        let p = Prometheus {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-            _dir: dir,
-        };
-        let t0 = Instant::now();
-        while ureq::get(&format!("{}/-/ready", p.url)).call().is_err() {
-            assert!(
-                t0.elapsed() < Duration::from_secs(30),
-                "prometheus not ready in 30 s"
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        p
-    }
-
-    fn api(&self, path: &str, params: &[(&str, &str)]) -> Value {
-        // A bad query is HTTP 400 with the reason in the JSON body: keep it.
-        let mut req = ureq::get(&format!("{}{path}", self.url))
-            .config()
-            .http_status_as_error(false)
-            .build();
-        for (k, v) in params {
-            req = req.query(*k, *v);
-        }
-        let body = req
-            .call()
-            .unwrap_or_else(|e| panic!("{path}: {e}"))
-            .into_body()
-            .read_to_string()
-            .unwrap();
-        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
-    }
-
-    fn instant(&self, expr: &str) -> Value {
-        self.api("/api/v1/query", &[("query", expr)])
-    }
-}
-
-impl Drop for Prometheus {
-    fn drop(&mut self) {
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(10) {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A Prometheus scraping `target` every second and evaluating `rules`.
+fn prometheus(target: &str, rules: &std::path::Path) -> PromServer {
+    let config = format!(
+        "{}rule_files:\n  - {}\n",
+        scrape_config(target),
+        rules.display()
+    );
+    PromServer::start(free_port(), &config, &[])
 }
 
 /// Parent directories of a nested test cgroup, removed deepest first on drop
@@ -631,7 +555,7 @@ fn dashboards_query_a_real_prometheus() {
     );
     let rules = repo().join("deploy/prometheus/rules/iowarden.rules.yml");
     let target = daemon.url.trim_start_matches("http://").to_string();
-    let prom = Prometheus::start(&target, &rules);
+    let prom = prometheus(&target, &rules);
 
     // The noisy neighbour (64k writes at depth 16, in the "pod") and its victim (4k reads at depth 2).
     let _load = Load(vec![

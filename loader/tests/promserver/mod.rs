@@ -70,9 +70,14 @@ impl PromServer {
         serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
     }
 
+    /// An instant query's whole response (a bad query's error kept).
+    pub fn instant(&self, expr: &str) -> Value {
+        self.api("/api/v1/query", &[("query", expr)])
+    }
+
     /// An instant query's result vector (panics on a query error).
     pub fn query(&self, expr: &str) -> Vec<Value> {
-        let r = self.api("/api/v1/query", &[("query", expr)]);
+        let r = self.instant(expr);
         assert_eq!(r["status"], "success", "{expr}: {r}");
         r["data"]["result"].as_array().cloned().unwrap_or_default()
     }
