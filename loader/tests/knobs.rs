@@ -63,6 +63,13 @@ impl Fixture {
             .spawn()
             .unwrap()
     }
+
+    /// `knob set <knob> <value> --hold 60` running, once the value is written.
+    fn hold(&self, knob: &Path, value: &str) -> Child {
+        let child = self.spawn(&["knob", "set", knob.to_str().unwrap(), value, "--hold", "60"]);
+        wait_for(knob, &format!("{value}\n"));
+        child
+    }
 }
 
 fn stderr(o: &Output) -> String {
@@ -90,15 +97,7 @@ fn signal(child: &Child, sig: i32) {
 fn journal_holds_previous_value_before_the_change() {
     let f = Fixture::new();
     let w = f.knob("io.weight");
-    let mut child = f.spawn(&[
-        "knob",
-        "set",
-        w.to_str().unwrap(),
-        "default 50",
-        "--hold",
-        "60",
-    ]);
-    wait_for(&w, "default 50\n");
+    let mut child = f.hold(&w, "default 50");
     let j = f.journals();
     assert_eq!(j.len(), 1, "one journal while the change is held");
     let rec: serde_json::Value = serde_json::from_str(j[0].lines().next().unwrap()).unwrap();
@@ -179,15 +178,7 @@ fn restores_after_sigterm_and_sigint() {
     for sig in [libc::SIGTERM, libc::SIGINT] {
         let f = Fixture::new();
         let w = f.knob("io.weight");
-        let mut child = f.spawn(&[
-            "knob",
-            "set",
-            w.to_str().unwrap(),
-            "259:0 7",
-            "--hold",
-            "60",
-        ]);
-        wait_for(&w, "259:0 7\n");
+        let mut child = f.hold(&w, "259:0 7");
         signal(&child, sig);
         let t = Instant::now();
         let st = child.wait().unwrap();
@@ -202,16 +193,8 @@ fn restores_after_sigterm_and_sigint() {
 fn next_run_restores_what_a_killed_run_left() {
     let f = Fixture::new();
     let w = f.knob("io.weight");
-    let mut child = f.spawn(&[
-        "knob",
-        "set",
-        w.to_str().unwrap(),
-        "default 50",
-        "--hold",
-        "60",
-    ]);
+    let mut child = f.hold(&w, "default 50");
     let pid = child.id();
-    wait_for(&w, "default 50\n");
     signal(&child, libc::SIGKILL);
     child.wait().unwrap();
     assert_eq!(
@@ -240,15 +223,7 @@ fn next_run_restores_what_a_killed_run_left() {
 fn a_live_runs_journal_is_left_alone() {
     let f = Fixture::new();
     let w = f.knob("io.weight");
-    let mut child = f.spawn(&[
-        "knob",
-        "set",
-        w.to_str().unwrap(),
-        "default 50",
-        "--hold",
-        "60",
-    ]);
-    wait_for(&w, "default 50\n");
+    let mut child = f.hold(&w, "default 50");
     let o = f.run(&["knob", "restore"]);
     assert!(stderr(&o).contains("nothing to restore"), "{}", stderr(&o));
     assert_eq!(fs::read_to_string(&w).unwrap(), "default 50\n");
