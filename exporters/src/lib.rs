@@ -2,19 +2,32 @@
 //! (OpenMetrics text for Prometheus, JSON for `/snapshot.json` and
 //! `iowarden snapshot --json`).
 
+#[path = "model/iocost.rs"]
 pub mod blockext;
+#[path = "openmetrics/nvme.rs"]
 pub mod blockext_metrics;
+#[path = "cgroup_cap.rs"]
 pub mod cardinality;
+#[path = "model/cost.rs"]
 pub mod costmodel;
+#[path = "openmetrics/io.rs"]
 pub mod iocounters;
 pub mod json;
+#[path = "model/locks.rs"]
 pub mod locks;
+#[path = "openmetrics/locks.rs"]
 pub mod locks_metrics;
+#[path = "model/mod.rs"]
 pub mod model;
+#[path = "protobuf/native.rs"]
 pub mod native;
+#[path = "openmetrics/mod.rs"]
 pub mod openmetrics;
+#[path = "protobuf/mod.rs"]
 pub mod protobuf;
+#[path = "openmetrics/runtime.rs"]
 pub mod selfmetrics;
+#[path = "model/tuner.rs"]
 pub mod tuner;
 
 /// The io.prometheus.client exposition model, generated from proto/ by build.rs.

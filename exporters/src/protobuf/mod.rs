@@ -283,5 +283,5 @@ pub fn decode_protobuf(mut buf: &[u8]) -> Result<Vec<MetricFamily>, String> {
 }
 
 #[cfg(test)]
-#[path = "protobuf_tests.rs"]
+#[path = "tests.rs"]
 mod tests;
