@@ -1,24 +1,32 @@
 //! OpenMetrics text encoding of a [`Snapshot`], through prometheus-client's
 //! collector API (it escapes label values and writes the exposition format).
+//!
+//! This file walks the snapshot, domain by domain, in exposition order; each
+//! domain's families are written by a file of their own (io, queues,
+//! runtime, nvme, iocost, locks, cost, tuner) with the helpers of `family`.
+
+use std::cell::Cell;
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
-use prometheus_client::metrics::MetricType;
-use prometheus_client::registry::{Registry, Unit};
+use prometheus_client::registry::Registry;
 
-use crate::iocounters::IoCounter;
-use crate::model::{Histogram, Snapshot, Stage};
+use crate::model::{SelfMetrics, Snapshot, Stage};
 
-/// Facts about the exporter itself.
-#[derive(Debug, Clone, Default)]
-pub struct SelfMetrics {
-    pub poll_duration_seconds: f64,
-    pub polls_total: u64,
-    pub scrape_count: u64,
-    pub build_version: String,
-    /// BPF program cost, table fill, scrape cost, cgroup attribution.
-    pub runtime: crate::selfmetrics::RuntimeMetrics,
-}
+mod cost;
+mod family;
+mod io;
+mod iocost;
+mod locks;
+mod nvme;
+mod queues;
+mod runtime;
+mod tuner;
+
+pub use family::{collapse_buckets, ClassicBuckets};
+pub(crate) use io::io_labels;
+pub use io::IoCounter;
+pub use nvme::hol_extra_latency;
 
 /// Which counters and latency stages go out per series, and how coarse the classic
 /// (text) buckets are: what a series costs the Prometheus that stores it.
@@ -41,268 +49,75 @@ impl Default for ExpositionOptions {
     }
 }
 
-/// Upper bounds of the classic histogram buckets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClassicBuckets {
-    /// Every power of two of the BPF layout, 1 us to 4 s (24 buckets with +Inf).
-    PowersOfTwo,
-    /// Powers of four from 4 us to 1.05 s (11 buckets with +Inf).
-    PowersOfFour,
+/// What one call of [`encode_openmetrics`] encodes, borrowed from its caller.
+struct Input<'a> {
+    snap: &'a Snapshot,
+    extra: &'a SelfMetrics,
+    opts: &'a ExpositionOptions,
 }
 
-impl ClassicBuckets {
-    /// Whether a bucket boundary (in seconds) closes a classic bucket.
-    fn is_bound(self, seconds: f64) -> bool {
-        let us = (seconds * 1e6).round() as u64;
-        match self {
-            ClassicBuckets::PowersOfTwo => us > 0 && us.is_power_of_two(),
-            ClassicBuckets::PowersOfFour => {
-                us.is_power_of_two()
-                    && us.trailing_zeros().is_multiple_of(2)
-                    && (4..=1 << 20).contains(&us)
-            }
+/// Every family, in exposition order.
+fn encode_families(enc: &mut DescriptorEncoder, input: &Input) -> std::fmt::Result {
+    let Input { snap, extra, opts } = *input;
+    io::encode_counters(enc, &snap.io, &opts.counters)?;
+    io::encode_latency(enc, snap, &opts.stages, opts.classic)?;
+    queues::encode_hw_queues(enc, &snap.queues)?;
+    runtime::encode_probes(enc, &snap.probes)?;
+    io::encode_drops(enc, &snap.drops)?;
+    runtime::encode_polls(enc, extra)?;
+    runtime::encode_build_info(enc, extra, &snap.kernel, &snap.hostname)?;
+    runtime::encode_runtime(enc, &extra.runtime, extra.scrape_count)?;
+    queues::encode_cpu_map(enc, &snap.cpu_queue_map)?;
+    nvme::encode(enc, snap)?;
+    iocost::encode(enc, snap)?;
+    locks::encode(enc, snap.locks.as_ref())?;
+    cost::encode(enc, &snap.cost_models)?;
+    if let Some(t) = &snap.tuner {
+        tuner::encode(enc, t)?;
+    }
+    Ok(())
+}
+
+thread_local! {
+    /// The input of the encoding running on this thread; null outside one.
+    static INPUT: Cell<*const Input<'static>> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Lends `input` to [`SnapshotCollector`] on this thread until dropped
+/// (on return and on unwinding alike).
+struct Lend {
+    previous: *const Input<'static>,
+}
+
+impl Lend {
+    fn new(input: &Input) -> Lend {
+        let ptr = (input as *const Input).cast::<Input<'static>>();
+        Lend {
+            previous: INPUT.with(|c| c.replace(ptr)),
         }
     }
 }
 
-/// Collapses the fine log-linear buckets to the classic boundaries, keeping
-/// Prometheus cardinality sane. Returns (upper bound, count in bucket) pairs,
-/// non-cumulative, ending with +Inf.
-pub fn collapse_buckets(
-    h: &Histogram,
-    lower_bounds: &[f64],
-    classic: ClassicBuckets,
-) -> Vec<(f64, u64)> {
-    let mut out: Vec<(f64, u64)> = Vec::new();
-    let mut acc = 0u64;
-    for (i, &c) in h.counts.iter().enumerate() {
-        // Bucket i ends where bucket i+1 starts; close a group there if that is a classic bound.
-        match lower_bounds.get(i + 1) {
-            Some(&next) if classic.is_bound(next) => {
-                out.push((next, acc + c));
-                acc = 0;
-            }
-            _ => acc += c,
-        }
+impl Drop for Lend {
+    fn drop(&mut self) {
+        INPUT.with(|c| c.set(self.previous));
     }
-    out.push((f64::INFINITY, acc));
-    out
 }
 
+/// prometheus-client takes only `'static` collectors. Rather than own a copy
+/// of the snapshot (megabytes at thousands of cgroups, on every scrape), it
+/// reads the input [`encode_openmetrics`] lends it for the encoding.
 #[derive(Debug)]
-struct SnapshotCollector {
-    snap: Snapshot,
-    extra: SelfMetrics,
-    opts: ExpositionOptions,
-}
-
-fn cgroup_id_label(id: u64) -> String {
-    match id {
-        crate::cardinality::OTHER_CGROUP_ID => crate::cardinality::OTHER_CGROUP.into(),
-        id => id.to_string(),
-    }
-}
-
-pub(crate) fn io_labels(s: &crate::model::IoSeries) -> Labels {
-    vec![
-        ("cgroup".into(), s.cgroup.path.clone()),
-        ("cgroup_id".into(), cgroup_id_label(s.cgroup.id)),
-        ("device".into(), s.device.name.clone()),
-        ("op".into(), s.op.as_str().into()),
-    ]
-}
-
-pub(crate) type Labels = Vec<(String, String)>;
-
-pub(crate) fn counter(
-    enc: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
-    unit: Option<Unit>,
-    rows: &[(Labels, f64)],
-) -> std::fmt::Result {
-    if rows.is_empty() {
-        return Ok(());
-    }
-    let mut d = enc.encode_descriptor(name, help, unit.as_ref(), MetricType::Counter)?;
-    for (l, v) in rows {
-        d.encode_family(l)?
-            .encode_counter::<Labels, f64, f64>(v, None)?;
-    }
-    Ok(())
-}
-
-pub(crate) fn gauge(
-    enc: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
-    unit: Option<Unit>,
-    rows: &[(Labels, f64)],
-) -> std::fmt::Result {
-    if rows.is_empty() {
-        return Ok(());
-    }
-    let mut d = enc.encode_descriptor(name, help, unit.as_ref(), MetricType::Gauge)?;
-    for (l, v) in rows {
-        d.encode_family(l)?.encode_gauge(v)?;
-    }
-    Ok(())
-}
+struct SnapshotCollector;
 
 impl Collector for SnapshotCollector {
     fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
-        let s = &self.snap;
-        let per_io = |f: &dyn Fn(&crate::model::IoSeries) -> f64| -> Vec<(Labels, f64)> {
-            s.io.iter().map(|x| (io_labels(x), f(x))).collect()
-        };
-        for &c in &self.opts.counters {
-            let (name, help, unit) = c.family();
-            counter(&mut enc, name, help, unit, &per_io(&|x| c.value(x)))?;
-        }
-        if !s.io.is_empty() && !self.opts.stages.is_empty() {
-            let mut d = enc.encode_descriptor(
-                "iowarden_io_latency",
-                "Request latency by stage: queue (allocation to issue), device (issue to completion), total",
-                Some(&Unit::Seconds),
-                MetricType::Histogram,
-            )?;
-            for x in &s.io {
-                for &stage in &self.opts.stages {
-                    let h = x.latency.get(stage);
-                    let mut l = io_labels(x);
-                    l.push(("stage".into(), stage.as_str().into()));
-                    let buckets =
-                        collapse_buckets(h, &s.hist_lower_bounds_seconds, self.opts.classic);
-                    d.encode_family(&l)?.encode_histogram::<Labels>(
-                        h.sum_seconds,
-                        h.count(),
-                        &buckets,
-                        None,
-                    )?;
-                }
-            }
-        }
-        // Queues without a value (inserted/issued/inflight are counted only
-        // with --hwq-events) are left out; a family with none is not written.
-        let per_q = |f: &dyn Fn(&crate::model::QueueSeries) -> Option<f64>| -> Vec<(Labels, f64)> {
-            s.queues
-                .iter()
-                .filter_map(|q| {
-                    let l = vec![
-                        ("device".into(), q.device.name.clone()),
-                        ("devt".into(), q.device.devt()),
-                        ("hctx".into(), q.hctx.to_string()),
-                    ];
-                    Some((l, f(q)?))
-                })
-                .collect()
-        };
-        counter(
-            &mut enc,
-            "iowarden_hwq_inserted",
-            "Requests inserted into the I/O scheduler",
-            None,
-            &per_q(&|q| q.inserted.map(|v| v as f64)),
-        )?;
-        counter(
-            &mut enc,
-            "iowarden_hwq_issued",
-            "Requests issued on the hardware queue",
-            None,
-            &per_q(&|q| q.issued.map(|v| v as f64)),
-        )?;
-        counter(
-            &mut enc,
-            "iowarden_hwq_completed",
-            "Requests completed on the hardware queue",
-            None,
-            &per_q(&|q| Some(q.completed as f64)),
-        )?;
-        counter(
-            &mut enc,
-            "iowarden_hwq_requeued",
-            "Requests requeued on the hardware queue",
-            None,
-            &per_q(&|q| Some(q.requeued as f64)),
-        )?;
-        counter(
-            &mut enc,
-            "iowarden_hwq_busy",
-            "Sum of in-flight time on the hardware queue; its rate is the mean occupancy",
-            Some(Unit::Seconds),
-            &per_q(&|q| Some(q.busy_seconds)),
-        )?;
-        gauge(
-            &mut enc,
-            "iowarden_hwq_inflight",
-            "Requests in flight on the hardware queue",
-            None,
-            &per_q(&|q| q.inflight.map(|v| v as f64)),
-        )?;
-
-        let probes: Vec<(Labels, f64)> = s
-            .probes
-            .iter()
-            .map(|p| {
-                (
-                    vec![
-                        ("probe".into(), p.name.clone()),
-                        ("reason".into(), p.reason.clone()),
-                    ],
-                    if p.active { 1.0 } else { 0.0 },
-                )
-            })
-            .collect();
-        gauge(
-            &mut enc,
-            "iowarden_probe_active",
-            "Whether a BPF probe is attached (1) or not (0, with the reason)",
-            None,
-            &probes,
-        )?;
-        let drops: Vec<(Labels, f64)> = [
-            ("slot_table_full", s.drops.slot_table_full),
-            ("device_table_full", s.drops.device_table_full),
-            ("no_issue_stamp", s.drops.no_issue_stamp),
-            ("no_start_stamp", s.drops.no_start_stamp),
-        ]
-        .iter()
-        .map(|(r, v)| (vec![("reason".to_string(), r.to_string())], *v as f64))
-        .collect();
-        counter(
-            &mut enc,
-            "iowarden_dropped",
-            "Events the BPF side could not record fully",
-            None,
-            &drops,
-        )?;
-        gauge(
-            &mut enc,
-            "iowarden_poll_duration",
-            "Duration of the last map poll",
-            Some(Unit::Seconds),
-            &[(vec![], self.extra.poll_duration_seconds)],
-        )?;
-        counter(
-            &mut enc,
-            "iowarden_polls",
-            "Map polls",
-            None,
-            &[(vec![], self.extra.polls_total as f64)],
-        )?;
-        let info = vec![
-            ("version".to_string(), self.extra.build_version.clone()),
-            ("kernel".to_string(), s.kernel.clone()),
-            ("hostname".to_string(), s.hostname.clone()),
-        ];
-        gauge(
-            &mut enc,
-            "iowarden_build_info",
-            "iowarden build and host",
-            None,
-            &[(info, 1.0)],
-        )?;
-        Ok(())
+        let ptr = INPUT.with(Cell::get);
+        // SAFETY: the pointer is non-null only while encode_openmetrics runs
+        // on this thread, and then points to its Input, alive for that whole
+        // call; prometheus-client calls collectors synchronously within it.
+        let input = unsafe { ptr.as_ref() }.ok_or(std::fmt::Error)?;
+        encode_families(&mut enc, input)
     }
 }
 
@@ -312,30 +127,10 @@ pub fn encode_openmetrics(
     extra: &SelfMetrics,
     opts: &ExpositionOptions,
 ) -> Result<String, std::fmt::Error> {
+    let input = Input { snap, extra, opts };
+    let _lent = Lend::new(&input);
     let mut reg = Registry::default();
-    reg.register_collector(Box::new(SnapshotCollector {
-        snap: snap.clone(),
-        extra: extra.clone(),
-        opts: opts.clone(),
-    }));
-    reg.register_collector(Box::new(crate::selfmetrics::RuntimeCollector {
-        m: extra.runtime.clone(),
-        scrapes: extra.scrape_count,
-    }));
-    reg.register_collector(Box::new(crate::blockext_metrics::BlockExtCollector {
-        snap: snap.clone(),
-    }));
-    reg.register_collector(Box::new(crate::locks_metrics::LocksCollector {
-        snap: snap.clone(),
-    }));
-    if !snap.cost_models.is_empty() {
-        reg.register_collector(Box::new(crate::costmodel::CostModelCollector {
-            models: snap.cost_models.clone(),
-        }));
-    }
-    if let Some(t) = &snap.tuner {
-        reg.register_collector(Box::new(crate::tuner::TunerCollector { t: t.clone() }));
-    }
+    reg.register_collector(Box::new(SnapshotCollector));
     let mut out = String::new();
     prometheus_client::encoding::text::encode(&mut out, &reg)?;
     Ok(out)
@@ -358,31 +153,6 @@ mod tests {
             })
             .map(|us| us as f64 / 1e6)
             .collect()
-    }
-
-    #[test]
-    fn collapses_to_power_of_two_bounds() {
-        let b = bounds();
-        let mut counts = vec![0u64; 88];
-        counts[0] = 1; // [0,1us)
-        counts[9] = 5; // [10,12us) -> le 16us
-        counts[87] = 2; // open last bucket -> +Inf
-        let h = Histogram {
-            counts,
-            sum_seconds: 1.0,
-        };
-        let c = collapse_buckets(&h, &b, ClassicBuckets::PowersOfTwo);
-        assert_eq!(c.iter().map(|x| x.1).sum::<u64>(), 8);
-        assert!(c.windows(2).all(|w| w[0].0 < w[1].0), "bounds increase");
-        assert_eq!(c.last().unwrap(), &(f64::INFINITY, 2));
-        assert!(
-            c.iter()
-                .any(|&(le, n)| (le - 16e-6).abs() < 1e-12 && n == 5),
-            "{c:?}"
-        );
-        assert!(c
-            .iter()
-            .all(|&(le, _)| le.is_infinite() || ((le * 1e6).round() as u64).is_power_of_two()));
     }
 
     #[test]

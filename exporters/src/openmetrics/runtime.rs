@@ -1,174 +1,205 @@
-//! Metrics about iowarden itself beyond the poll counters: BPF program cost,
-//! table fill, scrape cost, start time, and the workload behind each cgroup.
-//! A separate collector so that it grows without touching the data families.
+//! OpenMetrics about iowarden itself: probes attached, polls, build, BPF
+//! program cost, table fill, scrape cost, start time, and the workload
+//! behind each cgroup.
 
-use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::registry::Unit;
 
-use crate::openmetrics::{counter, gauge};
+use super::family::{counter, gauge, Labels, Rows};
+use crate::model::{BpfProgramStats, ProbeStatus, RuntimeMetrics, SelfMetrics, TableFill};
 
-type Labels = Vec<(String, String)>;
-
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct BpfProgramStats {
-    pub program: String,
-    pub run_time_seconds: f64,
-    pub run_count: u64,
-    pub recursion_misses: u64,
+pub(crate) fn encode_probes(
+    enc: &mut DescriptorEncoder,
+    probes: &[ProbeStatus],
+) -> std::fmt::Result {
+    let rows: Rows = probes
+        .iter()
+        .map(|p| {
+            (
+                vec![
+                    ("probe".into(), p.name.clone()),
+                    ("reason".into(), p.reason.clone()),
+                ],
+                if p.active { 1.0 } else { 0.0 },
+            )
+        })
+        .collect();
+    gauge(
+        enc,
+        "iowarden_probe_active",
+        "Whether a BPF probe is attached (1) or not (0, with the reason)",
+        None,
+        &rows,
+    )
 }
 
-/// One fixed-size table the BPF side fills.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct TableFill {
-    pub table: String,
-    pub entries: u64,
-    pub capacity: u64,
+pub(crate) fn encode_polls(enc: &mut DescriptorEncoder, extra: &SelfMetrics) -> std::fmt::Result {
+    gauge(
+        enc,
+        "iowarden_poll_duration",
+        "Duration of the last map poll",
+        Some(Unit::Seconds),
+        &[(vec![], extra.poll_duration_seconds)],
+    )?;
+    counter(
+        enc,
+        "iowarden_polls",
+        "Map polls",
+        None,
+        &[(vec![], extra.polls_total as f64)],
+    )
 }
 
-#[derive(Debug, Clone, Default)]
-pub struct RuntimeMetrics {
-    /// Whether the kernel is timing BPF programs (ours or a sysctl). Run
-    /// count and time are exported only then: zeros would read as "never ran".
-    pub bpf_stats_enabled: bool,
-    pub programs: Vec<BpfProgramStats>,
-    pub tables: Vec<TableFill>,
-    /// Duration of the previous /metrics request (encoding and sending).
-    pub scrape_duration_seconds: f64,
-    /// Unix time the daemon started; 0 = unknown (not exported).
-    pub start_time_seconds: f64,
-    /// (cgroup path, attribution labels) for `iowarden_cgroup_info`.
-    pub cgroups: Vec<(String, Labels)>,
+pub(crate) fn encode_build_info(
+    enc: &mut DescriptorEncoder,
+    extra: &SelfMetrics,
+    kernel: &str,
+    hostname: &str,
+) -> std::fmt::Result {
+    let info = vec![
+        ("version".to_string(), extra.build_version.clone()),
+        ("kernel".to_string(), kernel.to_string()),
+        ("hostname".to_string(), hostname.to_string()),
+    ];
+    gauge(
+        enc,
+        "iowarden_build_info",
+        "iowarden build and host",
+        None,
+        &[(info, 1.0)],
+    )
 }
 
-#[derive(Debug)]
-pub(crate) struct RuntimeCollector {
-    pub(crate) m: RuntimeMetrics,
-    pub(crate) scrapes: u64,
+/// BPF program cost, table fill, scrapes, start time, cgroup attribution.
+pub(crate) fn encode_runtime(
+    enc: &mut DescriptorEncoder,
+    m: &RuntimeMetrics,
+    scrapes: u64,
+) -> std::fmt::Result {
+    encode_programs(enc, m)?;
+    encode_tables(enc, &m.tables)?;
+    encode_scrapes(enc, m, scrapes)?;
+    encode_cgroup_info(enc, &m.cgroups)
 }
 
-impl Collector for RuntimeCollector {
-    fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
-        let m = &self.m;
-        let prog = |p: &BpfProgramStats| vec![("program".to_string(), p.program.clone())];
-        gauge(
-            &mut enc,
-            "iowarden_bpf_stats_enabled",
-            "Whether the kernel times BPF programs (iowarden run --bpf-stats or sysctl kernel.bpf_stats_enabled)",
-            None,
-            &[(vec![], if m.bpf_stats_enabled { 1.0 } else { 0.0 })],
-        )?;
-        if m.bpf_stats_enabled {
-            let rows: Vec<_> = m
-                .programs
-                .iter()
-                .map(|p| (prog(p), p.run_time_seconds))
-                .collect();
-            counter(
-                &mut enc,
-                "iowarden_bpf_program_run",
-                "Time spent running the BPF program (kernel run-time stats)",
-                Some(Unit::Seconds),
-                &rows,
-            )?;
-            let rows: Vec<_> = m
-                .programs
-                .iter()
-                .map(|p| (prog(p), p.run_count as f64))
-                .collect();
-            counter(
-                &mut enc,
-                "iowarden_bpf_program_runs",
-                "Runs of the BPF program (kernel run-time stats)",
-                None,
-                &rows,
-            )?;
-        }
-        let rows: Vec<_> = m
-            .programs
+fn encode_programs(enc: &mut DescriptorEncoder, m: &RuntimeMetrics) -> std::fmt::Result {
+    let rows = |f: fn(&BpfProgramStats) -> f64| -> Rows {
+        m.programs
             .iter()
-            .map(|p| (prog(p), p.recursion_misses as f64))
-            .collect();
+            .map(|p| (vec![("program".to_string(), p.program.clone())], f(p)))
+            .collect()
+    };
+    gauge(
+        enc,
+        "iowarden_bpf_stats_enabled",
+        "Whether the kernel times BPF programs (iowarden run --bpf-stats or sysctl kernel.bpf_stats_enabled)",
+        None,
+        &[(vec![], if m.bpf_stats_enabled { 1.0 } else { 0.0 })],
+    )?;
+    if m.bpf_stats_enabled {
         counter(
-            &mut enc,
-            "iowarden_bpf_program_recursion_misses",
-            "Runs of the BPF program skipped because it was already running on the CPU",
-            None,
-            &rows,
-        )?;
-        let table = |t: &TableFill| vec![("map".to_string(), t.table.clone())];
-        let rows: Vec<_> = m
-            .tables
-            .iter()
-            .map(|t| (table(t), t.entries as f64))
-            .collect();
-        gauge(
-            &mut enc,
-            "iowarden_map_entries",
-            "Entries in use in a BPF map or table (series: the (cgroup, device, op) slot table)",
-            None,
-            &rows,
-        )?;
-        let rows: Vec<_> = m
-            .tables
-            .iter()
-            .map(|t| (table(t), t.capacity as f64))
-            .collect();
-        gauge(
-            &mut enc,
-            "iowarden_map_capacity",
-            "Capacity of a BPF map or table; when it is full new entries are dropped (iowarden_dropped_total)",
-            None,
-            &rows,
-        )?;
-        gauge(
-            &mut enc,
-            "iowarden_scrape_duration",
-            "Duration of the previous /metrics request",
+            enc,
+            "iowarden_bpf_program_run",
+            "Time spent running the BPF program (kernel run-time stats)",
             Some(Unit::Seconds),
-            &[(vec![], m.scrape_duration_seconds)],
+            &rows(|p| p.run_time_seconds),
         )?;
         counter(
-            &mut enc,
-            "iowarden_scrapes",
-            "/metrics requests served",
+            enc,
+            "iowarden_bpf_program_runs",
+            "Runs of the BPF program (kernel run-time stats)",
             None,
-            &[(vec![], self.scrapes as f64)],
+            &rows(|p| p.run_count as f64),
         )?;
-        if m.start_time_seconds > 0.0 {
-            gauge(
-                &mut enc,
-                "iowarden_start_time",
-                "Unix time the daemon started",
-                Some(Unit::Seconds),
-                &[(vec![], m.start_time_seconds)],
-            )?;
-        }
-        let rows: Vec<_> = m
-            .cgroups
-            .iter()
-            .map(|(path, l)| {
-                let mut labels = vec![("cgroup".to_string(), path.clone())];
-                labels.extend(l.iter().cloned());
-                (labels, 1.0)
-            })
-            .collect();
-        gauge(
-            &mut enc,
-            "iowarden_cgroup_info",
-            "Workload behind a cgroup path (pod uid, container id, systemd service); join on cgroup",
-            None,
-            &rows,
-        )?;
-        Ok(())
     }
+    counter(
+        enc,
+        "iowarden_bpf_program_recursion_misses",
+        "Runs of the BPF program skipped because it was already running on the CPU",
+        None,
+        &rows(|p| p.recursion_misses as f64),
+    )
+}
+
+fn encode_tables(enc: &mut DescriptorEncoder, tables: &[TableFill]) -> std::fmt::Result {
+    let rows = |f: fn(&TableFill) -> u64| -> Rows {
+        tables
+            .iter()
+            .map(|t| (vec![("map".to_string(), t.table.clone())], f(t) as f64))
+            .collect()
+    };
+    gauge(
+        enc,
+        "iowarden_map_entries",
+        "Entries in use in a BPF map or table (series: the (cgroup, device, op) slot table)",
+        None,
+        &rows(|t| t.entries),
+    )?;
+    gauge(
+        enc,
+        "iowarden_map_capacity",
+        "Capacity of a BPF map or table; when it is full new entries are dropped (iowarden_dropped_total)",
+        None,
+        &rows(|t| t.capacity),
+    )
+}
+
+fn encode_scrapes(
+    enc: &mut DescriptorEncoder,
+    m: &RuntimeMetrics,
+    scrapes: u64,
+) -> std::fmt::Result {
+    gauge(
+        enc,
+        "iowarden_scrape_duration",
+        "Duration of the previous /metrics request",
+        Some(Unit::Seconds),
+        &[(vec![], m.scrape_duration_seconds)],
+    )?;
+    counter(
+        enc,
+        "iowarden_scrapes",
+        "/metrics requests served",
+        None,
+        &[(vec![], scrapes as f64)],
+    )?;
+    if m.start_time_seconds > 0.0 {
+        gauge(
+            enc,
+            "iowarden_start_time",
+            "Unix time the daemon started",
+            Some(Unit::Seconds),
+            &[(vec![], m.start_time_seconds)],
+        )?;
+    }
+    Ok(())
+}
+
+fn encode_cgroup_info(
+    enc: &mut DescriptorEncoder,
+    cgroups: &[(String, Labels)],
+) -> std::fmt::Result {
+    let rows: Rows = cgroups
+        .iter()
+        .map(|(path, l)| {
+            let mut labels = vec![("cgroup".to_string(), path.clone())];
+            labels.extend(l.iter().cloned());
+            (labels, 1.0)
+        })
+        .collect();
+    gauge(
+        enc,
+        "iowarden_cgroup_info",
+        "Workload behind a cgroup path (pod uid, container id, systemd service); join on cgroup",
+        None,
+        &rows,
+    )
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::openmetrics::{encode_openmetrics, SelfMetrics};
-    use crate::selfmetrics::*;
-    use crate::Snapshot;
+    use crate::model::{BpfProgramStats, RuntimeMetrics, SelfMetrics, Snapshot, TableFill};
+    use crate::openmetrics::encode_openmetrics;
 
     fn text(bpf_stats_enabled: bool) -> String {
         let extra = SelfMetrics {
