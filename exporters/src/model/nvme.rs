@@ -72,3 +72,39 @@ impl Delta for HolSeries {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hol(culprit: Option<u64>, count: u64) -> HolSeries {
+        HolSeries {
+            device: DeviceRef {
+                name: "nvme0n1".into(),
+                major: 259,
+                minor: 0,
+            },
+            qid: 1,
+            victim: CgroupRef {
+                id: 5,
+                path: "/v".into(),
+            },
+            culprit: culprit.map(|id| CgroupRef {
+                id,
+                path: format!("/c{id}"),
+            }),
+            count,
+            latency_sum_seconds: count as f64 / 1000.0,
+        }
+    }
+
+    #[test]
+    fn delta_matches_series_by_culprit() {
+        let earlier = [hol(None, 10), hol(Some(6), 4)];
+        let now = [hol(None, 15), hol(Some(6), 4), hol(Some(7), 2)];
+        let d = crate::model::delta_by_key(&now, &earlier, HolSeries::key);
+        let counts: Vec<u64> = d.iter().map(|h| h.count).collect();
+        assert_eq!(counts, vec![5, 0, 2], "new culprits are taken whole");
+        assert!((d[0].latency_sum_seconds - 0.005).abs() < 1e-12);
+    }
+}

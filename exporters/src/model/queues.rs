@@ -60,3 +60,39 @@ pub struct CpuQueueMap {
     pub hctx: u32,
     pub cpus: Vec<u32>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue(inserted: Option<u64>, completed: u64, inflight: Option<u64>) -> QueueSeries {
+        QueueSeries {
+            device: DeviceRef {
+                name: "loop0".into(),
+                major: 7,
+                minor: 0,
+            },
+            hctx: 0,
+            inserted,
+            issued: inserted,
+            completed,
+            requeued: 0,
+            inflight,
+            busy_seconds: completed as f64,
+        }
+    }
+
+    #[test]
+    fn delta_subtracts_counters_and_keeps_the_inflight_gauge() {
+        let d = queue(Some(30), 25, Some(5)).delta(&queue(Some(10), 9, Some(1)));
+        assert_eq!(
+            (d.inserted, d.issued, d.completed),
+            (Some(20), Some(20), 16)
+        );
+        assert_eq!(d.busy_seconds, 16.0);
+        assert_eq!(d.inflight, Some(5), "a gauge: the latest reading");
+        // Counted in one reading only (--hwq-events toggled): unknown.
+        let d = queue(Some(30), 25, Some(5)).delta(&queue(None, 9, None));
+        assert_eq!((d.inserted, d.completed), (None, 16));
+    }
+}

@@ -213,4 +213,24 @@ mod tests {
         assert!(text.contains(r#"iowarden_io_latency_seconds_bucket{le="0.000016",cgroup="/a \"q\" \\b",cgroup_id="9",device="loop0",op="read",stage="total"} 3"#), "{text}");
         assert!(text.contains(r#"iowarden_io_latency_seconds_count{cgroup="/a \"q\" \\b",cgroup_id="9",device="loop0",op="read",stage="total"} 3"#), "{text}");
     }
+
+    #[test]
+    fn the_collector_reads_only_a_lent_input() {
+        // Outside encode_openmetrics nothing is lent: the collector refuses
+        // rather than read a snapshot that is gone.
+        let mut reg = Registry::default();
+        reg.register_collector(Box::new(SnapshotCollector));
+        let mut out = String::new();
+        assert!(prometheus_client::encoding::text::encode(&mut out, &reg).is_err());
+        let snap = Snapshot {
+            hostname: "h".into(),
+            ..Default::default()
+        };
+        let text = encode_openmetrics(&snap, &SelfMetrics::default(), &Default::default()).unwrap();
+        assert!(text.contains(r#"hostname="h""#), "{text}");
+        assert!(
+            INPUT.with(Cell::get).is_null(),
+            "the loan ends with the call"
+        );
+    }
 }

@@ -4,7 +4,7 @@
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::registry::Unit;
 
-use super::family::{counter, gauge, labels, Rows};
+use super::family::{counter, gauge, labels, Labels, Rows};
 use crate::model::{HolSeries, NvmeQueue, NvmeQueueCgroup, Snapshot};
 
 /// Per (device, qid, victim): mean submit -> complete time of the victim's
@@ -131,7 +131,7 @@ fn encode_sq_occupancy(enc: &mut DescriptorEncoder, queues: &[NvmeQueue]) -> std
     )
 }
 
-fn hol_labels(h: &HolSeries, culprit: String) -> super::family::Labels {
+fn hol_labels(h: &HolSeries, culprit: String) -> Labels {
     labels(&[
         ("device", h.device.name.clone()),
         ("qid", h.qid.to_string()),
