@@ -102,7 +102,7 @@ mod tests {
     fn delta_matches_series_by_culprit() {
         let earlier = [hol(None, 10), hol(Some(6), 4)];
         let now = [hol(None, 15), hol(Some(6), 4), hol(Some(7), 2)];
-        let d = crate::model::delta_by_key(&now, &earlier, HolSeries::key);
+        let d = crate::model::core::delta_by_key(&now, &earlier, HolSeries::key);
         let counts: Vec<u64> = d.iter().map(|h| h.count).collect();
         assert_eq!(counts, vec![5, 0, 2], "new culprits are taken whole");
         assert!((d[0].latency_sum_seconds - 0.005).abs() < 1e-12);
