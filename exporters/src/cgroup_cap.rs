@@ -13,12 +13,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::num::NonZeroUsize;
 
-use crate::model::{CgroupRef, DeviceRef, IoSeries, Op, Snapshot, StageHistograms};
-
-/// Label value of the summed series.
-pub const OTHER_CGROUP: &str = "other";
-/// Cgroup id of the summed series (no kernel cgroup has it).
-pub const OTHER_CGROUP_ID: u64 = u64::MAX;
+use crate::model::{
+    CgroupRef, Delta, DeviceRef, IoSeries, Op, Snapshot, OTHER_CGROUP, OTHER_CGROUP_ID,
+};
 
 type SeriesKey = (u64, u32, u32, Op);
 
@@ -73,29 +70,30 @@ impl CgroupCap {
         for s in snap.io.iter().filter(|s| !top.contains(&s.cgroup.id)) {
             self.credited.insert(s.key(), s.clone());
         }
-        let kept: Vec<IoSeries> = snap
+        let mut io: Vec<IoSeries> = snap
             .io
             .iter()
             .filter(|s| top.contains(&s.cgroup.id))
-            .cloned()
+            .map(|s| match self.credited.get(&s.key()) {
+                Some(credit) => s.delta(credit),
+                None => s.clone(),
+            })
             .collect();
-        let credit = io_only(
-            kept.iter()
-                .filter_map(|s| self.credited.get(&s.key()).cloned())
-                .collect(),
-        );
-        let own = io_only(kept).delta_since(&credit);
+        io.extend(self.other().into_values());
+        snap.with_io(io)
+    }
+
+    /// The "other" series per (device, op): the credit of removed series
+    /// plus that of every series in the snapshot.
+    fn other(&self) -> BTreeMap<(DeviceRef, Op), IoSeries> {
         let mut other = self.retired.clone();
         for c in self.credited.values() {
-            let sum = other
+            other
                 .entry((c.device.clone(), c.op))
-                .or_insert_with(|| empty_other(&c.device, c.op));
-            add_series(sum, c);
+                .or_insert_with(|| empty_other(&c.device, c.op))
+                .add(c);
         }
-        let mut out = snap.clone();
-        out.io = own.io;
-        out.io.extend(other.into_values());
-        out
+        other
     }
 
     /// Moves the credit of series no longer in the snapshot (their cgroup
@@ -110,56 +108,26 @@ impl CgroupCap {
             .collect();
         for k in gone {
             let c = self.credited.remove(&k).expect("listed key");
-            let sum = self
-                .retired
+            self.retired
                 .entry((c.device.clone(), c.op))
-                .or_insert_with(|| empty_other(&c.device, c.op));
-            add_series(sum, &c);
+                .or_insert_with(|| empty_other(&c.device, c.op))
+                .add(&c);
         }
     }
 }
 
-fn io_only(io: Vec<IoSeries>) -> Snapshot {
-    Snapshot {
-        io,
-        ..Default::default()
-    }
-}
-
 fn empty_other(device: &DeviceRef, op: Op) -> IoSeries {
-    IoSeries {
-        cgroup: CgroupRef {
-            id: OTHER_CGROUP_ID,
-            path: OTHER_CGROUP.into(),
-        },
-        device: device.clone(),
-        op,
-        ios: 0,
-        bytes: 0,
-        merged: 0,
-        requeued: 0,
-        cost_seconds: 0.0,
-        random_ios: 0,
-        latency: StageHistograms::default(),
-    }
-}
-
-fn add_series(sum: &mut IoSeries, d: &IoSeries) {
-    sum.ios += d.ios;
-    sum.bytes += d.bytes;
-    sum.merged += d.merged;
-    sum.requeued += d.requeued;
-    sum.cost_seconds += d.cost_seconds;
-    sum.random_ios += d.random_ios;
-    sum.latency.queue.add(&d.latency.queue);
-    sum.latency.device.add(&d.latency.device);
-    sum.latency.total.add(&d.latency.total);
+    let other = CgroupRef {
+        id: OTHER_CGROUP_ID,
+        path: OTHER_CGROUP.into(),
+    };
+    IoSeries::empty(other, device.clone(), op)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Histogram;
+    use crate::model::{Histogram, StageHistograms};
 
     fn series(id: u64, dev: &str, ios: u64, device_s: f64) -> IoSeries {
         let mut counts = vec![0u64; 8];

@@ -1,86 +1,82 @@
 //! OpenMetrics for kernel lock contention: wait time and contentions per
 //! top site and cgroup (the rest under site="other"), and what was dropped.
 
-use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::registry::Unit;
 
-use crate::model::Snapshot;
-use crate::openmetrics::counter;
+use super::family::{counter, Labels, Rows};
+use crate::model::{LockReport, LockSiteRow};
 
-type Labels = Vec<(String, String)>;
-
-#[derive(Debug)]
-pub(crate) struct LocksCollector {
-    pub(crate) snap: Snapshot,
+/// Nothing without a report (the lock programs are off).
+pub(crate) fn encode(enc: &mut DescriptorEncoder, report: Option<&LockReport>) -> std::fmt::Result {
+    let Some(r) = report else {
+        return Ok(());
+    };
+    encode_top_sites(enc, &r.top)?;
+    encode_drops(enc, r)
 }
 
-impl Collector for LocksCollector {
-    fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
-        let Some(r) = &self.snap.locks else {
-            return Ok(());
-        };
-        let rows = |f: &dyn Fn(&crate::locks::LockSiteRow) -> f64| -> Vec<(Labels, f64)> {
-            r.top
-                .iter()
-                .map(|t| {
-                    (
-                        vec![
-                            ("site".to_string(), t.site.clone()),
-                            ("cgroup".to_string(), t.cgroup.path.clone()),
-                        ],
-                        f(t),
-                    )
-                })
-                .collect()
-        };
-        counter(
-            &mut enc,
+fn encode_top_sites(enc: &mut DescriptorEncoder, top: &[LockSiteRow]) -> std::fmt::Result {
+    let rows = |f: fn(&LockSiteRow) -> f64| -> Rows {
+        top.iter()
+            .map(|t| {
+                (
+                    vec![
+                        ("site".to_string(), t.site.clone()),
+                        ("cgroup".to_string(), t.cgroup.path.clone()),
+                    ],
+                    f(t),
+                )
+            })
+            .collect()
+    };
+    counter(
+            enc,
             "iowarden_lock_wait",
             "Time tasks of the cgroup waited on contended kernel locks, by lock site (top sites by wait time; the rest as site=\"other\")",
             Some(Unit::Seconds),
-            &rows(&|t| t.wait_seconds),
+            &rows(|t| t.wait_seconds),
         )?;
-        counter(
-            &mut enc,
+    counter(
+            enc,
             "iowarden_lock_contentions",
             "Contended kernel lock acquisitions by tasks of the cgroup, by lock site (top sites; the rest as site=\"other\")",
             None,
-            &rows(&|t| t.count as f64),
-        )?;
-        let mut drops: Vec<(Labels, f64)> = r
-            .dropped
-            .iter()
-            .map(|(k, v)| (vec![("reason".to_string(), k.clone())], *v as f64))
-            .collect();
-        if drops.is_empty() {
-            drops.push((vec![("reason".to_string(), "none".to_string())], 0.0));
-        }
-        counter(
-            &mut enc,
+            &rows(|t| t.count as f64),
+        )
+}
+
+fn encode_drops(enc: &mut DescriptorEncoder, r: &LockReport) -> std::fmt::Result {
+    let mut drops: Vec<(Labels, f64)> = r
+        .dropped
+        .iter()
+        .map(|(k, v)| (vec![("reason".to_string(), k.clone())], *v as f64))
+        .collect();
+    if drops.is_empty() {
+        drops.push((vec![("reason".to_string(), "none".to_string())], 0.0));
+    }
+    counter(
+            enc,
             "iowarden_lock_dropped",
             "Lock contentions not recorded (slot_full, nest, storage, unmatched) or recorded without a stack (stack)",
             None,
             &drops,
         )?;
-        counter(
-            &mut enc,
-            "iowarden_lock_filtered",
-            "Lock contentions outside the block layer, ignored in block-only mode",
-            None,
-            &[(
-                vec![("mode".to_string(), r.mode.clone())],
-                r.filtered as f64,
-            )],
-        )?;
-        Ok(())
-    }
+    counter(
+        enc,
+        "iowarden_lock_filtered",
+        "Lock contentions outside the block layer, ignored in block-only mode",
+        None,
+        &[(
+            vec![("mode".to_string(), r.mode.clone())],
+            r.filtered as f64,
+        )],
+    )
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::locks::*;
-    use crate::model::{CgroupRef, Snapshot};
+    use crate::model::{CgroupRef, LockReport, LockSiteRow, Snapshot};
 
     #[test]
     fn lock_metrics_render() {

@@ -1,61 +1,10 @@
-//! Snapshot parts for NVMe queues and the iocost controller: present only
-//! where the nvme driver / iocost are (empty elsewhere).
+//! The iocost controller's state (bpf/iocost.bpf.c, where iocost is
+//! enabled): per device (vrate, QoS) and per cgroup (weights, budget,
+//! debt, donation events).
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{CgroupRef, DeviceRef};
-
-/// Commands of one cgroup on one NVMe queue (qid as the driver numbers it:
-/// I/O queues from 1; blk-mq hctx = qid - 1).
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-pub struct NvmeQueueCgroup {
-    pub device: DeviceRef,
-    pub qid: u32,
-    pub cgroup: CgroupRef,
-    pub commands: u64,
-    pub completions: u64,
-    pub bytes: u64,
-    /// Set up and not yet completed, at the time of the snapshot.
-    pub inflight: i64,
-    pub small_commands: u64,
-    pub large_commands: u64,
-}
-
-/// One NVMe queue: submission-queue occupancy (tail - head as nvme_sq
-/// reports at each completion) and the CPUs whose I/O it carries.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-pub struct NvmeQueue {
-    pub device: DeviceRef,
-    pub qid: u32,
-    pub cpus: Vec<u32>,
-    pub sq_samples: u64,
-    pub sq_occupancy_mean: f64,
-    pub sq_occupancy_last: u32,
-    pub sq_occupancy_max: u32,
-}
-
-/// Small requests of `victim` on one queue, split by whether a large
-/// request of `culprit` was in flight on that queue at submission
-/// (`culprit` None: none was — the victim's baseline).
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-pub struct HolSeries {
-    pub device: DeviceRef,
-    pub qid: u32,
-    pub victim: CgroupRef,
-    pub culprit: Option<CgroupRef>,
-    pub count: u64,
-    /// Sum of submission -> completion times of those requests.
-    pub latency_sum_seconds: f64,
-}
-
-/// A blk-mq hardware queue and the CPUs mapped to it
-/// (/sys/block/DEV/mq/N/cpu_list): tenants on those CPUs share the queue.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-pub struct CpuQueueMap {
-    pub device: String,
-    pub hctx: u32,
-    pub cpus: Vec<u32>,
-}
+use super::core::{CgroupRef, DeviceRef};
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct IocostDevice {

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::CgroupRef;
+use super::core::{delta_by_key, delta_counts, CgroupRef, Delta};
 
 /// Waits of one cgroup at one lock site, of one lock kind.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -55,69 +55,55 @@ pub struct LockReport {
     pub dropped: Vec<(String, u64)>,
 }
 
-impl LockReport {
-    /// The activity between `prev` and `self` (both cumulative).
-    pub fn delta_since(&self, prev: &LockReport) -> LockReport {
-        let key = |s: &LockSeries| (s.stack_id, s.cgroup.id, s.kind.clone());
-        let old: std::collections::HashMap<_, _> =
-            prev.series.iter().map(|s| (key(s), s)).collect();
-        let series = self
-            .series
-            .iter()
-            .map(|s| match old.get(&key(s)) {
-                None => s.clone(),
-                Some(p) => LockSeries {
-                    count: s.count.saturating_sub(p.count),
-                    wait_seconds: (s.wait_seconds - p.wait_seconds).max(0.0),
-                    hist_log2_ns: s
-                        .hist_log2_ns
-                        .iter()
-                        .enumerate()
-                        .map(|(i, v)| v.saturating_sub(p.hist_log2_ns.get(i).copied().unwrap_or(0)))
-                        .collect(),
-                    ..s.clone()
-                },
-            })
-            .collect();
-        let top_old: std::collections::HashMap<_, _> = prev
-            .top
-            .iter()
-            .map(|r| ((r.site.as_str(), r.cgroup.id), r))
-            .collect();
-        let top = self
-            .top
-            .iter()
-            .map(|r| match top_old.get(&(r.site.as_str(), r.cgroup.id)) {
-                None => r.clone(),
-                Some(p) => LockSiteRow {
-                    count: r.count.saturating_sub(p.count),
-                    wait_seconds: (r.wait_seconds - p.wait_seconds).max(0.0),
-                    ..r.clone()
-                },
-            })
-            .collect();
+impl Delta for LockSeries {
+    fn delta(&self, earlier: &LockSeries) -> LockSeries {
+        LockSeries {
+            site: self.site.clone(),
+            stack_id: self.stack_id,
+            cgroup: self.cgroup.clone(),
+            kind: self.kind.clone(),
+            count: self.count.delta(&earlier.count),
+            wait_seconds: self.wait_seconds.delta(&earlier.wait_seconds),
+            hist_log2_ns: delta_counts(&self.hist_log2_ns, &earlier.hist_log2_ns),
+        }
+    }
+}
+
+impl Delta for LockSiteRow {
+    fn delta(&self, earlier: &LockSiteRow) -> LockSiteRow {
+        LockSiteRow {
+            site: self.site.clone(),
+            cgroup: self.cgroup.clone(),
+            count: self.count.delta(&earlier.count),
+            wait_seconds: self.wait_seconds.delta(&earlier.wait_seconds),
+        }
+    }
+}
+
+impl Delta for LockReport {
+    fn delta(&self, earlier: &LockReport) -> LockReport {
         let dropped = self
             .dropped
             .iter()
-            .map(|(k, v)| {
-                let p = prev
-                    .dropped
-                    .iter()
-                    .find(|(pk, _)| pk == k)
-                    .map_or(0, |x| x.1);
-                (k.clone(), v.saturating_sub(p))
+            .map(|(reason, n)| {
+                let before = earlier.dropped.iter().find(|(r, _)| r == reason);
+                (reason.clone(), n.delta(&before.map_or(0, |x| x.1)))
             })
             .collect();
         LockReport {
             mode: self.mode.clone(),
-            series,
+            series: delta_by_key(&self.series, &earlier.series, |s| {
+                (s.stack_id, s.cgroup.id, s.kind.clone())
+            }),
             stacks: self.stacks.clone(),
-            top,
-            filtered: self.filtered.saturating_sub(prev.filtered),
+            top: delta_by_key(&self.top, &earlier.top, |r| (r.site.clone(), r.cgroup.id)),
+            filtered: self.filtered.delta(&earlier.filtered),
             dropped,
         }
     }
+}
 
+impl LockReport {
     pub fn stack(&self, id: u32) -> Option<&LockStack> {
         self.stacks.iter().find(|s| s.id == id)
     }
@@ -193,7 +179,7 @@ mod tests {
             dropped: vec![("stack".into(), 4)],
             ..Default::default()
         };
-        let d = b.delta_since(&a);
+        let d = b.delta(&a);
         assert_eq!(d.series[0].count, 7);
         assert_eq!(d.series[0].wait_seconds, 2.0);
         assert_eq!(d.series[0].hist_log2_ns, vec![7, 0]);

@@ -1,0 +1,111 @@
+//! Block I/O per (cgroup, device, operation), from bpf/iowarden.bpf.c's
+//! block_rq_* programs, and what those programs could not record.
+
+use serde::{Deserialize, Serialize};
+
+use super::core::{CgroupRef, Delta, DeviceRef, Op, StageHistograms};
+
+/// Block I/O of one cgroup on one device for one operation type.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct IoSeries {
+    pub cgroup: CgroupRef,
+    pub device: DeviceRef,
+    pub op: Op,
+    /// Completed requests.
+    pub ios: u64,
+    /// Completed bytes.
+    pub bytes: u64,
+    /// Requests merged into another request (never completed on their own).
+    pub merged: u64,
+    /// Requests put back by the driver for another issue.
+    pub requeued: u64,
+    /// Cost the device's linear iocost model charged the completed reads
+    /// and writes, in seconds of device time (see [`crate::DeviceCostModel`]).
+    #[serde(default)]
+    pub cost_seconds: f64,
+    /// Completed requests the model classified random (the rest sequential).
+    #[serde(default)]
+    pub random_ios: u64,
+    pub latency: StageHistograms,
+}
+
+impl IoSeries {
+    pub fn key(&self) -> (u64, u32, u32, Op) {
+        (
+            self.cgroup.id,
+            self.device.major,
+            self.device.minor,
+            self.op,
+        )
+    }
+
+    /// A series that has counted nothing yet.
+    pub fn empty(cgroup: CgroupRef, device: DeviceRef, op: Op) -> IoSeries {
+        IoSeries {
+            cgroup,
+            device,
+            op,
+            ios: 0,
+            bytes: 0,
+            merged: 0,
+            requeued: 0,
+            cost_seconds: 0.0,
+            random_ios: 0,
+            latency: StageHistograms::default(),
+        }
+    }
+
+    /// Adds the counters of `other` (of any cgroup) to this series'.
+    pub fn add(&mut self, other: &IoSeries) {
+        self.ios += other.ios;
+        self.bytes += other.bytes;
+        self.merged += other.merged;
+        self.requeued += other.requeued;
+        self.cost_seconds += other.cost_seconds;
+        self.random_ios += other.random_ios;
+        self.latency.queue.add(&other.latency.queue);
+        self.latency.device.add(&other.latency.device);
+        self.latency.total.add(&other.latency.total);
+    }
+}
+
+impl Delta for IoSeries {
+    fn delta(&self, earlier: &IoSeries) -> IoSeries {
+        IoSeries {
+            cgroup: self.cgroup.clone(),
+            device: self.device.clone(),
+            op: self.op,
+            ios: self.ios.delta(&earlier.ios),
+            bytes: self.bytes.delta(&earlier.bytes),
+            merged: self.merged.delta(&earlier.merged),
+            requeued: self.requeued.delta(&earlier.requeued),
+            cost_seconds: self.cost_seconds.delta(&earlier.cost_seconds),
+            random_ios: self.random_ios.delta(&earlier.random_ios),
+            latency: self.latency.delta(&earlier.latency),
+        }
+    }
+}
+
+/// Counters of things the BPF side could not record.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct DropCounters {
+    /// Completions not recorded because the (cgroup, device) slot table was full.
+    pub slot_table_full: u64,
+    /// Completions not recorded because the device table was full.
+    pub device_table_full: u64,
+    /// Requests whose device-stage latency was unknown (no issue timestamp).
+    pub no_issue_stamp: u64,
+    /// Requests whose queue/total latency was unknown (no allocation timestamp).
+    pub no_start_stamp: u64,
+}
+
+impl Delta for DropCounters {
+    fn delta(&self, earlier: &DropCounters) -> DropCounters {
+        DropCounters {
+            slot_table_full: self.slot_table_full.delta(&earlier.slot_table_full),
+            device_table_full: self.device_table_full.delta(&earlier.device_table_full),
+            no_issue_stamp: self.no_issue_stamp.delta(&earlier.no_issue_stamp),
+            no_start_stamp: self.no_start_stamp.delta(&earlier.no_start_stamp),
+        }
+    }
+}

@@ -1,0 +1,63 @@
+//! The online io.cost.qos tuner's state, as served in /snapshot.json
+//! (`tuner`) and as `iowarden_tune_*` metrics.
+
+use serde::{Deserialize, Serialize};
+
+use super::core::DeviceRef;
+
+/// One SLO of one protected cgroup, as last measured.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct TunerSlo {
+    /// Cgroup path on the io controller's hierarchy.
+    pub cgroup: String,
+    /// As given, e.g. "read-p99=2ms".
+    pub slo: String,
+    pub target_seconds: f64,
+    /// Measured quantile over the last decision period (None: too few I/Os).
+    pub observed_seconds: Option<f64>,
+    /// I/Os of the SLO's class in that period.
+    pub samples: u64,
+    pub met: bool,
+    /// Periods measured / periods met since the tuner started.
+    pub periods: u64,
+    pub periods_met: u64,
+}
+
+/// One decision of the tuner (the latest is kept in the status).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct TunerDecision {
+    /// Seconds since the tuner started.
+    pub at_seconds: f64,
+    /// hold, decrease, increase, converged, insufficient
+    pub action: String,
+    pub reason: String,
+    /// vrate (percent) before and after.
+    pub vrate_from: f64,
+    pub vrate_to: f64,
+    /// The io.cost.qos line written (None when nothing was written).
+    pub written: Option<String>,
+    /// In a dry run: the line that would have been written (nothing was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub would_write: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct TunerStatus {
+    pub device: DeviceRef,
+    pub slos: Vec<TunerSlo>,
+    /// Every QoS field the tuner sets and its current value (percent for
+    /// rpct/wpct/min/max, µs for rlat/wlat).
+    pub qos: Vec<(String, f64)>,
+    /// Decisions so far, per action.
+    pub decisions: Vec<(String, u64)>,
+    pub last: Option<TunerDecision>,
+    pub converged: bool,
+    /// Seconds from start to the latest convergence (a miss reopens the search).
+    pub converged_after_seconds: Option<f64>,
+    /// Aggregate device throughput over the last period.
+    pub throughput_bytes_per_second: f64,
+    pub iops: f64,
+    /// Known-good / known-bad vrate bracket of the search (percent).
+    pub vrate_good: Option<f64>,
+    pub vrate_bad: Option<f64>,
+}

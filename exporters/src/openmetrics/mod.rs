@@ -1,0 +1,236 @@
+//! OpenMetrics text encoding of a [`Snapshot`], through prometheus-client's
+//! collector API (it escapes label values and writes the exposition format).
+//!
+//! This file walks the snapshot, domain by domain, in exposition order; each
+//! domain's families are written by a file of their own (io, queues,
+//! runtime, nvme, iocost, locks, cost, tuner) with the helpers of `family`.
+
+use std::cell::Cell;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::DescriptorEncoder;
+use prometheus_client::registry::Registry;
+
+use crate::model::{SelfMetrics, Snapshot, Stage};
+
+mod cost;
+mod family;
+mod io;
+mod iocost;
+mod locks;
+mod nvme;
+mod queues;
+mod runtime;
+mod tuner;
+
+pub use family::{collapse_buckets, ClassicBuckets};
+pub(crate) use io::io_labels;
+pub use io::IoCounter;
+pub use nvme::hol_extra_latency;
+
+/// Which counters and latency stages go out per series, and how coarse the classic
+/// (text) buckets are: what a series costs the Prometheus that stores it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExpositionOptions {
+    pub counters: Vec<IoCounter>,
+    pub stages: Vec<Stage>,
+    pub classic: ClassicBuckets,
+}
+
+/// Fleet defaults: requests, bytes and device time, the total stage only,
+/// classic buckets at powers of four.
+impl Default for ExpositionOptions {
+    fn default() -> Self {
+        ExpositionOptions {
+            counters: IoCounter::FLEET.to_vec(),
+            stages: vec![Stage::Total],
+            classic: ClassicBuckets::PowersOfFour,
+        }
+    }
+}
+
+/// What one call of [`encode_openmetrics`] encodes, borrowed from its caller.
+struct Input<'a> {
+    snap: &'a Snapshot,
+    extra: &'a SelfMetrics,
+    opts: &'a ExpositionOptions,
+}
+
+/// Every family, in exposition order.
+fn encode_families(enc: &mut DescriptorEncoder, input: &Input) -> std::fmt::Result {
+    let Input { snap, extra, opts } = *input;
+    io::encode_counters(enc, &snap.io, &opts.counters)?;
+    io::encode_latency(enc, snap, &opts.stages, opts.classic)?;
+    queues::encode_hw_queues(enc, &snap.queues)?;
+    runtime::encode_probes(enc, &snap.probes)?;
+    io::encode_drops(enc, &snap.drops)?;
+    runtime::encode_polls(enc, extra)?;
+    runtime::encode_build_info(enc, extra, &snap.kernel, &snap.hostname)?;
+    runtime::encode_runtime(enc, &extra.runtime, extra.scrape_count)?;
+    queues::encode_cpu_map(enc, &snap.cpu_queue_map)?;
+    nvme::encode(enc, snap)?;
+    iocost::encode(enc, snap)?;
+    locks::encode(enc, snap.locks.as_ref())?;
+    cost::encode(enc, &snap.cost_models)?;
+    if let Some(t) = &snap.tuner {
+        tuner::encode(enc, t)?;
+    }
+    Ok(())
+}
+
+thread_local! {
+    /// The input of the encoding running on this thread; null outside one.
+    static INPUT: Cell<*const Input<'static>> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Lends `input` to [`SnapshotCollector`] on this thread until dropped
+/// (on return and on unwinding alike).
+struct Lend {
+    previous: *const Input<'static>,
+}
+
+impl Lend {
+    fn new(input: &Input) -> Lend {
+        let ptr = (input as *const Input).cast::<Input<'static>>();
+        Lend {
+            previous: INPUT.with(|c| c.replace(ptr)),
+        }
+    }
+}
+
+impl Drop for Lend {
+    fn drop(&mut self) {
+        INPUT.with(|c| c.set(self.previous));
+    }
+}
+
+/// prometheus-client takes only `'static` collectors. Rather than own a copy
+/// of the snapshot (megabytes at thousands of cgroups, on every scrape), it
+/// reads the input [`encode_openmetrics`] lends it for the encoding.
+#[derive(Debug)]
+struct SnapshotCollector;
+
+impl Collector for SnapshotCollector {
+    fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
+        let ptr = INPUT.with(Cell::get);
+        // SAFETY: the pointer is non-null only while encode_openmetrics runs
+        // on this thread, and then points to its Input, alive for that whole
+        // call; prometheus-client calls collectors synchronously within it.
+        let input = unsafe { ptr.as_ref() }.ok_or(std::fmt::Error)?;
+        encode_families(&mut enc, input)
+    }
+}
+
+/// The snapshot as OpenMetrics text, ending in `# EOF`.
+pub fn encode_openmetrics(
+    snap: &Snapshot,
+    extra: &SelfMetrics,
+    opts: &ExpositionOptions,
+) -> Result<String, std::fmt::Error> {
+    let input = Input { snap, extra, opts };
+    let _lent = Lend::new(&input);
+    let mut reg = Registry::default();
+    reg.register_collector(Box::new(SnapshotCollector));
+    let mut out = String::new();
+    prometheus_client::encoding::text::encode(&mut out, &reg)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::*;
+
+    /// The loader's layout: 1 us buckets below 4 us, then 4 per power of two.
+    fn bounds() -> Vec<f64> {
+        (0..88usize)
+            .map(|i| {
+                if i < 4 {
+                    i as u64
+                } else {
+                    (4 + (i % 4) as u64) << (i / 4 + 1 - 2)
+                }
+            })
+            .map(|us| us as f64 / 1e6)
+            .collect()
+    }
+
+    #[test]
+    fn families_have_help_unit_and_escaped_labels() {
+        let io = IoSeries {
+            cgroup: CgroupRef {
+                id: 9,
+                path: "/a \"q\" \\b".into(),
+            },
+            device: DeviceRef {
+                name: "loop0".into(),
+                major: 7,
+                minor: 0,
+            },
+            op: Op::Read,
+            ios: 3,
+            bytes: 12288,
+            merged: 0,
+            requeued: 0,
+            cost_seconds: 0.0,
+            random_ios: 0,
+            latency: StageHistograms {
+                total: Histogram {
+                    counts: {
+                        let mut v = vec![0; 88];
+                        v[9] = 3;
+                        v
+                    },
+                    sum_seconds: 3e-5,
+                },
+                ..Default::default()
+            },
+        };
+        let snap = Snapshot {
+            hist_lower_bounds_seconds: bounds(),
+            io: vec![io],
+            ..Default::default()
+        };
+        let text = encode_openmetrics(&snap, &SelfMetrics::default(), &Default::default()).unwrap();
+        assert!(text.ends_with("# EOF\n"));
+        for fam in [
+            "iowarden_io_requests",
+            "iowarden_io_bytes",
+            "iowarden_io_latency_seconds",
+            "iowarden_io_device_seconds",
+        ] {
+            assert!(
+                text.contains(&format!("# HELP {fam} ")),
+                "{fam} HELP in\n{text}"
+            );
+        }
+        assert!(text.contains("# UNIT iowarden_io_bytes bytes"));
+        assert!(text.contains("# UNIT iowarden_io_latency_seconds seconds"));
+        assert!(
+            text.contains(r#"cgroup="/a \"q\" \\b""#),
+            "escaped label in\n{text}"
+        );
+        assert!(text.contains(r#"iowarden_io_latency_seconds_bucket{le="0.000016",cgroup="/a \"q\" \\b",cgroup_id="9",device="loop0",op="read",stage="total"} 3"#), "{text}");
+        assert!(text.contains(r#"iowarden_io_latency_seconds_count{cgroup="/a \"q\" \\b",cgroup_id="9",device="loop0",op="read",stage="total"} 3"#), "{text}");
+    }
+
+    #[test]
+    fn the_collector_reads_only_a_lent_input() {
+        // Outside encode_openmetrics nothing is lent: the collector refuses
+        // rather than read a snapshot that is gone.
+        let mut reg = Registry::default();
+        reg.register_collector(Box::new(SnapshotCollector));
+        let mut out = String::new();
+        assert!(prometheus_client::encoding::text::encode(&mut out, &reg).is_err());
+        let snap = Snapshot {
+            hostname: "h".into(),
+            ..Default::default()
+        };
+        let text = encode_openmetrics(&snap, &SelfMetrics::default(), &Default::default()).unwrap();
+        assert!(text.contains(r#"hostname="h""#), "{text}");
+        assert!(
+            INPUT.with(Cell::get).is_null(),
+            "the loan ends with the call"
+        );
+    }
+}

@@ -1,0 +1,116 @@
+//! OpenMetrics for the online io.cost.qos tuner: each SLO as last
+//! measured, the QoS fields it set, its decisions and convergence.
+
+use prometheus_client::encoding::DescriptorEncoder;
+use prometheus_client::registry::Unit;
+
+use super::family::{counter, gauge, Labels};
+use crate::model::{TunerSlo, TunerStatus};
+
+fn kv(pairs: &[(&str, &str)]) -> Labels {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// The tuner's SLOs, QoS settings, decisions and state.
+pub(crate) fn encode(enc: &mut DescriptorEncoder, t: &TunerStatus) -> std::fmt::Result {
+    encode_slos(enc, t)?;
+    encode_state(enc, t)
+}
+
+fn encode_slos(enc: &mut DescriptorEncoder, t: &TunerStatus) -> std::fmt::Result {
+    let dev = t.device.name.as_str();
+    let slo_rows = |f: &dyn Fn(&TunerSlo) -> Option<f64>| -> Vec<_> {
+        t.slos
+            .iter()
+            .filter_map(|s| {
+                f(s).map(|v| {
+                    (
+                        kv(&[("device", dev), ("cgroup", &s.cgroup), ("slo", &s.slo)]),
+                        v,
+                    )
+                })
+            })
+            .collect()
+    };
+    gauge(
+        enc,
+        "iowarden_tune_slo_met",
+        "1 if the SLO held over the tuner's last decision period",
+        None,
+        &slo_rows(&|s| Some(if s.met { 1.0 } else { 0.0 })),
+    )?;
+    gauge(
+        enc,
+        "iowarden_tune_slo_target",
+        "The SLO's latency target",
+        Some(Unit::Seconds),
+        &slo_rows(&|s| Some(s.target_seconds)),
+    )?;
+    gauge(
+        enc,
+        "iowarden_tune_slo_observed",
+        "The SLO's quantile measured over the last decision period",
+        Some(Unit::Seconds),
+        &slo_rows(&|s| s.observed_seconds),
+    )?;
+    counter(
+        enc,
+        "iowarden_tune_slo_periods",
+        "Decision periods measured for the SLO",
+        None,
+        &slo_rows(&|s| Some(s.periods as f64)),
+    )?;
+    counter(
+        enc,
+        "iowarden_tune_slo_periods_met",
+        "Decision periods in which the SLO held",
+        None,
+        &slo_rows(&|s| Some(s.periods_met as f64)),
+    )
+}
+
+fn encode_state(enc: &mut DescriptorEncoder, t: &TunerStatus) -> std::fmt::Result {
+    let dev = t.device.name.as_str();
+    let qos: Vec<_> = t
+        .qos
+        .iter()
+        .map(|(f, v)| (kv(&[("device", dev), ("field", f)]), *v))
+        .collect();
+    gauge(
+            enc,
+            "iowarden_tune_qos_value",
+            "Each io.cost.qos field the tuner set (percent for rpct/wpct/min/max, microseconds for rlat/wlat)",
+            None,
+            &qos,
+        )?;
+    let decisions: Vec<_> = t
+        .decisions
+        .iter()
+        .map(|(a, n)| (kv(&[("device", dev), ("action", a)]), *n as f64))
+        .collect();
+    counter(
+        enc,
+        "iowarden_tune_decisions",
+        "Tuner decisions by action",
+        None,
+        &decisions,
+    )?;
+    let one = |v: f64| vec![(kv(&[("device", dev)]), v)];
+    gauge(
+        enc,
+        "iowarden_tune_converged",
+        "1 once the tuner's search has converged",
+        None,
+        &one(if t.converged { 1.0 } else { 0.0 }),
+    )?;
+    gauge(
+        enc,
+        "iowarden_tune_throughput",
+        "Aggregate device throughput over the last decision period",
+        Some(Unit::Other("bytes_per_second".into())),
+        &one(t.throughput_bytes_per_second),
+    )
+}
