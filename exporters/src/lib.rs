@@ -11,6 +11,7 @@ pub mod json;
 pub mod locks;
 pub mod locks_metrics;
 pub mod model;
+pub mod modeltune;
 pub mod native;
 pub mod openmetrics;
 pub mod protobuf;
@@ -30,6 +31,7 @@ pub use iocounters::IoCounter;
 pub use json::{decode_json, encode_json};
 pub use locks::{log2_quantile_seconds, LockReport, LockSeries, LockSiteRow, LockStack};
 pub use model::*;
+pub use modeltune::{ModelParam, ModelTunerStatus};
 pub use openmetrics::{
     collapse_buckets, encode_openmetrics, ClassicBuckets, ExpositionOptions, SelfMetrics,
 };

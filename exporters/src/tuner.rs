@@ -64,6 +64,9 @@ pub struct TunerStatus {
     /// Known-good / known-bad vrate bracket of the search (percent).
     pub vrate_good: Option<f64>,
     pub vrate_bad: Option<f64>,
+    /// `tune --model`: the io.cost.model estimator and write-back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<crate::modeltune::ModelTunerStatus>,
 }
 
 #[derive(Debug)]
@@ -169,6 +172,9 @@ impl Collector for TunerCollector {
             Some(Unit::Other("bytes_per_second".into())),
             &one(t.throughput_bytes_per_second),
         )?;
+        if let Some(m) = &t.model {
+            crate::modeltune::encode(&mut enc, dev, m)?;
+        }
         Ok(())
     }
 }

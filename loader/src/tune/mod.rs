@@ -6,6 +6,8 @@
 pub mod controller;
 pub mod measure;
 pub mod model_fit;
+pub mod model_guard;
+pub mod model_run;
 pub mod model_solve;
 #[cfg(test)]
 mod model_tests;
