@@ -148,6 +148,9 @@ pub struct Fit {
     /// Saturated windows used / windows seen but not saturated.
     pub windows: usize,
     pub unsaturated: u64,
+    /// Saturated windows left out as stalls (the device did clearly less
+    /// than the others show it can).
+    pub stalled: usize,
     /// RMS of (T − predicted) / T over the windows used.
     pub error: Option<f64>,
     /// Total work of the windows used, per column (for rescaling vrate).

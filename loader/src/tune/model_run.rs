@@ -141,8 +141,11 @@ impl ModelLoop {
         };
         let seconds = now - then;
         if seconds >= self.window.as_secs_f64() {
-            self.estimator
-                .push(Window::between(prev, &classes, seconds));
+            let w = Window::between(prev, &classes, seconds);
+            let line = window_line(&w, self.estimator.push(w.clone()));
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{line}")?;
+            out.flush()?;
             self.prev = Some((classes, now));
         }
         Ok(())
@@ -191,6 +194,7 @@ impl ModelLoop {
             "fit": {
                 "saturated_windows": self.fit.windows,
                 "unsaturated_windows": self.fit.unsaturated,
+                "stalled_windows": self.fit.stalled,
                 "error": self.fit.error,
                 "params": self.param_status(),
             },
@@ -281,6 +285,27 @@ impl ModelLoop {
             }
         )
     }
+}
+
+/// A measurement window as a JSON line: what the fit is made of.
+fn window_line(w: &Window, saturated: bool) -> serde_json::Value {
+    let r = |v: f64| (v * 1000.0).round() / 1000.0;
+    let named = |v: &[f64; 6], pages: bool| -> BTreeMap<&str, f64> {
+        v.iter()
+            .zip(NAMES)
+            .filter(|(_, n)| pages || !n.ends_with("bps"))
+            .map(|(v, n)| (n, *v))
+            .collect()
+    };
+    json!({
+        "model_window": {
+            "seconds": r(w.seconds),
+            "mean_inflight": r(w.mean_inflight),
+            "saturated": saturated,
+            "requests_or_pages": named(&w.x, true),
+            "bytes": named(&w.bytes, false),
+        }
+    })
 }
 
 /// Whether a decision moved the model (and so vrate).

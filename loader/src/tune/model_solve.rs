@@ -232,6 +232,59 @@ fn solve_feasible(
     None
 }
 
+/// Leaves out windows in which the device did clearly less work than the
+/// others say it can: a stall (the host or the guest CPU not feeding it, a
+/// flush) only ever lowers what a saturated window gets done, never raises
+/// it, so the capacity is the upper envelope. One-sided and robust: a
+/// window is out when its relative residual exceeds the median by more than
+/// 3 × 1.4826 × the median absolute deviation (and 5 %), refitted until none
+/// is, keeping at least `min_windows`.
+fn drop_stalled<'a>(rows: &[&'a Window], cfg: &FitConfig, cols: &[usize]) -> Vec<&'a Window> {
+    // Every term kept while trimming: only the final fit judges errors.
+    let loose = FitConfig {
+        max_rse: f64::INFINITY,
+        ..cfg.clone()
+    };
+    let mut kept: Vec<&Window> = rows.to_vec();
+    for _ in 0..10 {
+        let (mut why, mut tangled) = (Default::default(), Default::default());
+        let Some(s) = solve_feasible(&kept, &loose, cols.to_vec(), &mut why, &mut tangled) else {
+            break;
+        };
+        let rel = |w: &Window| {
+            let pred: f64 = s.cols.iter().map(|&c| w.x[c] * s.theta[c]).sum();
+            (w.seconds - pred) / w.seconds
+        };
+        let r: Vec<f64> = kept.iter().map(|w| rel(w)).collect();
+        let med = median(r.clone());
+        let mad = median(r.iter().map(|v| (v - med).abs()).collect());
+        let limit = med + (3.0 * 1.4826 * mad).max(0.05);
+        let next: Vec<&Window> = kept
+            .iter()
+            .zip(&r)
+            .filter(|(_, &v)| v <= limit)
+            .map(|(w, _)| *w)
+            .collect();
+        if next.len() == kept.len() || next.len() < cfg.min_windows {
+            break;
+        }
+        kept = next;
+    }
+    kept
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        0.0
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
 /// The fit over saturated windows (see model_fit.rs).
 pub fn fit_windows(rows: &[&Window], cfg: &FitConfig, unsaturated: u64) -> Fit {
     let mut fit = Fit {
@@ -264,6 +317,9 @@ pub fn fit_windows(rows: &[&Window], cfg: &FitConfig, unsaturated: u64) -> Fit {
         .copied()
         .filter(|&c| fit.work[c] > 0.0)
         .collect();
+    let kept = drop_stalled(rows, cfg, &cols);
+    fit.stalled = rows.len() - kept.len();
+    let rows = &kept[..];
     let mut tangled: [String; PARAMS] = Default::default();
     let sol = solve_feasible(rows, cfg, cols, &mut why, &mut tangled);
     fit.error = sol.as_ref().map(|s| s.rms_rel);

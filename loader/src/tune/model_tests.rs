@@ -110,6 +110,33 @@ fn noisy_windows_fit_within_their_noise_and_say_how_sure() {
 }
 
 #[test]
+fn stalled_windows_do_not_drag_the_capacity_down() {
+    // A fifth of the windows lose 30-60 % of their work to stalls (the
+    // window lasts as long, the device gets less done).
+    let mut e = Estimator::new(FitConfig::default());
+    let mut seed = 7u64;
+    for round in 0..5 {
+        for (i, m) in varied_mixes().into_iter().enumerate() {
+            let stall = if (i + round) % 5 == 0 {
+                0.3 + 0.3 * (noise(&mut seed, 1.0) + 1.0) / 2.0
+            } else {
+                0.0
+            };
+            let mut w = window(&DEVICE, &m, 1.0, noise(&mut seed, 0.01));
+            w.x.iter_mut()
+                .for_each(|v| *v = (*v * (1.0 - stall)).round());
+            e.push(w);
+        }
+    }
+    let f = e.fit();
+    assert_eq!(f.stalled, 12, "{f:#?}");
+    assert_eq!(f.determined(), 6, "{f:#?}");
+    for (p, want) in f.params.iter().zip(values(&DEVICE)) {
+        assert!(within(p.value.unwrap(), want, 0.02), "{p:?} vs {want}");
+    }
+}
+
+#[test]
 fn a_model_four_times_off_does_not_bias_the_fit() {
     // The fit measures the device, whatever model iocost charged with: the
     // windows carry counts and time, not the configured costs.
