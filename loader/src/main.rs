@@ -279,6 +279,8 @@ struct TuneArgs {
     /// Stop (and restore the knobs) after this long
     #[arg(long, value_parser = parse_duration)]
     duration: Option<Duration>,
+    #[command(flatten)]
+    model: iowarden::tune::model_run::ModelArgs,
 }
 
 fn tune(a: TuneArgs) -> Result<()> {
@@ -312,6 +314,7 @@ fn tune(a: TuneArgs) -> Result<()> {
                 dry_run: a.dry_run,
                 ..Default::default()
             },
+            model: a.model.options(),
         },
         &resolver,
     )?;

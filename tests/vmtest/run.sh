@@ -6,6 +6,8 @@
 #   VMTEST_TIMEOUT=900        seconds before a hung guest is killed
 #   IOWARDEN_BIN=...          the binary the guest tests run
 #   VMTEST_ONLY='40-*'        run only the guest tests t-<glob>.sh
+#   VMTEST_ONLY='m-47-model'  run a measurement script (guest/m-*.sh: proofs whose
+#                             target is not met yet, so not part of make test)
 #   VMTEST_CACHE=dir          where the venv, NVMe image and log live
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,12 +19,17 @@ export IOWARDEN_BIN=${IOWARDEN_BIN:-$TOP/target/release/iowarden}
 # The selection and how many checks it must report, before anything is
 # installed or booted: a VMTEST_ONLY that matches nothing is an error.
 # 't-45*' and '45-tune.sh' name the same script as '45*'.
-only=${VMTEST_ONLY:-*}; only=${only#t-}; only=${only%.sh}
+only=${VMTEST_ONLY:-*}; only=${only%.sh}
 shopt -s nullglob
-selected=(tests/vmtest/guest/t-$only.sh)
+if [[ $only == m-* ]]; then
+  selected=(tests/vmtest/guest/$only.sh)
+else
+  only=${only#t-}
+  selected=(tests/vmtest/guest/t-$only.sh)
+fi
 shopt -u nullglob
 if ((${#selected[@]} == 0)); then
-  echo "vmtest: VMTEST_ONLY='${VMTEST_ONLY:-}' matches no tests/vmtest/guest/t-$only.sh; nothing would run" >&2
+  echo "vmtest: VMTEST_ONLY='${VMTEST_ONLY:-}' matches no script in tests/vmtest/guest; nothing would run" >&2
   exit 1
 fi
 expected=0

@@ -17,6 +17,7 @@ pub mod locks;
 pub mod nvme;
 pub mod queues;
 pub mod runtime;
+pub mod tune_model;
 pub mod tuner;
 
 pub use self::core::*;
@@ -27,6 +28,7 @@ pub use locks::{log2_quantile_seconds, LockReport, LockSeries, LockSiteRow, Lock
 pub use nvme::{HolSeries, NvmeQueue, NvmeQueueCgroup};
 pub use queues::{CpuQueueMap, QueueSeries};
 pub use runtime::{BpfProgramStats, ProbeStatus, RuntimeMetrics, SelfMetrics, TableFill};
+pub use tune_model::{ModelParam, ModelTunerStatus};
 pub use tuner::{TunerDecision, TunerSlo, TunerStatus};
 
 /// Version of the JSON schema of [`Snapshot`]; bump on incompatible changes.

@@ -60,4 +60,7 @@ pub struct TunerStatus {
     /// Known-good / known-bad vrate bracket of the search (percent).
     pub vrate_good: Option<f64>,
     pub vrate_bad: Option<f64>,
+    /// `tune --model`: the io.cost.model estimator and write-back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<super::tune_model::ModelTunerStatus>,
 }

@@ -21,6 +21,7 @@ mod locks;
 mod nvme;
 mod queues;
 mod runtime;
+mod tune_model;
 mod tuner;
 
 pub use family::{collapse_buckets, ClassicBuckets};

@@ -112,5 +112,9 @@ fn encode_state(enc: &mut DescriptorEncoder, t: &TunerStatus) -> std::fmt::Resul
         "Aggregate device throughput over the last decision period",
         Some(Unit::Other("bytes_per_second".into())),
         &one(t.throughput_bytes_per_second),
-    )
+    )?;
+    match &t.model {
+        Some(m) => super::tune_model::encode(enc, dev, m),
+        None => Ok(()),
+    }
 }

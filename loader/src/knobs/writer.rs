@@ -308,6 +308,15 @@ impl Writer {
             ));
         }
         if is_cgroupfs(&c.path) {
+            // A device that is gone took its line of the knob with it.
+            if let Ok(Some(dev)) = c.kind.check_write(&c.value) {
+                if !Path::new(&format!("/sys/dev/block/{dev}")).exists() {
+                    return Ok(format!(
+                        "{}: device {dev} is gone, nothing to restore",
+                        c.path.display()
+                    ));
+                }
+            }
             let cmds = c.kind.restore_commands(&c.previous, &c.value)?;
             for cmd in &cmds {
                 let dev = c.kind.check_write(cmd).ok().flatten();

@@ -220,6 +220,21 @@ impl Controller {
         (self.good, self.bad)
     }
 
+    /// Follows a change of the cost model's scale: every vrate known so far
+    /// is multiplied by `factor` (the change in cost of the device's work),
+    /// so the search continues from the same admitted load. Returns the new v.
+    pub fn rescale(&mut self, factor: f64) -> f64 {
+        let c = &self.cfg;
+        self.v = round2((self.v * factor).clamp(c.vrate_min, c.vrate_max));
+        self.good = self.good.map(|g| g * factor);
+        self.bad = self.bad.map(|b| b * factor);
+        self.low_bad = self.low_bad.map(|b| b * factor);
+        self.converged = false;
+        self.tight = 0;
+        self.slack = 0;
+        self.v
+    }
+
     /// A bounded move from v towards `to`, inside the bounds.
     fn step_to(&self, to: f64) -> f64 {
         let c = &self.cfg;

@@ -14,8 +14,9 @@ use anyhow::{anyhow, bail, Result};
 use iowarden_exporters::{DeviceRef, Snapshot, TunerDecision, TunerSlo, TunerStatus};
 use serde_json::json;
 
-use super::controller::{Action, Controller, ControllerConfig, Measurement};
+use super::controller::{Action, Controller, ControllerConfig, Decision, Measurement};
 use super::measure::{measure, Protected};
+use super::model_run::{self, ModelLoop, ModelOptions};
 use super::slo::Slo;
 use crate::cgroups::CgroupResolver;
 use crate::knobs::writer::{Writer, WriterConfig};
@@ -30,6 +31,8 @@ pub struct TuneOptions {
     /// io.weight `default W` for the protected cgroups.
     pub protect_weight: Option<u32>,
     pub writer: WriterConfig,
+    /// `--model`: also fit io.cost.model and write it back.
+    pub model: Option<ModelOptions>,
 }
 
 pub struct Tuner {
@@ -46,6 +49,7 @@ pub struct Tuner {
     decisions: BTreeMap<String, u64>,
     /// io.stat cost.wait (µs) of each protected cgroup at the period start.
     wait_base: Vec<Option<u64>>,
+    model: Option<ModelLoop>,
 }
 
 /// `/lc`, `lc` and `/sys/fs/cgroup/lc` all name the same cgroup.
@@ -115,6 +119,11 @@ impl Tuner {
                 bail!("--protect-weight {w} out of range (1 to 10000)");
             }
         }
+        let model = opts
+            .model
+            .as_ref()
+            .map(|mo| ModelLoop::prepare(&opts.device, &root, mo))
+            .transpose()?;
         let controller = Controller::new(opts.controller.clone());
         let status = TunerStatus {
             device: opts.device.clone(),
@@ -145,6 +154,7 @@ impl Tuner {
             status,
             decisions: BTreeMap::new(),
             wait_base: Vec::new(),
+            model,
         })
     }
 
@@ -223,6 +233,9 @@ impl Tuner {
     /// per period and attaches the tuner's status to the snapshot.
     pub fn on_poll(&mut self, snap: &mut Snapshot) -> Result<()> {
         self.check_cgroups()?;
+        if let Some(ml) = self.model.as_mut() {
+            ml.observe(snap)?;
+        }
         let Some(base) = &self.base else {
             self.base = Some(snap.clone());
             self.wait_base = self.iocost_waits();
@@ -266,8 +279,8 @@ impl Tuner {
     }
 
     fn decide(&mut self, m: &Measurement) -> Result<()> {
-        let d = self.controller.decide(m);
         let at = self.started.elapsed().as_secs_f64();
+        let d = self.model_then_qos(m, at)?;
         // In a dry run the writer writes nothing: the line is what it would write.
         let dry_run = self.writer.config().dry_run;
         let line = (d.to != d.from).then(|| Self::qos_line(&self.devnum(), d.to));
@@ -354,6 +367,41 @@ impl Tuner {
         Ok(())
     }
 
+    /// With `--model`, the model decides first; while it steps, watches or
+    /// rolls back a change, the QoS controller holds (vrate only rescaled
+    /// with the model), so an SLO change is the model's doing.
+    fn model_then_qos(&mut self, m: &Measurement, at: f64) -> Result<Decision> {
+        let Some(ml) = self.model.as_mut() else {
+            return Ok(self.controller.decide(m));
+        };
+        let md = ml.decide(
+            worst_slo_ratio(m, self.opts.controller.min_samples),
+            &mut self.writer,
+            at,
+        )?;
+        self.status.model = Some(ml.status());
+        if !md.action.holds_qos() {
+            return Ok(self.controller.decide(m));
+        }
+        let from = self.controller.vrate();
+        let to = if model_run::changed(&md) {
+            self.controller.rescale(md.vrate_factor)
+        } else {
+            from
+        };
+        Ok(Decision {
+            action: Action::Hold,
+            from,
+            to,
+            reason: format!(
+                "held while io.cost.model {} (vrate x{:.3}): {}",
+                md.action.as_str(),
+                md.vrate_factor,
+                md.reason
+            ),
+        })
+    }
+
     /// A summary for the end of the run.
     pub fn summary(&self) -> String {
         let mut s = format!(
@@ -370,6 +418,9 @@ impl Tuner {
                 t.cgroup, t.slo, t.periods_met, t.periods
             ));
         }
+        if let Some(ml) = &self.model {
+            s.push_str(&format!("; {}", ml.summary()));
+        }
         s
     }
 
@@ -379,9 +430,47 @@ impl Tuner {
     }
 }
 
+/// The worst observed (with iocost throttling) / target of the SLOs; None
+/// when one of them has too few samples to judge.
+fn worst_slo_ratio(m: &Measurement, min_samples: u64) -> Option<f64> {
+    m.slos.iter().try_fold(0.0f64, |w, s| {
+        (s.samples >= min_samples).then(|| w.max(s.effective() / s.target_seconds))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_model_judges_the_worst_slo_or_nothing() {
+        use crate::tune::controller::SloSample;
+        let slo = |observed: f64, samples: u64| SloSample {
+            name: "/lc read-p99=2ms".into(),
+            target_seconds: 0.002,
+            observed_seconds: Some(observed),
+            samples,
+            throttle_seconds: 0.0,
+        };
+        let m = Measurement {
+            slos: vec![slo(0.001, 500), slo(0.003, 500)],
+            ..Default::default()
+        };
+        assert_eq!(worst_slo_ratio(&m, 100), Some(1.5));
+        assert_eq!(worst_slo_ratio(&m, 501), None);
+    }
+
+    #[test]
+    fn a_model_change_rescales_the_qos_search() {
+        let mut c = Controller::new(ControllerConfig {
+            start: 80.0,
+            ..Default::default()
+        });
+        assert_eq!(c.rescale(0.5), 40.0);
+        // Bounded like every other vrate the tuner writes.
+        assert_eq!(c.rescale(10.0), 100.0);
+        assert_eq!(c.rescale(0.001), 5.0);
+    }
 
     #[test]
     fn protected_paths_normalise() {

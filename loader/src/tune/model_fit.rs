@@ -1,0 +1,276 @@
+//! The online io.cost.model estimator, from device occupancy. Pure logic.
+//!
+//! iocost's model says what share of the device's capacity a request takes:
+//! a 4 KiB random read costs 1/rrandiops seconds of a saturated device, and
+//! each page 1/(bps/4096) seconds. So over a window in which the device was
+//! saturated (always busy, requests queued inside it), the window's length
+//! is the sum of what its requests cost:
+//!
+//!   T_w = Σ_ops (seq_ios × seq_cost + rand_ios × rand_cost + pages × page_cost)
+//!
+//! Windows whose mix of reads, writes, patterns and sizes differs identify
+//! the six per-unit costs by non-negative least squares; each cost's
+//! standard error comes from the residuals (σ² (XᵀX)⁻¹). This is what
+//! iocost_coef_gen measures offline one pattern at a time (a saturating
+//! run's throughput is 1 / cost), fitted here from whatever mix production
+//! runs. Per-request latency is not used: at queue depth > 1 it includes
+//! waiting behind other requests and says nothing about capacity.
+//!
+//! A window counts as saturated when the mean number of requests in the
+//! device (Σ issue→completion time / window, Little's law) is at least
+//! `saturation_depth`: deeper than the device's internal parallelism.
+
+use std::collections::VecDeque;
+
+use iowarden_exporters::{CostClass, Op};
+
+use crate::costmodel::{LinearModel, PAGE_SIZE};
+
+/// Columns, in blk-iocost's LCOEF order and io.cost.model's key order:
+/// rpage/rbps, rseq/rseqiops, rrand/rrandiops, wpage/wbps, wseq, wrand.
+pub const PARAMS: usize = 6;
+/// The page columns (per-byte terms).
+const PAGE_COLS: [usize; 2] = [0, 3];
+
+fn is_page(col: usize) -> bool {
+    PAGE_COLS.contains(&col)
+}
+
+/// One measurement window of one device.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Window {
+    pub seconds: f64,
+    /// Mean requests in the device over the window.
+    pub mean_inflight: f64,
+    /// Requests per base column, pages per page column.
+    pub x: [f64; PARAMS],
+    /// Bytes per base column (for the mean request size).
+    pub bytes: [f64; PARAMS],
+}
+
+impl Window {
+    /// The window between two cumulative reads of a device's cost classes.
+    pub fn between(prev: &[CostClass], cur: &[CostClass], seconds: f64) -> Window {
+        let mut w = Window {
+            seconds,
+            ..Default::default()
+        };
+        let mut busy = 0.0;
+        for c in cur {
+            let p = prev
+                .iter()
+                .find(|p| p.op == c.op && p.random == c.random && p.size_bytes == c.size_bytes);
+            let ios = c.ios.saturating_sub(p.map_or(0, |p| p.ios)) as f64;
+            let bytes = c.bytes.saturating_sub(p.map_or(0, |p| p.bytes)) as f64;
+            busy += (c.device_seconds - p.map_or(0.0, |p| p.device_seconds)).max(0.0);
+            let o = if c.op == Op::Write { 3 } else { 0 };
+            let base = o + 1 + c.random as usize;
+            w.x[base] += ios;
+            w.bytes[base] += bytes;
+            // The kernel charges at least one page per request.
+            w.x[o] += (bytes / PAGE_SIZE as f64).max(ios);
+        }
+        if seconds > 0.0 {
+            w.mean_inflight = busy / seconds;
+        }
+        w
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct FitConfig {
+    /// Mean requests in the device at which a window counts as saturated.
+    pub saturation_depth: f64,
+    /// Fewest saturated windows for any fit.
+    pub min_windows: usize,
+    /// Fewest requests (pages for bps) a parameter needs in saturated windows.
+    pub min_samples: u64,
+    /// Largest relative standard error of a parameter that counts as determined.
+    pub max_rse: f64,
+    /// Saturated windows kept (the oldest are dropped: the fit follows the device).
+    pub capacity: usize,
+}
+
+impl Default for FitConfig {
+    fn default() -> Self {
+        FitConfig {
+            saturation_depth: 8.0,
+            min_windows: 6,
+            min_samples: 2000,
+            max_rse: 0.05,
+            capacity: 240,
+        }
+    }
+}
+
+impl FitConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.saturation_depth.is_nan() || self.saturation_depth < 1.0 {
+            return Err(format!(
+                "saturation depth {} must be at least 1 request",
+                self.saturation_depth
+            ));
+        }
+        if self.min_windows < 2 || self.capacity < self.min_windows {
+            return Err(format!(
+                "need at least 2 windows for a fit, and room for them (min {} of {})",
+                self.min_windows, self.capacity
+            ));
+        }
+        if self.max_rse.is_nan() || self.max_rse <= 0.0 || self.max_rse >= 1.0 {
+            return Err(format!(
+                "max relative error {} outside (0, 1)",
+                self.max_rse
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One fitted parameter.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ParamFit {
+    /// In io.cost.model's units (bytes/s or IOPS); None: not determined.
+    pub value: Option<u64>,
+    /// The estimate even when not determined (0: not in the fit).
+    pub estimate: u64,
+    /// Relative standard error of the estimate.
+    pub rse: Option<f64>,
+    /// Requests (pages for bps) in the saturated windows.
+    pub samples: u64,
+    /// Why it is not determined ("" when it is).
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Fit {
+    pub params: [ParamFit; PARAMS],
+    /// Saturated windows used / windows seen but not saturated.
+    pub windows: usize,
+    pub unsaturated: u64,
+    /// Saturated windows left out as stalls (the device did clearly less
+    /// than the others show it can).
+    pub stalled: usize,
+    /// RMS of (T − predicted) / T over the windows used.
+    pub error: Option<f64>,
+    /// Total work of the windows used, per column (for rescaling vrate).
+    pub work: [f64; PARAMS],
+}
+
+impl Fit {
+    pub fn determined(&self) -> usize {
+        self.params.iter().filter(|p| p.value.is_some()).count()
+    }
+
+    /// `current` with every determined parameter replaced by the fit's.
+    pub fn model_over(&self, current: LinearModel) -> LinearModel {
+        let mut v = values(&current);
+        for (slot, p) in v.iter_mut().zip(&self.params) {
+            if let Some(x) = p.value {
+                *slot = x;
+            }
+        }
+        from_values(v)
+    }
+}
+
+pub fn values(m: &LinearModel) -> [u64; PARAMS] {
+    [
+        m.rbps,
+        m.rseqiops,
+        m.rrandiops,
+        m.wbps,
+        m.wseqiops,
+        m.wrandiops,
+    ]
+}
+
+pub fn from_values(v: [u64; PARAMS]) -> LinearModel {
+    LinearModel {
+        rbps: v[0],
+        rseqiops: v[1],
+        rrandiops: v[2],
+        wbps: v[3],
+        wseqiops: v[4],
+        wrandiops: v[5],
+    }
+}
+
+/// Seconds of device time per unit of each column under `m` (0: free term):
+/// per page, and per request of the base columns as blk-iocost charges them.
+pub fn unit_costs(m: &LinearModel) -> [f64; PARAMS] {
+    let lc = m.lcoefs();
+    lc.map(|c| c as f64 / crate::costmodel::VTIME_PER_SEC as f64)
+}
+
+/// The saturated windows of one device and the fit over them.
+pub struct Estimator {
+    cfg: FitConfig,
+    windows: VecDeque<Window>,
+    unsaturated: u64,
+}
+
+impl Estimator {
+    pub fn new(cfg: FitConfig) -> Estimator {
+        Estimator {
+            cfg,
+            windows: VecDeque::new(),
+            unsaturated: 0,
+        }
+    }
+
+    pub fn config(&self) -> &FitConfig {
+        &self.cfg
+    }
+
+    /// Keeps the window if the device was saturated over it; says whether.
+    pub fn push(&mut self, w: Window) -> bool {
+        let work: f64 = w.x.iter().sum();
+        if w.seconds <= 0.0 || work <= 0.0 || w.mean_inflight < self.cfg.saturation_depth {
+            self.unsaturated += 1;
+            return false;
+        }
+        if self.windows.len() == self.cfg.capacity {
+            self.windows.pop_front();
+        }
+        self.windows.push_back(w);
+        true
+    }
+
+    /// Forgets every window (after the device changed, e.g. a new model
+    /// changes nothing here, but a vanished and returned device does).
+    pub fn clear(&mut self) {
+        self.windows.clear();
+        self.unsaturated = 0;
+    }
+
+    pub fn fit(&self) -> Fit {
+        let rows: Vec<&Window> = self.windows.iter().collect();
+        crate::tune::model_solve::fit_windows(&rows, &self.cfg, self.unsaturated)
+    }
+}
+
+/// io.cost.model's value of a column from per-unit costs (seconds): bps
+/// from the page cost, iops from the cost of a 4 KiB request (base + page).
+pub fn param_value(col: usize, theta: &[f64; PARAMS]) -> Option<u64> {
+    let page = theta[if col < 3 { 0 } else { 3 }];
+    let v = if is_page(col) {
+        (page > 0.0).then(|| PAGE_SIZE as f64 / page)?
+    } else {
+        let c = theta[col] + page;
+        (c > 0.0).then(|| 1.0 / c)?
+    };
+    Some(v.round().max(1.0) as u64)
+}
+
+pub(crate) fn page_col(col: usize) -> usize {
+    if col < 3 {
+        0
+    } else {
+        3
+    }
+}
+
+pub(crate) fn is_page_col(col: usize) -> bool {
+    is_page(col)
+}

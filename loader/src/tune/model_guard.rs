@@ -1,0 +1,489 @@
+//! Guard rails of the io.cost.model write-back, pure: whether a fit may
+//! change the model this period, by how much, and whether the last change
+//! is kept or rolled back.
+//!
+//! - only parameters the fit determined (enough samples, small relative
+//!   error) move; the others keep their value;
+//! - a parameter moves only when the fit differs from it by more than the
+//!   hysteresis, and by at most a factor `max_step` per change;
+//! - after a change the model is held for `judge_periods` periods while the
+//!   protected cgroups' SLOs are watched (the QoS controller holds too, so a
+//!   change of the SLOs is the model's doing); if the SLOs got worse by more
+//!   than `worse_by` and missed, the previous model is put back and no
+//!   change is tried for `cooldown_periods`.
+//!
+//! With the QoS controller: the model sets the scale (vrate 100% = the
+//! device's measured capacity) and vrate the margin. A model change rescales
+//! vrate by the change in cost of the work the device has been doing, so
+//! what iocost admits stays the same at the moment of the change and the
+//! QoS search continues from the same operating point.
+
+use crate::costmodel::LinearModel;
+
+use super::model_fit::{from_values, unit_costs, values, Fit, PARAMS};
+use super::model_solve::NAMES;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct GuardConfig {
+    /// Largest factor by which one change moves a parameter.
+    pub max_step: f64,
+    /// Relative difference between fit and model below which nothing moves.
+    pub hysteresis: f64,
+    /// Periods a change is watched before it is kept.
+    pub judge_periods: u32,
+    /// Worst SLO ratio (observed / target) worse by more than this fraction
+    /// after a change, and above 1 (a miss): the change is rolled back.
+    pub worse_by: f64,
+    /// Periods without changes after a rollback.
+    pub cooldown_periods: u32,
+}
+
+impl Default for GuardConfig {
+    fn default() -> Self {
+        GuardConfig {
+            max_step: 2.0,
+            hysteresis: 0.10,
+            judge_periods: 2,
+            worse_by: 0.2,
+            cooldown_periods: 10,
+        }
+    }
+}
+
+impl GuardConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.max_step.is_nan() || self.max_step <= 1.0 || self.max_step > 10.0 {
+            return Err(format!(
+                "model max step {} must be a factor above 1 and at most 10",
+                self.max_step
+            ));
+        }
+        if self.hysteresis.is_nan() || self.hysteresis < 0.0 || self.hysteresis >= 1.0 {
+            return Err(format!(
+                "model hysteresis {} outside [0, 1)",
+                self.hysteresis
+            ));
+        }
+        if self.judge_periods == 0 {
+            return Err("a model change must be judged over at least 1 period".into());
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelAction {
+    /// The fit determines nothing yet: nothing changes.
+    Insufficient,
+    /// Every determined parameter is within the hysteresis.
+    Converged,
+    /// A bounded step towards the fit.
+    Step,
+    /// Watching the last step.
+    Judging,
+    /// The last step held the SLOs: kept.
+    Keep,
+    /// The last step made the SLOs worse: the previous model is back.
+    Rollback,
+    /// No change for a while after a rollback.
+    Cooldown,
+}
+
+impl ModelAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelAction::Insufficient => "insufficient",
+            ModelAction::Converged => "converged",
+            ModelAction::Step => "step",
+            ModelAction::Judging => "judging",
+            ModelAction::Keep => "keep",
+            ModelAction::Rollback => "rollback",
+            ModelAction::Cooldown => "cooldown",
+        }
+    }
+
+    /// Whether the QoS controller must hold vrate this period.
+    pub fn holds_qos(self) -> bool {
+        matches!(
+            self,
+            ModelAction::Step | ModelAction::Judging | ModelAction::Rollback
+        )
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelDecision {
+    pub action: ModelAction,
+    pub reason: String,
+    pub from: LinearModel,
+    pub to: LinearModel,
+    /// Factor to apply to vrate with the new model (1: unchanged).
+    pub vrate_factor: f64,
+}
+
+struct Judged {
+    previous: LinearModel,
+    factor: f64,
+    before: Option<f64>,
+    after: Vec<f64>,
+    left: u32,
+}
+
+pub struct Guard {
+    cfg: GuardConfig,
+    judging: Option<Judged>,
+    cooldown: u32,
+}
+
+/// Cost of `work` (per column: requests or pages) under `m`, seconds.
+fn cost_of(work: &[f64; PARAMS], m: &LinearModel) -> f64 {
+    work.iter().zip(unit_costs(m)).map(|(w, u)| w * u).sum()
+}
+
+impl Guard {
+    pub fn new(cfg: GuardConfig) -> Guard {
+        Guard {
+            cfg,
+            judging: None,
+            cooldown: 0,
+        }
+    }
+
+    /// One period: `slo_ratio` is the worst observed / target of the
+    /// protected cgroups' SLOs (None: too few samples to judge).
+    pub fn decide(
+        &mut self,
+        current: LinearModel,
+        fit: &Fit,
+        slo_ratio: Option<f64>,
+    ) -> ModelDecision {
+        let hold = |action, reason: String| ModelDecision {
+            action,
+            reason,
+            from: current,
+            to: current,
+            vrate_factor: 1.0,
+        };
+        if let Some(j) = self.judging.as_mut() {
+            j.after.extend(slo_ratio);
+            j.left -= 1;
+            if j.left > 0 {
+                return hold(
+                    ModelAction::Judging,
+                    format!("watching the last change: {} more period(s)", j.left),
+                );
+            }
+            return self.judge(current);
+        }
+        if self.cooldown > 0 {
+            self.cooldown -= 1;
+            return hold(
+                ModelAction::Cooldown,
+                format!("{} period(s) left after a rollback", self.cooldown),
+            );
+        }
+        if fit.determined() == 0 {
+            let why: Vec<String> = fit
+                .params
+                .iter()
+                .zip(NAMES)
+                .filter(|(p, _)| !p.reason.is_empty())
+                .map(|(p, n)| format!("{n}: {}", p.reason))
+                .collect();
+            return hold(
+                ModelAction::Insufficient,
+                format!("nothing determined, nothing changed ({})", why.join("; ")),
+            );
+        }
+        let (to, moved) = self.bounded_target(current, fit);
+        if moved.is_empty() {
+            return hold(
+                ModelAction::Converged,
+                format!(
+                    "every determined parameter within {:.0}% of the fit",
+                    self.cfg.hysteresis * 100.0
+                ),
+            );
+        }
+        let old = cost_of(&fit.work, &current);
+        let factor = if old > 0.0 {
+            cost_of(&fit.work, &to) / old
+        } else {
+            1.0
+        };
+        self.judging = Some(Judged {
+            previous: current,
+            factor,
+            before: slo_ratio,
+            after: Vec::new(),
+            left: self.cfg.judge_periods,
+        });
+        ModelDecision {
+            action: ModelAction::Step,
+            reason: format!("towards the fit: {}", moved.join(", ")),
+            from: current,
+            to,
+            vrate_factor: factor,
+        }
+    }
+
+    /// The model one bounded step towards the fit, and what moved.
+    fn bounded_target(&self, current: LinearModel, fit: &Fit) -> (LinearModel, Vec<String>) {
+        let mut v = values(&current);
+        let mut moved = Vec::new();
+        for i in 0..PARAMS {
+            let Some(target) = fit.params[i].value else {
+                continue;
+            };
+            let cur = v[i];
+            let next = if cur == 0 {
+                target
+            } else {
+                let ratio = target as f64 / cur as f64;
+                if (ratio - 1.0).abs() <= self.cfg.hysteresis {
+                    continue;
+                }
+                let r = ratio.clamp(1.0 / self.cfg.max_step, self.cfg.max_step);
+                ((cur as f64 * r).round() as u64).max(1)
+            };
+            if next != cur {
+                moved.push(format!("{} {cur} -> {next} (fit {target})", NAMES[i]));
+                v[i] = next;
+            }
+        }
+        (from_values(v), moved)
+    }
+
+    fn judge(&mut self, current: LinearModel) -> ModelDecision {
+        let j = self.judging.take().expect("judging");
+        let after =
+            (!j.after.is_empty()).then(|| j.after.iter().sum::<f64>() / j.after.len() as f64);
+        let before = j.before.unwrap_or(1.0);
+        let worse = after.is_some_and(|a| a > 1.0 && a > before * (1.0 + self.cfg.worse_by));
+        let fmt = |r: Option<f64>| r.map_or("-".into(), |r| format!("{:.0}%", r * 100.0));
+        if worse {
+            self.cooldown = self.cfg.cooldown_periods;
+            return ModelDecision {
+                action: ModelAction::Rollback,
+                reason: format!(
+                    "SLOs worse after the change: worst at {} of target, {} before",
+                    fmt(after),
+                    fmt(j.before)
+                ),
+                from: current,
+                to: j.previous,
+                vrate_factor: 1.0 / j.factor,
+            };
+        }
+        ModelDecision {
+            action: ModelAction::Keep,
+            reason: format!(
+                "SLOs not worse: worst at {} of target, {} before",
+                fmt(after),
+                fmt(j.before)
+            ),
+            from: current,
+            to: current,
+            vrate_factor: 1.0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tune::model_fit::ParamFit;
+
+    const TRUE: LinearModel = LinearModel {
+        rbps: 240_000_000,
+        rseqiops: 15_000,
+        rrandiops: 13_600,
+        wbps: 270_000_000,
+        wseqiops: 12_000,
+        wrandiops: 7_600,
+    };
+
+    /// A fit that determined `which` parameters at TRUE's values.
+    fn fit(which: &[usize]) -> Fit {
+        let mut f = Fit {
+            work: [1e6, 1e4, 1e4, 1e6, 1e4, 1e4],
+            ..Default::default()
+        };
+        for (i, v) in values(&TRUE).into_iter().enumerate() {
+            f.params[i] = if which.contains(&i) {
+                ParamFit {
+                    value: Some(v),
+                    estimate: v,
+                    ..Default::default()
+                }
+            } else {
+                ParamFit {
+                    reason: "no such requests in the saturated windows".into(),
+                    ..Default::default()
+                }
+            };
+        }
+        f
+    }
+
+    fn scaled(m: &LinearModel, k: f64) -> LinearModel {
+        from_values(values(m).map(|v| (v as f64 * k).round() as u64))
+    }
+
+    /// Runs periods until `n` or a converged decision; returns the decisions.
+    fn run(
+        g: &mut Guard,
+        mut m: LinearModel,
+        f: &Fit,
+        n: usize,
+    ) -> (LinearModel, Vec<ModelDecision>) {
+        let mut out = Vec::new();
+        for _ in 0..n {
+            let d = g.decide(m, f, Some(0.5));
+            m = d.to;
+            let done = d.action == ModelAction::Converged;
+            out.push(d);
+            if done {
+                break;
+            }
+        }
+        (m, out)
+    }
+
+    #[test]
+    fn four_times_off_either_way_converges_in_bounded_steps() {
+        let all = [0, 1, 2, 3, 4, 5];
+        for start in [scaled(&TRUE, 4.0), scaled(&TRUE, 0.25)] {
+            let mut g = Guard::new(GuardConfig::default());
+            let (m, ds) = run(&mut g, start, &fit(&all), 20);
+            assert_eq!(m, TRUE, "{ds:#?}");
+            let steps: Vec<_> = ds
+                .iter()
+                .filter(|d| d.action == ModelAction::Step)
+                .collect();
+            assert_eq!(steps.len(), 2, "x4 in steps of at most x2: {ds:#?}");
+            for d in &steps {
+                for (a, b) in values(&d.from).iter().zip(values(&d.to)) {
+                    let r = b as f64 / *a as f64;
+                    assert!((0.499..=2.001).contains(&r), "{d:?}");
+                }
+            }
+            // Between steps the change is watched (QoS held), then kept.
+            let actions: Vec<_> = ds.iter().map(|d| d.action.as_str()).collect();
+            assert_eq!(
+                actions,
+                [
+                    "step",
+                    "judging",
+                    "keep",
+                    "step",
+                    "judging",
+                    "keep",
+                    "converged"
+                ]
+            );
+            assert!(ds[0].action.holds_qos() && ds[1].action.holds_qos());
+            assert!(!ds[2].action.holds_qos());
+        }
+    }
+
+    #[test]
+    fn vrate_follows_the_scale_of_the_model() {
+        // Costs halve (model twice as optimistic): vrate halves, so iocost
+        // admits the same work at the moment of the change.
+        let mut g = Guard::new(GuardConfig::default());
+        let d = g.decide(scaled(&TRUE, 0.5), &fit(&[0, 1, 2, 3, 4, 5]), None);
+        assert_eq!(d.action, ModelAction::Step);
+        assert!((d.vrate_factor - 0.5).abs() < 0.01, "{d:?}");
+    }
+
+    #[test]
+    fn within_hysteresis_and_undetermined_parameters_do_not_move() {
+        let mut g = Guard::new(GuardConfig::default());
+        let near = scaled(&TRUE, 1.08);
+        let d = g.decide(near, &fit(&[0, 1, 2, 3, 4, 5]), None);
+        assert_eq!(d.action, ModelAction::Converged);
+        assert_eq!(d.to, near);
+        // Only rrandiops determined: only it moves.
+        let start = scaled(&TRUE, 3.0);
+        let d = g.decide(start, &fit(&[2]), None);
+        assert_eq!(d.action, ModelAction::Step);
+        let mut want = start;
+        want.rrandiops = (start.rrandiops as f64 / 2.0).round() as u64;
+        assert_eq!(d.to, want);
+        assert!(
+            d.reason.contains("rrandiops 40800 -> 20400 (fit 13600)"),
+            "{}",
+            d.reason
+        );
+    }
+
+    #[test]
+    fn a_fit_without_determined_parameters_changes_nothing() {
+        let mut g = Guard::new(GuardConfig::default());
+        let d = g.decide(TRUE, &fit(&[]), None);
+        assert_eq!(d.action, ModelAction::Insufficient);
+        assert_eq!((d.to, d.vrate_factor), (TRUE, 1.0));
+        assert!(d.reason.contains("rbps: no such requests"), "{}", d.reason);
+    }
+
+    #[test]
+    fn worse_slos_after_a_change_roll_it_back_and_cool_down() {
+        let cfg = GuardConfig::default();
+        let mut g = Guard::new(cfg.clone());
+        let start = scaled(&TRUE, 0.25);
+        let f = fit(&[0, 1, 2, 3, 4, 5]);
+        let d = g.decide(start, &f, Some(0.8));
+        assert_eq!(d.action, ModelAction::Step);
+        let stepped = d.to;
+        assert_eq!(
+            g.decide(stepped, &f, Some(1.5)).action,
+            ModelAction::Judging
+        );
+        let d = g.decide(stepped, &f, Some(1.7));
+        assert_eq!(d.action, ModelAction::Rollback, "{d:?}");
+        assert_eq!(d.to, start);
+        // The step halved the costs (and vrate); the rollback doubles them back.
+        assert!((d.vrate_factor - 2.0).abs() < 0.01, "{d:?}");
+        assert!(
+            d.reason.contains("160% of target, 80% before"),
+            "{}",
+            d.reason
+        );
+        for _ in 0..cfg.cooldown_periods {
+            assert_eq!(g.decide(start, &f, Some(0.5)).action, ModelAction::Cooldown);
+        }
+        assert_eq!(g.decide(start, &f, Some(0.5)).action, ModelAction::Step);
+    }
+
+    #[test]
+    fn slos_met_or_no_worse_keep_the_change() {
+        let mut g = Guard::new(GuardConfig::default());
+        let f = fit(&[2]);
+        let d = g.decide(scaled(&TRUE, 4.0), &f, Some(1.3));
+        g.decide(d.to, &f, Some(1.35));
+        // A miss, but no worse than before by more than worse_by.
+        assert_eq!(g.decide(d.to, &f, None).action, ModelAction::Keep);
+    }
+
+    #[test]
+    fn bad_guard_settings_are_refused() {
+        let bad = |c: GuardConfig| c.validate().unwrap_err();
+        assert!(bad(GuardConfig {
+            max_step: 1.0,
+            ..Default::default()
+        })
+        .contains("above 1"));
+        assert!(bad(GuardConfig {
+            hysteresis: 1.0,
+            ..Default::default()
+        })
+        .contains("[0, 1)"));
+        assert!(bad(GuardConfig {
+            judge_periods: 0,
+            ..Default::default()
+        })
+        .contains("1 period"));
+        GuardConfig::default().validate().unwrap();
+    }
+}

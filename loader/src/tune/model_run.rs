@@ -1,0 +1,362 @@
+//! `tune --model`: the kernel-touching half of the io.cost.model
+//! write-back. Cuts the monitor's cumulative cost classes into windows for
+//! the estimator (model_fit.rs), asks the guard (model_guard.rs) once per
+//! decision period, writes io.cost.model through the journaling writer
+//! (which validates the line with the typed knob parser first), and logs
+//! every decision as a JSON line and in the status behind the metrics.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use iowarden_exporters::{
+    CostClass, CostParams, DeviceRef, ModelParam, ModelTunerStatus, Snapshot,
+};
+use serde_json::json;
+
+use super::model_fit::{Estimator, Fit, FitConfig, Window};
+use super::model_guard::{Guard, GuardConfig, ModelAction, ModelDecision};
+use super::model_solve::NAMES;
+use crate::costmodel::{LinearModel, AUTOP_HDD, AUTOP_SSD_DFL};
+use crate::knobs::writer::Writer;
+
+#[derive(Clone, Debug)]
+pub struct ModelOptions {
+    pub fit: FitConfig,
+    pub guard: GuardConfig,
+    /// Length of one measurement window.
+    pub window: Duration,
+}
+
+pub struct ModelLoop {
+    device: DeviceRef,
+    model_path: PathBuf,
+    window: Duration,
+    estimator: Estimator,
+    guard: Guard,
+    current: LinearModel,
+    /// Cost classes and time of the last window's end.
+    prev: Option<(Vec<CostClass>, f64)>,
+    fit: Fit,
+    decisions: BTreeMap<String, u64>,
+    last: Option<(ModelDecision, Option<String>, Option<String>)>,
+}
+
+fn params(m: &LinearModel) -> CostParams {
+    CostParams {
+        rbps: m.rbps,
+        rseqiops: m.rseqiops,
+        rrandiops: m.rrandiops,
+        wbps: m.wbps,
+        wseqiops: m.wseqiops,
+        wrandiops: m.wrandiops,
+    }
+}
+
+/// The model iocost charges the device with now: its io.cost.model line,
+/// else the parameters the kernel sets up when iocost starts on it.
+fn model_in_force(model_path: &Path, dev: &DeviceRef) -> Result<LinearModel> {
+    let text = std::fs::read_to_string(model_path)?;
+    if let Some(rest) = crate::iocost::device_line(&text, &dev.devt()) {
+        return LinearModel::parse_kernel_line(rest).map_err(|e| {
+            anyhow::anyhow!(
+                "io.cost.model of {} does not parse ({e}); nothing changed",
+                dev.name
+            )
+        });
+    }
+    let rotational = std::fs::read_to_string(format!("/sys/block/{}/queue/rotational", dev.name))
+        .is_ok_and(|s| s.trim() == "1");
+    Ok(if rotational { AUTOP_HDD } else { AUTOP_SSD_DFL })
+}
+
+impl ModelLoop {
+    /// Checks that iocost can model the device. Changes nothing.
+    pub fn prepare(device: &DeviceRef, root: &Path, opts: &ModelOptions) -> Result<ModelLoop> {
+        opts.fit.validate().map_err(anyhow::Error::msg)?;
+        opts.guard.validate().map_err(anyhow::Error::msg)?;
+        let model_path = root.join("io.cost.model");
+        if !model_path.exists() {
+            bail!(
+                "--model: {} does not exist: iocost needs the io controller on cgroup v2 and a kernel built with CONFIG_BLK_CGROUP_IOCOST; nothing changed",
+                model_path.display()
+            );
+        }
+        let sys = PathBuf::from("/sys/block").join(&device.name);
+        if !sys.exists() {
+            bail!(
+                "--model: {} is not a whole disk (no {}): iocost models whole disks; nothing changed",
+                device.name,
+                sys.display()
+            );
+        }
+        if !sys.join("mq").exists() {
+            bail!(
+                "--model: {} has no blk-mq queue ({}/mq missing): iocost only runs on request-based (blk-mq) devices; nothing changed",
+                device.name,
+                sys.display()
+            );
+        }
+        let current = model_in_force(&model_path, device)?;
+        Ok(ModelLoop {
+            device: device.clone(),
+            model_path,
+            window: opts.window,
+            estimator: Estimator::new(opts.fit.clone()),
+            guard: Guard::new(opts.guard.clone()),
+            current,
+            prev: None,
+            fit: Fit::default(),
+            decisions: BTreeMap::new(),
+            last: None,
+        })
+    }
+
+    pub fn current(&self) -> LinearModel {
+        self.current
+    }
+
+    /// Feeds the poll's cumulative snapshot: closes a window when one is due.
+    pub fn observe(&mut self, snap: &Snapshot) -> Result<()> {
+        let sysdev = format!("/sys/dev/block/{}", self.device.devt());
+        if !Path::new(&sysdev).exists() {
+            bail!(
+                "device {} ({}) vanished",
+                self.device.name,
+                self.device.devt()
+            );
+        }
+        let classes = snap
+            .cost_models
+            .iter()
+            .find(|m| m.device.major == self.device.major && m.device.minor == self.device.minor)
+            .map(|m| m.classes.clone())
+            .unwrap_or_default();
+        let now = snap.taken_at_unix_seconds;
+        let Some((prev, then)) = &self.prev else {
+            self.prev = Some((classes, now));
+            return Ok(());
+        };
+        let seconds = now - then;
+        if seconds >= self.window.as_secs_f64() {
+            let w = Window::between(prev, &classes, seconds);
+            let line = window_line(&w, self.estimator.push(w.clone()));
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{line}")?;
+            out.flush()?;
+            self.prev = Some((classes, now));
+        }
+        Ok(())
+    }
+
+    /// One decision period: fit, guard, and the write. `slo_ratio` is the
+    /// protected cgroups' worst observed / target (None: too few samples).
+    pub fn decide(
+        &mut self,
+        slo_ratio: Option<f64>,
+        writer: &mut Writer,
+        at: f64,
+    ) -> Result<ModelDecision> {
+        self.fit = self.estimator.fit();
+        let d = self.guard.decide(self.current, &self.fit, slo_ratio);
+        let line = (d.to != d.from).then(|| d.to.line(&self.device.devt()));
+        if let Some(line) = &line {
+            writer.set(&self.model_path, line)?;
+            self.current = d.to;
+        }
+        let (written, would) = if writer.config().dry_run {
+            (None, line)
+        } else {
+            (line, None)
+        };
+        *self.decisions.entry(d.action.as_str().into()).or_default() += 1;
+        self.log(&d, at, &written, &would)?;
+        self.last = Some((d.clone(), written, would));
+        Ok(d)
+    }
+
+    fn log(
+        &self,
+        d: &ModelDecision,
+        at: f64,
+        written: &Option<String>,
+        would: &Option<String>,
+    ) -> Result<()> {
+        let mut line = json!({
+            "at_seconds": (at * 1000.0).round() / 1000.0,
+            "model_action": d.action.as_str(),
+            "reason": d.reason,
+            "from": params(&d.from),
+            "to": params(&d.to),
+            "vrate_factor": (d.vrate_factor * 1e4).round() / 1e4,
+            "fit": {
+                "saturated_windows": self.fit.windows,
+                "unsaturated_windows": self.fit.unsaturated,
+                "stalled_windows": self.fit.stalled,
+                "error": self.fit.error,
+                "params": self.param_status(),
+            },
+            "written": written,
+        });
+        if would.is_some() {
+            line["would_write"] = json!(would);
+        }
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{line}")?;
+        out.flush()?;
+        eprintln!(
+            "iowarden tune: {:>7.1}s model {:<12} {}{}",
+            at,
+            d.action.as_str(),
+            d.reason,
+            if would.is_some() {
+                " (dry run: would write, not written)"
+            } else {
+                ""
+            }
+        );
+        Ok(())
+    }
+
+    fn param_status(&self) -> Vec<ModelParam> {
+        self.fit
+            .params
+            .iter()
+            .zip(NAMES)
+            .map(|(p, n)| ModelParam {
+                name: n.into(),
+                fitted: p.value,
+                estimate: p.estimate,
+                relative_error: p.rse,
+                samples: p.samples,
+                reason: p.reason.clone(),
+            })
+            .collect()
+    }
+
+    pub fn status(&self) -> ModelTunerStatus {
+        let (action, reason, written, would) = match &self.last {
+            Some((d, w, ww)) => (
+                d.action.as_str().to_string(),
+                d.reason.clone(),
+                w.clone(),
+                ww.clone(),
+            ),
+            None => (String::new(), String::new(), None, None),
+        };
+        ModelTunerStatus {
+            current: params(&self.current),
+            params: self.param_status(),
+            saturated_windows: self.fit.windows as u64,
+            unsaturated_windows: self.fit.unsaturated,
+            fit_error: self.fit.error,
+            decisions: self
+                .decisions
+                .iter()
+                .map(|(k, v)| (k.clone(), *v))
+                .collect(),
+            last_action: action,
+            last_reason: reason,
+            written,
+            would_write: would,
+        }
+    }
+
+    /// A summary for the end of the run.
+    pub fn summary(&self) -> String {
+        let det: Vec<String> = self
+            .fit
+            .params
+            .iter()
+            .zip(NAMES)
+            .filter_map(|(p, n)| p.value.map(|v| format!("{n}={v}")))
+            .collect();
+        format!(
+            "model {} in force; fit over {} saturated windows ({} not): {}",
+            self.current,
+            self.fit.windows,
+            self.fit.unsaturated,
+            if det.is_empty() {
+                "nothing determined".to_string()
+            } else {
+                det.join(" ")
+            }
+        )
+    }
+}
+
+/// A measurement window as a JSON line: what the fit is made of.
+fn window_line(w: &Window, saturated: bool) -> serde_json::Value {
+    let r = |v: f64| (v * 1000.0).round() / 1000.0;
+    let named = |v: &[f64; 6], pages: bool| -> BTreeMap<&str, f64> {
+        v.iter()
+            .zip(NAMES)
+            .filter(|(_, n)| pages || !n.ends_with("bps"))
+            .map(|(v, n)| (n, *v))
+            .collect()
+    };
+    json!({
+        "model_window": {
+            "seconds": r(w.seconds),
+            "mean_inflight": r(w.mean_inflight),
+            "saturated": saturated,
+            "requests_or_pages": named(&w.x, true),
+            "bytes": named(&w.bytes, false),
+        }
+    })
+}
+
+/// Whether a decision moved the model (and so vrate).
+pub fn changed(d: &ModelDecision) -> bool {
+    matches!(d.action, ModelAction::Step | ModelAction::Rollback) && d.to != d.from
+}
+
+/// `tune --model` flags.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ModelArgs {
+    /// Also fit io.cost.model online from device occupancy and write it back
+    /// (bounded steps, hysteresis, rolled back when the SLOs get worse)
+    #[arg(long)]
+    pub model: bool,
+    /// Measurement window of the model fit
+    #[arg(long, default_value = "1s", value_parser = crate::duration::parse_duration)]
+    pub model_window: Duration,
+    /// Mean requests in the device from which a window counts as saturated
+    /// (above the device's internal parallelism)
+    #[arg(long, default_value_t = 8.0)]
+    pub saturation_depth: f64,
+    /// Fewest requests (pages for bps) a parameter needs in saturated windows
+    #[arg(long, default_value_t = 2000)]
+    pub model_min_samples: u64,
+    /// Largest relative standard error of a parameter that may be written
+    #[arg(long, default_value_t = 0.05)]
+    pub model_max_error: f64,
+    /// Largest factor one change moves a parameter by
+    #[arg(long, default_value_t = 2.0)]
+    pub model_max_step: f64,
+    /// Relative difference from the fit below which a parameter stays
+    #[arg(long, default_value_t = 0.10)]
+    pub model_hysteresis: f64,
+}
+
+impl ModelArgs {
+    /// The options, or None without `--model`.
+    pub fn options(&self) -> Option<ModelOptions> {
+        self.model.then(|| ModelOptions {
+            fit: FitConfig {
+                saturation_depth: self.saturation_depth,
+                min_samples: self.model_min_samples,
+                max_rse: self.model_max_error,
+                ..FitConfig::default()
+            },
+            guard: GuardConfig {
+                max_step: self.model_max_step,
+                hysteresis: self.model_hysteresis,
+                ..GuardConfig::default()
+            },
+            window: self.model_window,
+        })
+    }
+}

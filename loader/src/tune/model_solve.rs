@@ -1,0 +1,381 @@
+//! The least-squares half of the occupancy estimator (model_fit.rs): which
+//! terms the windows identify, their non-negative fit, and each parameter's
+//! standard error. Pure arithmetic.
+
+use super::model_fit::{is_page_col, page_col, param_value, Fit, FitConfig, Window, PARAMS};
+
+/// Base columns first: when pages and requests cannot be told apart (every
+/// request of one size), the page term is the one dropped and the request
+/// term absorbs it.
+const ORDER: [usize; PARAMS] = [1, 2, 4, 5, 0, 3];
+
+/// A solved least-squares problem over some columns.
+struct Solution {
+    cols: Vec<usize>,
+    theta: [f64; PARAMS],
+    /// Covariance of theta over `cols` (indexed by position in `cols`);
+    /// None when there are no degrees of freedom left for the residual.
+    cov: Option<Vec<Vec<f64>>>,
+    rms_rel: f64,
+}
+
+/// Inverse of a small symmetric matrix by Gauss-Jordan with partial
+/// pivoting; None when a column depends on the others.
+fn invert(a: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
+    let k = a.len();
+    let norm = (0..k).fold(0.0f64, |m, i| m.max(a[i][i].abs()));
+    let mut m: Vec<Vec<f64>> = (0..k)
+        .map(|i| {
+            let mut r = a[i].clone();
+            r.extend((0..k).map(|j| (i == j) as u8 as f64));
+            r
+        })
+        .collect();
+    for col in 0..k {
+        let piv = (col..k).max_by(|&i, &j| m[i][col].abs().total_cmp(&m[j][col].abs()))?;
+        if m[piv][col].abs() <= 1e-9 * norm {
+            return None;
+        }
+        m.swap(col, piv);
+        let p = m[col][col];
+        m[col].iter_mut().for_each(|v| *v /= p);
+        let pivot_row = m[col].clone();
+        for (r, row) in m.iter_mut().enumerate() {
+            if r != col {
+                let f = row[col];
+                row.iter_mut()
+                    .zip(&pivot_row)
+                    .for_each(|(v, p)| *v -= f * p);
+            }
+        }
+    }
+    Some(m.into_iter().map(|r| r[k..].to_vec()).collect())
+}
+
+/// Least squares of the windows' lengths on `cols`, columns scaled to their
+/// mean so the normal equations stay well conditioned.
+fn solve(rows: &[&Window], cols: &[usize]) -> Option<Solution> {
+    let n = rows.len() as f64;
+    let scale: Vec<f64> = cols
+        .iter()
+        .map(|&c| rows.iter().map(|w| w.x[c]).sum::<f64>() / n)
+        .collect();
+    let k = cols.len();
+    let mut a = vec![vec![0.0; k]; k];
+    let mut b = vec![0.0; k];
+    for w in rows {
+        let z: Vec<f64> = cols.iter().zip(&scale).map(|(&c, s)| w.x[c] / s).collect();
+        for i in 0..k {
+            b[i] += z[i] * w.seconds;
+            for j in 0..k {
+                a[i][j] += z[i] * z[j];
+            }
+        }
+    }
+    let inv = invert(&a)?;
+    let mut theta = [0.0; PARAMS];
+    for (i, &c) in cols.iter().enumerate() {
+        theta[c] = (0..k).map(|j| inv[i][j] * b[j]).sum::<f64>() / scale[i];
+    }
+    let (mut sse, mut rel) = (0.0, 0.0);
+    for w in rows {
+        let r = w.seconds - cols.iter().map(|&c| w.x[c] * theta[c]).sum::<f64>();
+        sse += r * r;
+        rel += (r / w.seconds).powi(2);
+    }
+    let dof = rows.len().saturating_sub(k);
+    let cov = (dof > 0).then(|| {
+        let s2 = sse / dof as f64;
+        (0..k)
+            .map(|i| {
+                (0..k)
+                    .map(|j| s2 * inv[i][j] / (scale[i] * scale[j]))
+                    .collect()
+            })
+            .collect()
+    });
+    Some(Solution {
+        cols: cols.to_vec(),
+        theta,
+        cov,
+        rms_rel: (rel / n).sqrt(),
+    })
+}
+
+impl Solution {
+    fn var(&self, a: usize, b: usize) -> Option<f64> {
+        let cov = self.cov.as_ref()?;
+        let i = self.cols.iter().position(|&c| c == a)?;
+        let j = self.cols.iter().position(|&c| c == b)?;
+        Some(cov[i][j])
+    }
+
+    /// Relative standard error of a column's io.cost.model value: of the
+    /// page cost for bps, of base + page (a 4 KiB request) for iops.
+    fn rse(&self, col: usize) -> Option<f64> {
+        if is_page_col(col) {
+            return Some(self.var(col, col)?.max(0.0).sqrt() / self.theta[col]);
+        }
+        let p = page_col(col);
+        let mut v = self.var(col, col)?;
+        let mut cost = self.theta[col];
+        if self.cols.contains(&p) {
+            v += self.var(p, p)? + 2.0 * self.var(col, p)?;
+            cost += self.theta[p];
+        }
+        Some(v.max(0.0).sqrt() / cost)
+    }
+}
+
+/// Names of the columns, for reasons.
+pub const NAMES: [&str; PARAMS] = [
+    "rbps",
+    "rseqiops",
+    "rrandiops",
+    "wbps",
+    "wseqiops",
+    "wrandiops",
+];
+
+/// Less independent variation than this (1 − R² of a column on the ones
+/// before it) and a column cannot be told apart from them.
+const MIN_INDEPENDENT: f64 = 1e-4;
+
+/// The first column (in `cols`' order) that the windows vary only together
+/// with earlier ones, and those it moves with.
+fn dependent(rows: &[&Window], cols: &[usize]) -> Option<(usize, Vec<usize>)> {
+    for i in 1..cols.len() {
+        let y: Vec<f64> = rows.iter().map(|w| w.x[cols[i]]).collect();
+        let sub = &cols[..i];
+        let fake: Vec<Window> = rows
+            .iter()
+            .zip(&y)
+            .map(|(w, &t)| Window {
+                seconds: t,
+                ..(*w).clone()
+            })
+            .collect();
+        let refs: Vec<&Window> = fake.iter().collect();
+        let Some(s) = solve(&refs, sub) else { continue };
+        let total: f64 = y.iter().map(|v| v * v).sum();
+        let res: f64 = rows
+            .iter()
+            .zip(&y)
+            .map(|(w, t)| (t - sub.iter().map(|&c| w.x[c] * s.theta[c]).sum::<f64>()).powi(2))
+            .sum();
+        if total > 0.0 && res / total < MIN_INDEPENDENT {
+            // Columns that carry part of it (in units of its own mean).
+            let mean = |c: usize| rows.iter().map(|w| w.x[c]).sum::<f64>();
+            let with = sub
+                .iter()
+                .copied()
+                .filter(|&c| (s.theta[c] * mean(c) / mean(cols[i])).abs() > 0.05)
+                .collect();
+            return Some((cols[i], with));
+        }
+    }
+    None
+}
+
+/// Drops columns until the rest solve with non-negative costs and every
+/// page term left is determined; says why each dropped column went, and
+/// which kept ones absorbed a dropped one (`tangled`).
+fn solve_feasible(
+    rows: &[&Window],
+    cfg: &FitConfig,
+    mut cols: Vec<usize>,
+    why: &mut [String; PARAMS],
+    tangled: &mut [String; PARAMS],
+) -> Option<Solution> {
+    while let Some((d, with)) = dependent(rows, &cols) {
+        let names: Vec<&str> = with.iter().map(|&c| NAMES[c]).collect();
+        why[d] = format!(
+            "cannot be told apart from {}: these windows vary it only together with them",
+            names.join(", ")
+        );
+        for &k in &with {
+            // A base term absorbing its own op's page term stays meaningful
+            // for small requests (judged by size later).
+            if !(is_page_col(d) && page_col(k) == d) {
+                tangled[k] = format!("cannot be told apart from {}", NAMES[d]);
+            }
+        }
+        cols.retain(|&c| c != d);
+    }
+    while !cols.is_empty() {
+        let s = solve(rows, &cols)?;
+        let negative = cols
+            .iter()
+            .copied()
+            .filter(|&c| s.theta[c] < 0.0)
+            .min_by(|&a, &b| s.theta[a].total_cmp(&s.theta[b]));
+        if let Some(c) = negative {
+            why[c] = "fitted cost is negative (the windows contradict a linear model here)".into();
+            cols.retain(|&x| x != c);
+            continue;
+        }
+        let vague_page = cols
+            .iter()
+            .copied()
+            .find(|&c| is_page_col(c) && s.rse(c).is_some_and(|r| r > cfg.max_rse));
+        if let Some(c) = vague_page {
+            why[c] = format!(
+                "relative error {:.0}% above {:.0}%: sizes vary too little across windows",
+                s.rse(c).unwrap_or(0.0) * 100.0,
+                cfg.max_rse * 100.0
+            );
+            cols.retain(|&x| x != c);
+            continue;
+        }
+        return Some(s);
+    }
+    None
+}
+
+/// Leaves out windows in which the device did clearly less work than the
+/// others say it can: a stall (the host or the guest CPU not feeding it, a
+/// flush) only ever lowers what a saturated window gets done, never raises
+/// it, so the capacity is the upper envelope. One-sided and robust: a
+/// window is out when its relative residual exceeds the median by more than
+/// 3 × 1.4826 × the median absolute deviation (and 5 %), refitted until none
+/// is, keeping at least `min_windows`.
+fn drop_stalled<'a>(rows: &[&'a Window], cfg: &FitConfig, cols: &[usize]) -> Vec<&'a Window> {
+    // Every term kept while trimming: only the final fit judges errors.
+    let loose = FitConfig {
+        max_rse: f64::INFINITY,
+        ..cfg.clone()
+    };
+    let mut kept: Vec<&Window> = rows.to_vec();
+    for _ in 0..10 {
+        let (mut why, mut tangled) = (Default::default(), Default::default());
+        let Some(s) = solve_feasible(&kept, &loose, cols.to_vec(), &mut why, &mut tangled) else {
+            break;
+        };
+        let rel = |w: &Window| {
+            let pred: f64 = s.cols.iter().map(|&c| w.x[c] * s.theta[c]).sum();
+            (w.seconds - pred) / w.seconds
+        };
+        let r: Vec<f64> = kept.iter().map(|w| rel(w)).collect();
+        let med = median(r.clone());
+        let mad = median(r.iter().map(|v| (v - med).abs()).collect());
+        let limit = med + (3.0 * 1.4826 * mad).max(0.05);
+        let next: Vec<&Window> = kept
+            .iter()
+            .zip(&r)
+            .filter(|(_, &v)| v <= limit)
+            .map(|(w, _)| *w)
+            .collect();
+        if next.len() == kept.len() || next.len() < cfg.min_windows {
+            break;
+        }
+        kept = next;
+    }
+    kept
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        0.0
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// The fit over saturated windows (see model_fit.rs).
+pub fn fit_windows(rows: &[&Window], cfg: &FitConfig, unsaturated: u64) -> Fit {
+    let mut fit = Fit {
+        windows: rows.len(),
+        unsaturated,
+        ..Default::default()
+    };
+    for w in rows {
+        for c in 0..PARAMS {
+            fit.work[c] += w.x[c];
+        }
+    }
+    for c in 0..PARAMS {
+        fit.params[c].samples = fit.work[c].round() as u64;
+    }
+    if rows.len() < cfg.min_windows {
+        let why = format!(
+            "{} saturated windows, {} needed ({} windows not saturated: mean depth below {})",
+            rows.len(),
+            cfg.min_windows,
+            unsaturated,
+            cfg.saturation_depth
+        );
+        fit.params.iter_mut().for_each(|p| p.reason = why.clone());
+        return fit;
+    }
+    let mut why: [String; PARAMS] = Default::default();
+    let cols: Vec<usize> = ORDER
+        .iter()
+        .copied()
+        .filter(|&c| fit.work[c] > 0.0)
+        .collect();
+    let kept = drop_stalled(rows, cfg, &cols);
+    fit.stalled = rows.len() - kept.len();
+    let rows = &kept[..];
+    let mut tangled: [String; PARAMS] = Default::default();
+    let sol = solve_feasible(rows, cfg, cols, &mut why, &mut tangled);
+    fit.error = sol.as_ref().map(|s| s.rms_rel);
+    for c in 0..PARAMS {
+        let p = &mut fit.params[c];
+        if p.samples == 0 {
+            p.reason = "no such requests in the saturated windows".into();
+            continue;
+        }
+        let Some(s) = &sol else {
+            p.reason = std::mem::take(&mut why[c]);
+            continue;
+        };
+        judge_param(c, s, rows, cfg, &why, p);
+        if p.value.is_some() && !tangled[c].is_empty() {
+            p.value = None;
+            p.reason = std::mem::take(&mut tangled[c]);
+        }
+    }
+    fit
+}
+
+fn judge_param(
+    c: usize,
+    s: &Solution,
+    rows: &[&Window],
+    cfg: &FitConfig,
+    why: &[String; PARAMS],
+    p: &mut super::model_fit::ParamFit,
+) {
+    if !s.cols.contains(&c) {
+        p.reason = why[c].clone();
+        return;
+    }
+    p.estimate = param_value(c, &s.theta).unwrap_or(0);
+    p.rse = s.rse(c);
+    let bytes: f64 = rows.iter().map(|w| w.bytes[c]).sum();
+    let page_dropped = !s.cols.contains(&page_col(c));
+    if !is_page_col(c) && page_dropped && bytes > 8192.0 * p.samples as f64 {
+        p.reason = format!(
+            "requests of {:.0} KiB on average and no per-byte term: the request cost cannot be told from the byte cost",
+            bytes / p.samples as f64 / 1024.0
+        );
+    } else if p.samples < cfg.min_samples {
+        p.reason = format!("{} samples, {} needed", p.samples, cfg.min_samples);
+    } else {
+        match p.rse {
+            None => p.reason = "as many windows as terms: no residual to judge the error".into(),
+            Some(r) if r > cfg.max_rse => {
+                p.reason = format!(
+                    "relative error {:.1}% above {:.1}%",
+                    r * 100.0,
+                    cfg.max_rse * 100.0
+                )
+            }
+            Some(_) => p.value = Some(p.estimate),
+        }
+    }
+}
