@@ -11,12 +11,12 @@ use iowarden_exporters::{
     ProbeStatus, Snapshot, UNATTRIBUTED_CGROUP_ID,
 };
 
-use crate::cgroups::CgroupResolver;
-use crate::devices::DeviceNames;
-use crate::iocost::{self, IocostTracer, VTIME_PER_SEC, VTIME_PER_USEC, WEIGHT_ONE};
-use crate::locks::{LockConfig, LockTracer};
-use crate::nvme::{NvmeConfig, NvmeTracer};
-use crate::tracer::{ProgStats, TableFill};
+use crate::host::cgroups::CgroupResolver;
+use crate::host::devices::DeviceNames;
+use crate::probes::block::{ProgStats, TableFill};
+use crate::probes::iocost::{self, IocostTracer, VTIME_PER_SEC, VTIME_PER_USEC, WEIGHT_ONE};
+use crate::probes::locks::{LockConfig, LockTracer};
+use crate::probes::nvme::{NvmeConfig, NvmeTracer};
 
 pub struct Extensions {
     nvme: Option<NvmeTracer>,
@@ -143,7 +143,7 @@ impl Extensions {
                 vec![(
                     "lock_series",
                     t.slots_used(),
-                    crate::locks::MAX_SLOTS as u64,
+                    crate::probes::locks::MAX_SLOTS as u64,
                 )]
             })
             .unwrap_or_default()
@@ -256,10 +256,10 @@ impl Extensions {
             // Devices with iocost on that raised no event since we attached
             // (steady state fires none): what the files say.
             for (majmin, line) in &qos {
-                let Some((ma, mi)) = crate::devices::parse_majmin(majmin) else {
+                let Some((ma, mi)) = crate::host::devices::parse_majmin(majmin) else {
                     continue;
                 };
-                let devt = crate::devices::kernel_devt(ma, mi);
+                let devt = crate::host::devices::kernel_devt(ma, mi);
                 if iocost::field(line, "enable") != Some("1")
                     || s.devs.iter().any(|(d, _)| *d == devt)
                 {

@@ -6,13 +6,15 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 
-use iowarden::container::StaticPodDirectory;
-use iowarden::devices::{kernel_devt, resolve_device};
+use iowarden::daemon;
 use iowarden::duration::parse_duration;
-use iowarden::locks::LockConfig;
+use iowarden::host::container::StaticPodDirectory;
+use iowarden::host::devices::{kernel_devt, resolve_device};
+use iowarden::host::{preflight, selfstats};
 use iowarden::monitor::Monitor;
-use iowarden::tracer::TracerConfig;
-use iowarden::{daemon, lockview, preflight, selfstats, topview};
+use iowarden::probes::block::TracerConfig;
+use iowarden::probes::locks::LockConfig;
+use iowarden::views::{locks as lockview, top as topview};
 
 #[derive(Parser)]
 #[command(
@@ -32,7 +34,7 @@ struct TraceArgs {
     device: Option<String>,
     /// Capacity of the (cgroup, device, op) series table (rounded up to a
     /// power of two)
-    #[arg(long, default_value_t = iowarden::capacity::DEFAULT_SERIES)]
+    #[arg(long, default_value_t = iowarden::probes::block::capacity::DEFAULT_SERIES)]
     max_series: u32,
     /// Counter shards (a power of two; default: one per CPU up to 4). More
     /// shards: less contention between CPUs completing one series' I/O,
@@ -40,7 +42,7 @@ struct TraceArgs {
     #[arg(long)]
     shards: Option<u32>,
     /// BPF map memory the I/O tables may take, in MiB
-    #[arg(long, default_value_t = iowarden::capacity::DEFAULT_BUDGET_BYTES >> 20)]
+    #[arg(long, default_value_t = iowarden::probes::block::capacity::DEFAULT_BUDGET_BYTES >> 20)]
     max_map_memory: u64,
     /// Do not record latency histograms (counts and bytes only)
     #[arg(long)]
@@ -298,7 +300,7 @@ fn tune(a: TuneArgs) -> Result<()> {
         min_samples: a.min_samples,
         ..ControllerConfig::default()
     };
-    let resolver = iowarden::cgroups::CgroupResolver::for_host()?;
+    let resolver = iowarden::host::cgroups::CgroupResolver::for_host()?;
     let mut tuner = runner::Tuner::prepare(
         runner::TuneOptions {
             device: device.clone(),
@@ -318,9 +320,9 @@ fn tune(a: TuneArgs) -> Result<()> {
     let server = daemon::bind(a.listen)?;
     let trace = TraceArgs {
         device: Some(format!("{}:{}", device.major, device.minor)),
-        max_series: iowarden::capacity::DEFAULT_SERIES,
+        max_series: iowarden::probes::block::capacity::DEFAULT_SERIES,
         shards: None,
-        max_map_memory: iowarden::capacity::DEFAULT_BUDGET_BYTES >> 20,
+        max_map_memory: iowarden::probes::block::capacity::DEFAULT_BUDGET_BYTES >> 20,
         no_latency: false,
         no_hwq: false,
         hwq_events: false,
@@ -375,7 +377,7 @@ fn tracer_config(t: &TraceArgs) -> Result<TracerConfig> {
         None => None,
     };
     let cpus = libbpf_rs::num_possible_cpus().context("counting possible CPUs")? as u32;
-    let capacity = iowarden::capacity::plan(
+    let capacity = iowarden::probes::block::capacity::plan(
         t.max_series,
         t.shards,
         cpus,
@@ -482,7 +484,8 @@ fn real_main(cli: Cli) -> Result<()> {
         } => {
             let d = resolve_device(&device)?;
             // Checked before the runs: the profile takes minutes.
-            let model_path = iowarden::iocost::cgroup2_root().map(|r| r.join("io.cost.model"));
+            let model_path =
+                iowarden::probes::iocost::cgroup2_root().map(|r| r.join("io.cost.model"));
             if apply && !model_path.as_ref().is_some_and(|p| p.exists()) {
                 anyhow::bail!("--apply: no io.cost.model on this host (iocost needs the io controller on cgroup v2); nothing measured or changed");
             }
@@ -623,7 +626,7 @@ fn real_main(cli: Cli) -> Result<()> {
             let device = trace.device_name()?;
             print!(
                 "{}",
-                iowarden::costview::render(&snap.cost_models, device.as_deref())
+                iowarden::views::cost::render(&snap.cost_models, device.as_deref())
             );
             Ok(())
         }

@@ -7,12 +7,12 @@ use std::time::Instant;
 use anyhow::Result;
 use iowarden_exporters::Snapshot;
 
-use crate::cgroups::CgroupResolver;
-use crate::collect::{Accumulator, SeriesKey};
 use crate::costs::CostModels;
-use crate::devices::DeviceNames;
 use crate::extensions::Extensions;
-use crate::tracer::{Tracer, TracerConfig};
+use crate::host::cgroups::CgroupResolver;
+use crate::host::devices::DeviceNames;
+use crate::probes::block::accumulate::{Accumulator, SeriesKey};
+use crate::probes::block::{Tracer, TracerConfig};
 
 /// Polls a cgroup must stay gone before its slots are released: seen gone
 /// at two polls in a row, so a completion still in flight when it was
@@ -146,7 +146,7 @@ impl Monitor {
 impl Monitor {
     /// Says once in the log that the series table filled up: from then on
     /// new series are counted in iowarden_dropped_total only.
-    fn say_if_table_full(&mut self, raw: &crate::tracer::RawSample) {
+    fn say_if_table_full(&mut self, raw: &crate::probes::block::RawSample) {
         let full = raw.drops.n[crate::skel::types::iow_drop::IOW_DROP_SLOT_FULL.0 as usize];
         if full > 0 && !self.said_table_full {
             self.said_table_full = true;

@@ -3,7 +3,7 @@
 
 use std::mem::MaybeUninit;
 
-use iowarden::hist::{lower_us, NBUCKETS};
+use iowarden::probes::block::hist::{lower_us, NBUCKETS};
 use iowarden::skel::types::iow_bucket_probe;
 use iowarden::skel::IowardenSkelBuilder;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};

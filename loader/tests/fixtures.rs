@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use iowarden::cgroups::{io_hierarchy, parse_mountinfo};
+use iowarden::host::cgroups::{io_hierarchy, parse_mountinfo};
 
 fn run(cmd: &mut Command) -> String {
     let out = cmd

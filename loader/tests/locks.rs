@@ -15,9 +15,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use fixtures::*;
-use iowarden::lockview::{fmt_wait, lock_wait_per_io, site_rows};
 use iowarden::monitor::Monitor;
-use iowarden::tracer::TracerConfig;
+use iowarden::probes::block::TracerConfig;
+use iowarden::views::locks::{fmt_wait, lock_wait_per_io, site_rows};
 use iowarden_exporters::Snapshot;
 
 const JOBS: u32 = 16;
@@ -107,7 +107,7 @@ fn scheduler_lock_contention_by_site_and_cgroup() {
                 .split_once(':')
                 .map(|(a, b)| (a.parse().unwrap(), b.parse().unwrap()))
                 .unwrap();
-            iowarden::devices::kernel_devt(ma, mi)
+            iowarden::host::devices::kernel_devt(ma, mi)
         }),
         nvme: false,
         iocost: false,

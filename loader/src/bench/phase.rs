@@ -550,9 +550,12 @@ fn run_in(
         .ok()
         .and_then(|t| {
             let dev = format!("{}:{}", ctx.dev.major, ctx.dev.minor);
-            crate::iocost::field(crate::iocost::device_line(&t, &dev)?, "cost.vrate")?
-                .parse()
-                .ok()
+            crate::probes::iocost::field(
+                crate::probes::iocost::device_line(&t, &dev)?,
+                "cost.vrate",
+            )?
+            .parse()
+            .ok()
         });
     let cpu_busy_s = cpu_busy_now() - cpu0;
     let delta = last_snap.delta_since(&base_snap);

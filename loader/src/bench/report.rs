@@ -1,5 +1,5 @@
 //! The bench's JSON report (schema `iowarden-bench/1`, documented in
-//! bench/README.md) and its Markdown summary, a table like isol-bench's
+//! loader/src/bench/README.md) and its Markdown summary, a table like isol-bench's
 //! Table I. Pure: built from measured numbers, unit-tested on fixed ones.
 
 use serde::{Deserialize, Serialize};

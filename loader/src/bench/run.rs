@@ -14,9 +14,9 @@ use super::phase::{Cgroups, Ctx};
 use super::report::{markdown, Report, Unavailable, SCHEMA};
 use super::suites::{self, Bench};
 use super::{parse_knobs, parse_suites, Knob, Params, Suite};
-use crate::devices::{kernel_devt, resolve_device};
+use crate::host::devices::{kernel_devt, resolve_device};
 use crate::monitor::Monitor;
-use crate::tracer::TracerConfig;
+use crate::probes::block::TracerConfig;
 
 pub struct BenchOptions {
     pub device: String,
@@ -43,7 +43,7 @@ fn monitor(dev: &iowarden_exporters::DeviceRef, locks: bool) -> Result<Monitor> 
         hwq: false,
         nvme: false,
         iocost: false,
-        locks: locks.then(crate::locks::LockConfig::default),
+        locks: locks.then(crate::probes::locks::LockConfig::default),
         // The bench scores the knobs, not the model: no per-request charge.
         cost: false,
         ..Default::default()
@@ -69,9 +69,10 @@ fn validate(o: &BenchOptions) -> Result<(Vec<Suite>, Vec<Knob>, iowarden_exporte
 
 pub fn run(o: BenchOptions, stop: Arc<AtomicBool>) -> Result<Report> {
     let (suites, requested, dev) = validate(&o)?;
-    crate::preflight::check()?;
-    let hs = crate::cgroups::parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo")?);
-    let h = crate::cgroups::io_hierarchy(&hs)
+    crate::host::preflight::check()?;
+    let hs =
+        crate::host::cgroups::parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo")?);
+    let h = crate::host::cgroups::io_hierarchy(&hs)
         .context("no cgroup hierarchy with the io (blkio) controller is mounted")?
         .clone();
     let device_bytes =

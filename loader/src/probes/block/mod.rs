@@ -1,6 +1,10 @@
 //! Loads and attaches the BPF programs of bpf/iowarden.bpf.c and reads their
 //! maps. Everything that touches the kernel's BPF interface lives here.
 
+pub mod accumulate;
+pub mod capacity;
+pub mod hist;
+
 use std::mem::MaybeUninit;
 
 use anyhow::{Context, Result};
@@ -10,8 +14,8 @@ use libbpf_rs::btf::Btf;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
 
-use crate::capacity::Capacity;
-use crate::mapped::MappedArray;
+use crate::probes::block::capacity::Capacity;
+use crate::probes::mapped::MappedArray;
 use crate::skel::types::{
     iow_const, iow_cost_class, iow_cost_coefs, iow_drops, iow_hwq_stats, iow_series,
 };
@@ -25,7 +29,7 @@ pub const COST_DEFAULT: u32 = iow_const::IOW_COST_DEFAULT.0;
 
 #[derive(Debug, Clone)]
 pub struct TracerConfig {
-    /// Series slots and counter shards (crate::capacity::plan).
+    /// Series slots and counter shards (crate::probes::block::capacity::plan).
     pub capacity: Capacity,
     /// Trace only this device (kernel dev_t: major << 20 | minor).
     pub filter_devt: Option<u32>,
@@ -47,16 +51,16 @@ pub struct TracerConfig {
     /// iocost programs (where the kernel has iocost).
     pub iocost: bool,
     /// Lock contention programs (None: off).
-    pub locks: Option<crate::locks::LockConfig>,
+    pub locks: Option<crate::probes::locks::LockConfig>,
 }
 
 impl Default for TracerConfig {
     fn default() -> Self {
         TracerConfig {
             capacity: Capacity {
-                slots: crate::capacity::DEFAULT_SERIES,
-                shards: crate::capacity::auto_shards(
-                    libbpf_rs::num_possible_cpus().unwrap_or(1) as u32
+                slots: crate::probes::block::capacity::DEFAULT_SERIES,
+                shards: crate::probes::block::capacity::auto_shards(
+                    libbpf_rs::num_possible_cpus().unwrap_or(1) as u32,
                 ),
             },
             filter_devt: None,
@@ -68,7 +72,7 @@ impl Default for TracerConfig {
             cost_devices: Vec::new(),
             nvme: true,
             iocost: true,
-            locks: Some(crate::locks::LockConfig::default()),
+            locks: Some(crate::probes::locks::LockConfig::default()),
         }
     }
 }
@@ -581,7 +585,7 @@ pub(crate) fn prog_stats_of(name: &str, prog: &impl std::os::fd::AsFd) -> Option
 #[derive(Debug, Clone, Default)]
 pub struct ProgStats {
     pub name: String,
-    /// Both stay 0 unless BPF run-time stats are enabled (see crate::selfstats).
+    /// Both stay 0 unless BPF run-time stats are enabled (see crate::host::selfstats).
     pub run_time_ns: u64,
     pub run_cnt: u64,
     /// Runs skipped because the program was already running on the CPU.

@@ -9,10 +9,10 @@ use iowarden_exporters::{
 };
 
 use crate::costmodel::{ClassSample, SIZES, VTIME_PER_SEC};
-use crate::devices::DeviceNames;
-use crate::hist::{NBUCKETS, NSTAGES};
+use crate::host::devices::DeviceNames;
+use crate::probes::block::hist::{NBUCKETS, NSTAGES};
+use crate::probes::block::RawSample;
 use crate::skel::types::{iow_drop, iow_key_layout, iow_series};
-use crate::tracer::RawSample;
 
 /// The fields of a series key; see bpf/iowarden.h.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -217,7 +217,7 @@ impl Accumulator {
         probes: &[ProbeStatus],
         window_seconds: f64,
     ) -> Snapshot {
-        let bounds = crate::hist::lower_bounds_seconds();
+        let bounds = crate::probes::block::hist::lower_bounds_seconds();
         let mut io = Vec::new();
         for (&key, t) in &self.totals {
             let k = SeriesKey::decode(key);
@@ -278,8 +278,8 @@ impl Accumulator {
                 .map(|d| d.as_secs_f64())
                 .unwrap_or(0.0),
             window_seconds,
-            hostname: crate::sysinfo::hostname(),
-            kernel: crate::sysinfo::kernel_release(),
+            hostname: crate::host::sysinfo::hostname(),
+            kernel: crate::host::sysinfo::kernel_release(),
             hist_lower_bounds_seconds: bounds,
             io,
             queues,
@@ -293,7 +293,7 @@ impl Accumulator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tracer::RawSeries;
+    use crate::probes::block::RawSeries;
 
     /// A shard that saw `ios` 4 KiB requests, `n` of them in total-stage bucket `bucket`.
     fn shard(ios: u64, bucket: usize, n: u32) -> iow_series {
@@ -365,8 +365,8 @@ mod tests {
 
     #[test]
     fn cost_classes_sum_shards() {
+        use crate::probes::block::RawCostClass;
         use crate::skel::types::iow_cost_class;
-        use crate::tracer::RawCostClass;
         let devt = (7 << 20) | 1;
         // Device 0, write (op 1), random, 64 KiB (size 4): (1 * 2 + 1) * 9 + 4.
         let class = 3 * SIZES as u32 + 4;

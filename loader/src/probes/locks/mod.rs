@@ -2,6 +2,8 @@
 //! and symbolizes the kernel stacks of the lock sites (blazesym, kallsyms).
 //! Where the kernel lacks the lock tracepoints: one probe status saying so.
 
+pub mod sites;
+
 use std::collections::{BTreeMap, HashMap};
 use std::mem::MaybeUninit;
 
@@ -14,11 +16,11 @@ use libbpf_rs::btf::Btf;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
 
-use crate::cgroups::CgroupResolver;
+use crate::host::cgroups::CgroupResolver;
 use crate::locks_skel::types::{lk_const, lk_counter, lk_counters, lk_stack, lk_stats};
 use crate::locks_skel::{LocksSkel, LocksSkelBuilder};
-use crate::lockstack::{self, TopSites};
-use crate::tracer::ProgStats;
+use crate::probes::block::ProgStats;
+use sites::TopSites;
 
 pub const MAX_SLOTS: u32 = lk_const::LK_MAX_SLOTS.0;
 pub const MAX_RANGES: usize = lk_const::LK_MAX_RANGES.0 as usize;
@@ -196,7 +198,7 @@ impl LockTracer {
         }
         let ranges = if cfg.block_only {
             let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
-            let r = lockstack::block_ranges(&lockstack::parse_kallsyms_text(&text), MAX_RANGES);
+            let r = sites::block_ranges(&sites::parse_kallsyms_text(&text), MAX_RANGES);
             if r.is_empty() {
                 return Ok((
                     None,
@@ -267,7 +269,9 @@ impl LockTracer {
             .context("locks BPF object has no .bss")?;
         let mut out = RawLockSample::default();
         let keys = &bss.tables.slot_key[..MAX_SLOTS as usize];
-        for (slot, key, vals) in crate::tracer::claimed_slots(keys, &self.skel.maps.lock_stats)? {
+        for (slot, key, vals) in
+            crate::probes::block::claimed_slots(keys, &self.skel.maps.lock_stats)?
+        {
             out.slots
                 .entry(LockKey::decode(key))
                 .or_default()
@@ -338,7 +342,7 @@ impl LockTracer {
                 }
             }
         }
-        let site = lockstack::site_name(&names);
+        let site = sites::site_name(&names);
         let v = (site, frames);
         self.stacks.insert(id, v.clone());
         v
@@ -353,7 +357,7 @@ impl LockTracer {
             .bss_data
             .as_deref_mut()
             .context("locks BPF object has no .bss")?;
-        crate::tracer::free_slot(
+        crate::probes::block::free_slot(
             &maps.lock_stats,
             std::mem::size_of::<lk_stats>(),
             slot,
@@ -427,7 +431,7 @@ impl LockTracer {
                 site,
                 stack_id: k.stack_id,
                 cgroup: crate::extensions::cgroup_ref(resolver, k.cgroup_id),
-                kind: lockstack::kind_name(k.flags),
+                kind: sites::kind_name(k.flags),
                 count: *count,
                 wait_seconds: *wait_ns as f64 / 1e9,
                 hist_log2_ns: hist.clone(),
@@ -459,7 +463,7 @@ impl LockTracer {
             ("contention_end", &self.skel.progs.contention_end),
         ]
         .into_iter()
-        .filter_map(|(name, p)| crate::tracer::prog_stats_of(name, p))
+        .filter_map(|(name, p)| crate::probes::block::prog_stats_of(name, p))
         .collect()
     }
 
@@ -503,7 +507,7 @@ mod tests {
     #[test]
     fn symbolizes_a_kallsyms_address() {
         let text = std::fs::read_to_string("/proc/kallsyms").unwrap();
-        let syms = lockstack::parse_kallsyms_text(&text);
+        let syms = sites::parse_kallsyms_text(&text);
         assert!(
             !syms.is_empty(),
             "no addresses in /proc/kallsyms: run as root"

@@ -258,7 +258,7 @@ fn run_tui<F: FnMut() -> Result<Snapshot>>(
     stop: &AtomicBool,
     term: &mut ratatui::DefaultTerminal,
 ) -> Result<TopOutcome> {
-    use crate::tui::{draw, on_key, sort_rows, KeyAction, TuiState};
+    use crate::views::tui::{draw, on_key, sort_rows, KeyAction, TuiState};
     use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
     let started = Instant::now();
     let mut prev = next()?;
@@ -401,7 +401,7 @@ pub fn render_panels(delta: &Snapshot, device: Option<&str>) -> String {
             fmt_lat(Some(h.latency_sum_seconds / h.count as f64))
         );
     }
-    s += &crate::lockview::render_panel(delta, device, 5);
+    s += &crate::views::locks::render_panel(delta, device, 5);
     s
 }
 
