@@ -28,7 +28,6 @@ pub mod costs;
 pub mod daemon;
 pub mod duration;
 pub mod exposition;
-pub mod extensions;
 pub mod host;
 pub mod knobs;
 pub mod monitor;

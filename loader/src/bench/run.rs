@@ -15,8 +15,8 @@ use super::report::{markdown, Report, Unavailable, SCHEMA};
 use super::suites::{self, Bench};
 use super::{parse_knobs, parse_suites, Knob, Params, Suite};
 use crate::host::devices::{kernel_devt, resolve_device};
-use crate::monitor::Monitor;
-use crate::probes::block::TracerConfig;
+use crate::monitor::{Monitor, MonitorConfig};
+use crate::probes::block::BlockConfig;
 
 pub struct BenchOptions {
     pub device: String,
@@ -37,16 +37,18 @@ fn now_unix() -> f64 {
 }
 
 fn monitor(dev: &iowarden_exporters::DeviceRef, locks: bool) -> Result<Monitor> {
-    Monitor::start(&TracerConfig {
-        filter_devt: Some(kernel_devt(dev.major, dev.minor)),
-        latency: true,
-        hwq: false,
+    Monitor::start(&MonitorConfig {
+        block: BlockConfig {
+            filter_devt: Some(kernel_devt(dev.major, dev.minor)),
+            latency: true,
+            hwq: false,
+            // The bench scores the knobs, not the model: no per-request charge.
+            cost: false,
+            ..Default::default()
+        },
         nvme: false,
         iocost: false,
         locks: locks.then(crate::probes::locks::LockConfig::default),
-        // The bench scores the knobs, not the model: no per-request charge.
-        cost: false,
-        ..Default::default()
     })
 }
 

@@ -9,8 +9,8 @@ use clap::Args;
 
 use iowarden::host::devices::{kernel_devt, resolve_device};
 use iowarden::host::preflight;
-use iowarden::monitor::Monitor;
-use iowarden::probes::block::TracerConfig;
+use iowarden::monitor::{Monitor, MonitorConfig};
+use iowarden::probes::block::BlockConfig;
 use iowarden::probes::locks::LockConfig;
 
 #[derive(Args, Clone)]
@@ -82,7 +82,7 @@ pub fn parse_cost_model(s: &str) -> Result<iowarden::costmodel::LinearModel, Str
     iowarden::costmodel::LinearModel::parse_over(iowarden::costmodel::AUTOP_SSD_DFL, s)
 }
 
-pub fn tracer_config(t: &TraceArgs) -> Result<TracerConfig> {
+pub fn monitor_config(t: &TraceArgs) -> Result<MonitorConfig> {
     let filter_devt = match &t.device {
         Some(spec) => {
             let d = resolve_device(spec)?;
@@ -98,15 +98,17 @@ pub fn tracer_config(t: &TraceArgs) -> Result<TracerConfig> {
         t.max_map_memory.saturating_mul(1 << 20),
     )
     .map_err(anyhow::Error::msg)?;
-    Ok(TracerConfig {
-        capacity,
-        filter_devt,
-        latency: !t.no_latency,
-        hwq: !t.no_hwq,
-        hwq_events: t.hwq_events,
-        cost: !t.no_cost,
-        cost_model: t.cost_model,
-        cost_devices: Vec::new(),
+    Ok(MonitorConfig {
+        block: BlockConfig {
+            capacity,
+            filter_devt,
+            latency: !t.no_latency,
+            hwq: !t.no_hwq,
+            hwq_events: t.hwq_events,
+            cost: !t.no_cost,
+            cost_model: t.cost_model,
+            cost_devices: Vec::new(),
+        },
         nvme: !t.no_nvme,
         iocost: !t.no_iocost,
         locks: (t.locks || t.locks_all).then(|| LockConfig {
@@ -119,7 +121,7 @@ pub fn tracer_config(t: &TraceArgs) -> Result<TracerConfig> {
 /// Checks privileges and BTF, loads and attaches the programs, and says
 /// which optional probes are missing and why.
 pub fn start_monitor(trace: &TraceArgs) -> Result<Monitor> {
-    let cfg = tracer_config(trace)?;
+    let cfg = monitor_config(trace)?;
     preflight::check()?;
     let monitor = Monitor::start(&cfg)?;
     for p in monitor.probe_report() {

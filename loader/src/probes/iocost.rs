@@ -1,18 +1,19 @@
-//! Loads the iocost programs (bpf/iocost.bpf.c) and reads their maps, plus
-//! the controller's files: io.cost.qos / io.cost.model at the cgroup2 root
-//! and io.stat's cost.* fields (steady state fires no events).
+//! The iocost object (bpf/iocost.bpf.c): vrate and per-cgroup weights,
+//! debt and delays from iocost's tracepoints, completed by the controller's
+//! files: io.cost.qos / io.cost.model at the cgroup2 root and io.stat's
+//! cost.* fields (steady state fires no events).
 
 use std::collections::HashMap;
-use std::mem::MaybeUninit;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use iowarden_exporters::ProbeStatus;
+use iowarden_exporters::{IocostCgroup, IocostDevice, ProbeStatus, Snapshot};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
+use libbpf_rs::{Link, MapCore, MapFlags};
 
 use crate::iocost_skel::types::{iocost_iow_cg, iocost_iow_cg_key, iocost_iow_dev};
 use crate::iocost_skel::{IocostSkel, IocostSkelBuilder};
+use crate::probes::{cgroup_ref, open_object, pod, tracepoint_available, FillContext, Probe};
 
 const PROGRAMS: &[&str] = &[
     "iocost_iocg_activate",
@@ -29,9 +30,12 @@ pub const WEIGHT_ONE: f64 = 65536.0;
 pub const VTIME_PER_SEC: f64 = (1u64 << 37) as f64;
 pub const VTIME_PER_USEC: f64 = (VTIME_PER_SEC as u64 / 1_000_000) as f64;
 
-pub struct IocostTracer {
+pub struct IocostProbe {
     skel: IocostSkel<'static>,
     _links: Vec<Link>,
+    /// The cgroup2 mount, where the controller's files are.
+    cgroup2: Option<PathBuf>,
+    last: IocostSample,
 }
 
 #[derive(Default)]
@@ -40,21 +44,8 @@ pub struct IocostSample {
     pub cgroups: Vec<(iocost_iow_cg_key, iocost_iow_cg)>,
 }
 
-fn pod<T: Copy + Default>(b: &[u8]) -> T {
-    if b.len() < std::mem::size_of::<T>() {
-        return T::default();
-    }
-    // SAFETY: plain-old-data skeleton type, length checked.
-    unsafe { std::ptr::read_unaligned(b.as_ptr() as *const T) }
-}
-
-fn has_tracepoint(btf: &libbpf_rs::btf::Btf<'_>, tp: &str) -> bool {
-    btf.type_by_name::<libbpf_rs::btf::types::Typedef<'_>>(&format!("btf_trace_{tp}"))
-        .is_some()
-}
-
-impl IocostTracer {
-    pub fn start() -> Result<(Option<IocostTracer>, ProbeStatus)> {
+impl IocostProbe {
+    pub fn start() -> Result<(Option<IocostProbe>, ProbeStatus)> {
         let status = |active: bool, reason: String| ProbeStatus {
             name: "iocost".into(),
             active,
@@ -64,7 +55,7 @@ impl IocostTracer {
         let missing: Vec<&str> = PROGRAMS
             .iter()
             .copied()
-            .filter(|p| !has_tracepoint(&btf, p))
+            .filter(|p| !tracepoint_available(&btf, p))
             .collect();
         if missing.len() == PROGRAMS.len() {
             return Ok((
@@ -75,9 +66,8 @@ impl IocostTracer {
                 ),
             ));
         }
-        let obj: &'static mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
         let mut open = IocostSkelBuilder::default()
-            .open(obj)
+            .open(open_object())
             .context("opening the iocost BPF object")?;
         for name in &missing {
             Self::open_prog(&mut open, name).set_autoload(false);
@@ -106,9 +96,11 @@ impl IocostTracer {
             format!("kernel lacks {}", missing.join(", "))
         };
         Ok((
-            Some(IocostTracer {
+            Some(IocostProbe {
                 skel,
                 _links: links,
+                cgroup2: cgroup2_root(),
+                last: IocostSample::default(),
             }),
             status(true, reason),
         ))
@@ -142,8 +134,10 @@ impl IocostTracer {
             _ => &p.iocost_ioc_vrate_adj,
         }
     }
+}
 
-    pub fn read(&self) -> Result<IocostSample> {
+impl Probe for IocostProbe {
+    fn read(&mut self) -> Result<()> {
         let mut out = IocostSample::default();
         let m = &self.skel.maps;
         for k in m.devs.keys() {
@@ -156,8 +150,189 @@ impl IocostTracer {
                 out.cgroups.push((pod(&k), pod(&v)));
             }
         }
-        Ok(out)
+        self.last = out;
+        Ok(())
     }
+
+    fn fill(&mut self, snap: &mut Snapshot, ctx: &mut FillContext) -> Result<()> {
+        let files = ControllerFiles::read(self.cgroup2.as_deref());
+        for (devt, d) in &self.last.devs {
+            let device = ctx.devices.get(*devt);
+            snap.iocost_devices.push(files.device(device, Some(d)));
+        }
+        // Devices with iocost on that raised no event since we attached
+        // (steady state fires none): what the files say.
+        for (majmin, line) in &files.qos {
+            let Some((ma, mi)) = crate::host::devices::parse_majmin(majmin) else {
+                continue;
+            };
+            let devt = crate::host::devices::kernel_devt(ma, mi);
+            if field(line, "enable") != Some("1") || self.last.devs.iter().any(|(d, _)| *d == devt)
+            {
+                continue;
+            }
+            snap.iocost_devices
+                .push(files.device(ctx.devices.get(devt), None));
+        }
+        let mut io_stats = CgroupIoStats::new(self.cgroup2.as_deref());
+        for (k, c) in &self.last.cgroups {
+            let device = ctx.devices.get(k.devt);
+            let cgroup = cgroup_ref(ctx.resolver, k.cgid);
+            let usage = io_stats.usage_seconds(&cgroup.path, &device);
+            snap.iocost_cgroups
+                .push(cgroup_row(device, cgroup, c, usage));
+        }
+        let root = self.cgroup2.as_deref();
+        iowarden_exporters::derive_hweights(&mut snap.iocost_cgroups, &|rel| {
+            default_weight(root, rel)
+        });
+        snap.iocost_cgroups
+            .sort_by(|a, b| (&a.device, a.cgroup.id).cmp(&(&b.device, b.cgroup.id)));
+        Ok(())
+    }
+}
+
+/// The controller's files at the cgroup2 root, read once per fill.
+#[derive(Default)]
+struct ControllerFiles {
+    /// MAJ:MIN -> io.cost.qos line.
+    qos: HashMap<String, String>,
+    /// MAJ:MIN -> io.cost.model line.
+    model: HashMap<String, String>,
+    /// The root's io.stat.
+    root_stat: String,
+}
+
+/// "12.5" (percent) -> 0.125.
+fn pct(v: Option<&str>) -> Option<f64> {
+    v.and_then(|v| v.parse::<f64>().ok()).map(|p| p / 100.0)
+}
+
+impl ControllerFiles {
+    fn read(root: Option<&Path>) -> ControllerFiles {
+        let Some(r) = root else {
+            return ControllerFiles::default();
+        };
+        ControllerFiles {
+            qos: read_root_knob(r, "io.cost.qos"),
+            model: read_root_knob(r, "io.cost.model"),
+            root_stat: std::fs::read_to_string(r.join("io.stat")).unwrap_or_default(),
+        }
+    }
+
+    /// A device's row: from its last event where it raised one, else from
+    /// the files alone (vrate from io.stat).
+    fn device(
+        &self,
+        device: iowarden_exporters::DeviceRef,
+        ev: Option<&iocost_iow_dev>,
+    ) -> IocostDevice {
+        let majmin = format!("{}:{}", device.major, device.minor);
+        let q = self.qos.get(&majmin).cloned();
+        let stat_vrate =
+            pct(device_line(&self.root_stat, &majmin).and_then(|l| field(l, "cost.vrate")));
+        let from_files = IocostDevice {
+            vrate_ratio: stat_vrate.unwrap_or(0.0),
+            io_stat_vrate_ratio: stat_vrate,
+            qos_vrate_min_ratio: pct(q.as_deref().and_then(|l| field(l, "min"))),
+            qos_vrate_max_ratio: pct(q.as_deref().and_then(|l| field(l, "max"))),
+            qos: q,
+            model: self.model.get(&majmin).cloned(),
+            device,
+            ..Default::default()
+        };
+        let Some(d) = ev else {
+            return from_files;
+        };
+        IocostDevice {
+            vrate_ratio: d.vrate as f64 / VTIME_PER_USEC,
+            vrate_effective_ratio: d.vrate_effective as f64 / VTIME_PER_USEC,
+            busy_level: d.busy_level,
+            missed_ppm_read: d.missed_ppm[0],
+            missed_ppm_write: d.missed_ppm[1],
+            rq_wait_ratio: d.rq_wait_pct as f64 / 100.0,
+            nr_lagging: d.nr_lagging,
+            nr_shortages: d.nr_shortages,
+            vrate_adjustments: d.vrate_adjusts,
+            ..from_files
+        }
+    }
+}
+
+/// The io.stat of each cgroup, read once per fill.
+struct CgroupIoStats<'a> {
+    root: Option<&'a Path>,
+    /// Relative cgroup path -> its io.stat.
+    text: HashMap<String, String>,
+}
+
+impl<'a> CgroupIoStats<'a> {
+    fn new(root: Option<&'a Path>) -> Self {
+        CgroupIoStats {
+            root,
+            text: HashMap::new(),
+        }
+    }
+
+    /// cost.usage of `cgroup` on `device`, in seconds.
+    fn usage_seconds(
+        &mut self,
+        cgroup: &str,
+        device: &iowarden_exporters::DeviceRef,
+    ) -> Option<f64> {
+        let r = self.root?;
+        let rel = cgroup.trim_start_matches('/');
+        let text = self.text.entry(rel.to_string()).or_insert_with(|| {
+            std::fs::read_to_string(r.join(rel).join("io.stat")).unwrap_or_default()
+        });
+        let majmin = format!("{}:{}", device.major, device.minor);
+        device_line(text, &majmin)
+            .and_then(|l| field(l, "cost.usage"))
+            .and_then(|v| v.parse::<f64>().ok())
+            .map(|us| us / 1e6)
+    }
+}
+
+fn cgroup_row(
+    device: iowarden_exporters::DeviceRef,
+    cgroup: iowarden_exporters::CgroupRef,
+    c: &iocost_iow_cg,
+    usage_seconds: Option<f64>,
+) -> IocostCgroup {
+    IocostCgroup {
+        device,
+        cgroup,
+        weight: c.weight as f64 / WEIGHT_ONE,
+        inuse: c.inuse as f64 / WEIGHT_ONE,
+        hweight_active_ratio: 0.0, // derived by derive_hweights
+        hweight_active_cached_ratio: c.hweight_active as f64 / WEIGHT_ONE,
+        active: c.activations > c.idles,
+        hweight_inuse_ratio: c.hweight_inuse as f64 / WEIGHT_ONE,
+        vtime_budget_seconds: c.vtime_budget as f64 / VTIME_PER_SEC,
+        debt_seconds: c.abs_vdebt as f64 / VTIME_PER_SEC,
+        delay_seconds: c.delay_ns as f64 / 1e9,
+        activations: c.activations,
+        idles: c.idles,
+        shortages: c.shortages,
+        transfers: c.transfers,
+        adjusts: c.adjusts,
+        forgives: c.forgives,
+        usage_seconds,
+    }
+}
+
+/// io.weight's default of a cgroup (100 where unreadable).
+fn default_weight(root: Option<&Path>, rel: &str) -> f64 {
+    root.and_then(|r| {
+        std::fs::read_to_string(r.join(rel.trim_start_matches('/')).join("io.weight")).ok()
+    })
+    .and_then(|t| {
+        t.lines().find_map(|l| {
+            l.strip_prefix("default ")
+                .and_then(|v| v.trim().parse().ok())
+        })
+    })
+    .unwrap_or(100.0)
 }
 
 /// The line of a per-device cgroup file (io.cost.qos, io.stat, ...) for

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use iowarden_exporters::{
     CgroupRef, DropCounters, Histogram, IoSeries, Op, ProbeStatus, QueueSeries, Snapshot,
-    StageHistograms, SCHEMA_VERSION, UNATTRIBUTED_CGROUP_ID,
+    StageHistograms, SCHEMA_VERSION,
 };
 
 use crate::costmodel::{ClassSample, SIZES, VTIME_PER_SEC};
@@ -209,10 +209,10 @@ impl Accumulator {
         self.totals.keys().map(|&k| SeriesKey::decode(k).cgroup_id)
     }
 
-    /// A cumulative snapshot. `cgroup_path` resolves ids to paths.
+    /// A cumulative snapshot. `cgroup` names cgroup ids.
     pub fn snapshot(
         &self,
-        cgroup_path: &dyn Fn(u64) -> Option<String>,
+        cgroup: &dyn Fn(u64) -> CgroupRef,
         devices: &mut DeviceNames,
         probes: &[ProbeStatus],
         window_seconds: f64,
@@ -224,20 +224,12 @@ impl Accumulator {
             let Some(&devt) = self.dev_of_idx.get(&k.dev_idx) else {
                 continue;
             };
-            let path = if k.cgroup_id == UNATTRIBUTED_CGROUP_ID {
-                "(unattributed)".to_string()
-            } else {
-                cgroup_path(k.cgroup_id).unwrap_or_default()
-            };
             let stage = |s: usize| Histogram {
                 counts: t.hist[s * NBUCKETS..(s + 1) * NBUCKETS].to_vec(),
                 sum_seconds: t.lat_sum_ns[s] as f64 / 1e9,
             };
             io.push(IoSeries {
-                cgroup: CgroupRef {
-                    id: k.cgroup_id,
-                    path,
-                },
+                cgroup: cgroup(k.cgroup_id),
                 device: devices.get(devt),
                 op: k.op,
                 ios: t.ios,
