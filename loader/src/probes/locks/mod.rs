@@ -16,7 +16,7 @@ use libbpf_rs::btf::Btf;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags};
 
-use crate::locks_skel::types::{lk_const, lk_counter, lk_counters, lk_stack, lk_stats};
+use crate::locks_skel::types::{lk_const, lk_counter, lk_counters, lk_flag, lk_stack, lk_stats};
 use crate::locks_skel::{LocksSkel, LocksSkelBuilder};
 use crate::probes::{
     claimed_slots, free_slot, open_object, pod, prog_stats_of, slots_in_use, table_fill,
@@ -28,9 +28,10 @@ use symbols::StackNames;
 pub const MAX_SLOTS: u32 = lk_const::LK_MAX_SLOTS.0;
 pub const MAX_RANGES: usize = lk_const::LK_MAX_RANGES.0 as usize;
 pub const NO_STACK: u32 = lk_const::LK_NO_STACK.0;
-const KEY_CGID_SHIFT: u32 = 22; // LK_KEY_*_SHIFT of bpf/locks.h (macros: not in BTF)
-const KEY_STACK_SHIFT: u32 = 7;
-const KEY_KIND_SHIFT: u32 = 1;
+use crate::bpf_consts::{
+    LK_KEY_CGID_SHIFT as KEY_CGID_SHIFT, LK_KEY_KIND_SHIFT as KEY_KIND_SHIFT,
+    LK_KEY_STACK_SHIFT as KEY_STACK_SHIFT,
+};
 
 /// (series, drop reason) names of enum lk_counter, by index.
 const COUNTERS: &[(lk_counter, &str)] = &[
@@ -78,7 +79,7 @@ impl LockKey {
         LockKey {
             cgroup_id: k >> KEY_CGID_SHIFT,
             stack_id: ((k >> KEY_STACK_SHIFT) & NO_STACK as u64) as u32,
-            flags: ((k >> KEY_KIND_SHIFT) & 0x3f) as u32,
+            flags: ((k >> KEY_KIND_SHIFT) & lk_flag::LK_F_MASK.0 as u64) as u32,
         }
     }
 }
