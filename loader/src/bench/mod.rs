@@ -12,6 +12,7 @@
 pub mod fio;
 pub mod knob;
 pub mod phase;
+mod phase_loop;
 pub mod plot;
 pub mod report;
 pub mod run;
