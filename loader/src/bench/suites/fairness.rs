@@ -84,39 +84,47 @@ pub fn fairness(b: &mut Bench, knobs: &[Knob]) -> Result<()> {
                 p.interval_s,
                 &mut setup,
             )?;
-            let wf: Vec<f64> = weights.iter().map(|&w| w as f64).collect();
-            let (win, secs) = shared_window_bw(&run.samples).unwrap_or((vec![0.0; 4], 0.0));
-            let fio_bw: Vec<f64> = run.tenants.iter().map(|t| t.fio.bw_bytes).collect();
-            b.report.fairness.push(FairnessRun {
-                scenario: scenario.into(),
-                knob: k,
-                tenants: run
-                    .tenants
-                    .iter()
-                    .zip(&win)
-                    .map(|(t, &w)| FairnessTenant {
-                        name: t.tenant.name.clone(),
-                        weight: t.tenant.weight,
-                        bs: t.tenant.job.bs.clone(),
-                        window_bw_bytes: w,
-                        bw_bytes: bw(t),
-                        fio_bw_bytes: t.fio.bw_bytes,
-                    })
-                    .collect(),
-                window_seconds: secs,
-                iocost_vrate_pct: (k == Knob::IoCost)
-                    .then_some(run.iocost_vrate_pct)
-                    .flatten(),
-                jain: if secs > 0.0 {
-                    score::weighted_jain(&win, &wf)
-                } else {
-                    None
-                },
-                jain_fio: score::weighted_jain(&fio_bw, &wf),
-            });
+            b.report
+                .fairness
+                .push(fairness_row(scenario, k, &weights, &run));
         }
     }
     Ok(())
+}
+
+/// One row of the fairness table: the tenants' bandwidth in the shared
+/// window and Jain's index over it and over fio's.
+fn fairness_row(scenario: &str, k: Knob, weights: &[u32], run: &PhaseRun) -> FairnessRun {
+    let wf: Vec<f64> = weights.iter().map(|&w| w as f64).collect();
+    let (win, secs) = shared_window_bw(&run.samples).unwrap_or((vec![0.0; 4], 0.0));
+    let fio_bw: Vec<f64> = run.tenants.iter().map(|t| t.fio.bw_bytes).collect();
+    FairnessRun {
+        scenario: scenario.into(),
+        knob: k,
+        tenants: run
+            .tenants
+            .iter()
+            .zip(&win)
+            .map(|(t, &w)| FairnessTenant {
+                name: t.tenant.name.clone(),
+                weight: t.tenant.weight,
+                bs: t.tenant.job.bs.clone(),
+                window_bw_bytes: w,
+                bw_bytes: bw(t),
+                fio_bw_bytes: t.fio.bw_bytes,
+            })
+            .collect(),
+        window_seconds: secs,
+        iocost_vrate_pct: (k == Knob::IoCost)
+            .then_some(run.iocost_vrate_pct)
+            .flatten(),
+        jain: if secs > 0.0 {
+            score::weighted_jain(&win, &wf)
+        } else {
+            None
+        },
+        jain_fio: score::weighted_jain(&fio_bw, &wf),
+    }
 }
 
 #[cfg(test)]
