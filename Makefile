@@ -59,7 +59,7 @@ demo: build
 	examples/noisy-neighbour/run.sh
 
 bench: bench-deps build
-	bench/run.sh
+	overhead/run.sh
 
 # Regenerate dashboards/*.json from dashboards/generate.py (make test checks they match),
 # with the pinned Grafana SDK in the tools venv (install-deps.sh --dashboards).

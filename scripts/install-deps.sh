@@ -19,6 +19,8 @@ case "${1:-}" in
   *) echo "install-deps: unknown option '$1' (use --bench, --test or --dashboards)" >&2; exit 2 ;;
 esac
 
+# clang also brings libclang (libclang1-N), which build.rs's bindgen loads for the
+# headers' constants.
 PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make gcc libc6-dev fio util-linux protobuf-compiler libprotobuf-dev)
 BENCH_PKGS=(bpftool bpftrace libbpf-tools curl python3)
 TEST_PKGS=("${BENCH_PKGS[@]}" prometheus jq python3-yaml python3-venv systemd)

@@ -15,7 +15,7 @@ use iowarden_exporters::{
     OTHER_CGROUP, PROTOBUF_CONTENT_TYPE,
 };
 
-use crate::container::{attribute_with, PodDirectory, StaticPodDirectory};
+use crate::host::container::{attribute_with, PodDirectory, StaticPodDirectory};
 
 use crate::monitor::Monitor;
 
@@ -188,9 +188,9 @@ pub fn run(
         };
         *shared.snapshot.lock().unwrap() = s;
     };
-    let start_time_seconds = crate::selfstats::unix_now();
+    let start_time_seconds = crate::host::selfstats::unix_now();
     let refresh_runtime = |monitor: &Monitor| {
-        let on = opts.bpf_stats || crate::selfstats::sysctl_bpf_stats_enabled();
+        let on = opts.bpf_stats || crate::host::selfstats::sysctl_bpf_stats_enabled();
         *shared.runtime.lock().unwrap() = RuntimeMetrics {
             start_time_seconds,
             ..monitor.runtime_stats(on)

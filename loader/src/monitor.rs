@@ -1,65 +1,166 @@
-//! Ties the tracer, the accumulator and the cgroup resolver together: one
-//! `poll` reads the maps and returns a cumulative snapshot.
+//! Ties the probes, the accumulator and the cgroup resolver together: one
+//! `poll` reads every BPF object and returns a cumulative snapshot. The one
+//! configuration of what is loaded ([`MonitorConfig`]) and the one policy
+//! for releasing the table entries of removed cgroups live here.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
 
 use anyhow::Result;
-use iowarden_exporters::Snapshot;
+use iowarden_exporters::{ProbeStatus, RuntimeMetrics, Snapshot};
 
-use crate::cgroups::CgroupResolver;
-use crate::collect::{Accumulator, SeriesKey};
 use crate::costs::CostModels;
-use crate::devices::DeviceNames;
-use crate::extensions::Extensions;
-use crate::tracer::{Tracer, TracerConfig};
+use crate::host::cgroups::CgroupResolver;
+use crate::host::devices::{cpu_queue_map, DeviceNames};
+use crate::probes::block::accumulate::{Accumulator, SeriesKey};
+use crate::probes::block::{BlockConfig, BlockProbe, RawSample};
+use crate::probes::iocost::IocostProbe;
+use crate::probes::locks::{LockConfig, LockProbe};
+use crate::probes::nvme::{NvmeConfig, NvmeProbe};
+use crate::probes::{cgroup_ref, status, FillContext, Probe};
 
-/// Polls a cgroup must stay gone before its slots are released: seen gone
-/// at two polls in a row, so a completion still in flight when it was
-/// removed is counted, and a burst of short-lived cgroups frees its slots
-/// within two poll intervals.
+/// Which BPF objects are loaded, and how.
+#[derive(Debug, Clone)]
+pub struct MonitorConfig {
+    /// The block programs (always loaded).
+    pub block: BlockConfig,
+    /// NVMe queue programs (where the nvme driver is loaded).
+    pub nvme: bool,
+    /// iocost programs (where the kernel has iocost).
+    pub iocost: bool,
+    /// Lock contention programs (None: off).
+    pub locks: Option<LockConfig>,
+}
+
+impl Default for MonitorConfig {
+    fn default() -> Self {
+        MonitorConfig {
+            block: BlockConfig::default(),
+            nvme: true,
+            iocost: true,
+            locks: Some(LockConfig::default()),
+        }
+    }
+}
+
+/// Polls a cgroup must stay gone before the table entries of its series
+/// are released (in every BPF object): seen gone at two polls in a row, so
+/// a completion still in flight when it was removed is counted, and a burst
+/// of short-lived cgroups frees its entries within two poll intervals.
 const RELEASE_AFTER_POLLS: u32 = 1;
 
+/// The release policy: counts, per cgroup, the consecutive polls it was
+/// found gone.
+#[derive(Default)]
+struct ReleasePolicy {
+    /// cgroup id -> consecutive polls it could not be resolved
+    missing: HashMap<u64, u32>,
+}
+
+impl ReleasePolicy {
+    /// The cgroups among `ids` (seen in this poll's reads) to release now.
+    fn due(&mut self, ids: &BTreeSet<u64>, resolver: &mut CgroupResolver) -> BTreeSet<u64> {
+        let mut due = BTreeSet::new();
+        for &id in ids.iter().filter(|&&id| id != 0) {
+            if !resolver.is_gone(id) {
+                self.missing.remove(&id);
+                continue;
+            }
+            let n = self.missing.entry(id).or_default();
+            *n += 1;
+            if *n > RELEASE_AFTER_POLLS {
+                due.insert(id);
+            }
+        }
+        self.missing.retain(|_, n| *n <= RELEASE_AFTER_POLLS);
+        due
+    }
+}
+
 pub struct Monitor {
-    tracer: Tracer,
+    block: BlockProbe,
     acc: Accumulator,
+    optional: Optional,
     resolver: CgroupResolver,
     devices: DeviceNames,
     started: Instant,
-    /// cgroup id -> consecutive polls it could not be resolved
-    missing: HashMap<u64, u32>,
-    ext: Extensions,
-    probes: Vec<iowarden_exporters::ProbeStatus>,
+    release: ReleasePolicy,
+    probes: Vec<ProbeStatus>,
     /// None when cost charging is off.
     costs: Option<CostModels>,
     /// The series table was found full once (said in the log once).
     said_table_full: bool,
 }
 
+/// The optional BPF objects: those that loaded, and every one's status.
+#[derive(Default)]
+struct Optional {
+    loaded: Vec<Box<dyn Probe>>,
+    status: Vec<ProbeStatus>,
+}
+
+impl Optional {
+    /// Starts the optional objects the config asks for.
+    fn start(cfg: &MonitorConfig) -> Result<Optional> {
+        let mut o = Optional::default();
+        if cfg.nvme {
+            o.keep(NvmeProbe::start(&NvmeConfig::default())?);
+        } else {
+            o.status
+                .push(status("nvme", false, "disabled by --no-nvme"));
+        }
+        if cfg.iocost {
+            o.keep(IocostProbe::start()?);
+        } else {
+            o.status
+                .push(status("iocost", false, "disabled by --no-iocost"));
+        }
+        match &cfg.locks {
+            Some(l) => o.keep(LockProbe::start(l)?),
+            None => o.status.push(status(
+                "locks",
+                false,
+                "off by default: --locks to load (a kernel stack walk per contention)",
+            )),
+        }
+        Ok(o)
+    }
+
+    fn keep<P: Probe + 'static>(&mut self, (probe, status): (Option<P>, ProbeStatus)) {
+        self.status.push(status);
+        if let Some(p) = probe {
+            self.loaded.push(Box::new(p));
+        }
+    }
+}
+
 impl Monitor {
-    pub fn start(cfg: &TracerConfig) -> Result<Monitor> {
+    pub fn start(cfg: &MonitorConfig) -> Result<Monitor> {
         let resolver = CgroupResolver::for_host()?;
-        let mut costs = cfg.cost.then(|| CostModels::new(cfg.cost_model));
-        let mut cfg = cfg.clone();
+        let mut costs = cfg
+            .block
+            .cost
+            .then(|| CostModels::new(cfg.block.cost_model));
+        let mut block_cfg = cfg.block.clone();
         let mut devices = DeviceNames::default();
         if let Some(c) = &mut costs {
-            cfg.cost_devices = crate::costs::devices_to_preload(cfg.filter_devt)
+            block_cfg.cost_devices = crate::costs::devices_to_preload(block_cfg.filter_devt)
                 .into_iter()
                 .map(|devt| (devt, c.resolve(devt, &devices.get(devt)).lcoefs()))
                 .collect();
         }
-        let tracer = Tracer::start(&cfg)?;
-        let ext = Extensions::start(cfg.nvme, cfg.iocost, cfg.locks.as_ref())?;
-        let mut probes = tracer.probes().to_vec();
-        probes.extend(ext.probes.iter().cloned());
+        let block = BlockProbe::start(&block_cfg)?;
+        let optional = Optional::start(cfg)?;
+        let mut probes = block.probes().to_vec();
+        probes.extend(optional.status.iter().cloned());
         Ok(Monitor {
-            tracer,
-            acc: Accumulator::new(cfg.hwq_events),
+            block,
+            acc: Accumulator::new(block_cfg.hwq_events),
+            optional,
             resolver,
             devices,
             started: Instant::now(),
-            missing: HashMap::new(),
-            ext,
+            release: ReleasePolicy::default(),
             probes,
             costs,
             said_table_full: false,
@@ -72,69 +173,85 @@ impl Monitor {
 
     /// Reads the maps and returns the cumulative snapshot.
     pub fn poll(&mut self) -> Result<Snapshot> {
-        let raw = self.tracer.read()?;
+        let raw = self.read_block()?;
+        for p in &mut self.optional.loaded {
+            p.read()?;
+        }
+        self.release_gone(&raw)?;
+        self.say_if_table_full(&raw);
+        self.fill()
+    }
+
+    /// Reads the block object into the accumulator; attaches the issue
+    /// stamps and gives new devices their cost model where needed.
+    fn read_block(&mut self) -> Result<RawSample> {
+        let raw = self.block.read()?;
         self.acc.add(&raw);
-        if let Some(line) = self.tracer.attach_issue_stamps_if_needed()? {
+        if let Some(line) = self.block.attach_issue_stamps_if_needed()? {
             eprintln!("iowarden: {line}");
-            self.probes = self.tracer.probes().to_vec();
-            self.probes.extend(self.ext.probes.iter().cloned());
+            self.probes = self.block.probes().to_vec();
+            self.probes.extend(self.optional.status.iter().cloned());
         }
         if let Some(costs) = &mut self.costs {
             for &(idx, devt) in &raw.devs {
                 if !costs.known(devt) {
                     let m = costs.resolve(devt, &self.devices.get(devt));
-                    self.tracer.set_cost_coefs(idx, m.lcoefs())?;
+                    self.block.set_cost_coefs(idx, m.lcoefs())?;
                 }
             }
         }
+        Ok(raw)
+    }
 
+    /// Releases the table entries of cgroups that stay gone, so a host with
+    /// short-lived cgroups does not fill the tables.
+    fn release_gone(&mut self, raw: &RawSample) -> Result<()> {
+        // The accumulator has every series of this read (and no released one).
+        let mut ids: BTreeSet<u64> = self.acc.cgroup_ids().collect();
+        for p in &self.optional.loaded {
+            ids.extend(p.cgroup_ids());
+        }
         // New cgroups appear between polls: walk the hierarchy again when an
         // id is unknown (at most once per poll).
-        let unknown: Vec<u64> = self
-            .acc
-            .cgroup_ids()
-            .filter(|&id| id != 0 && self.resolver.path_of(id).is_none())
-            .collect();
-        if !unknown.is_empty() {
+        if ids
+            .iter()
+            .any(|&id| id != 0 && self.resolver.path_of(id).is_none())
+        {
             self.resolver.refresh();
         }
-        // Release the slots of cgroups that stay gone, so a host with
-        // short-lived cgroups does not fill the table.
-        let mut seen: HashMap<u64, bool> = HashMap::new();
+        let gone = self.release.due(&ids, &mut self.resolver);
         for s in &raw.series {
-            let id = SeriesKey::decode(s.key).cgroup_id;
-            if id == 0 {
-                continue;
-            }
-            let release = *seen.entry(id).or_insert_with(|| {
-                if !self.resolver.is_gone(id) {
-                    self.missing.remove(&id);
-                    return false;
-                }
-                let n = self.missing.entry(id).or_default();
-                *n += 1;
-                *n > RELEASE_AFTER_POLLS
-            });
-            if release {
-                self.tracer.release_slot(s.slot)?;
+            if gone.contains(&SeriesKey::decode(s.key).cgroup_id) {
+                self.block.release_slot(s.slot)?;
                 self.acc.forget(s.slot, s.key);
             }
         }
-        self.missing.retain(|_, n| *n <= RELEASE_AFTER_POLLS);
+        for p in &mut self.optional.loaded {
+            p.release(&gone)?;
+        }
+        Ok(())
+    }
 
-        self.say_if_table_full(&raw);
-
+    /// The snapshot: the block object's part, the host's CPU -> queue map,
+    /// each optional object's part, the cost models.
+    fn fill(&mut self) -> Result<Snapshot> {
         let resolver = &self.resolver;
-        let path = |id: u64| resolver.path_of(id).map(str::to_string);
         let mut snap = self.acc.snapshot(
-            &path,
+            &|id| cgroup_ref(resolver, id),
             &mut self.devices,
             &self.probes,
             self.started.elapsed().as_secs_f64(),
         );
-        self.ext
-            .fill(&mut snap, &self.resolver, &mut self.devices)?;
-        snap.locks = self.ext.lock_report(&mut self.resolver)?;
+        let mut names: BTreeSet<String> = snap.io.iter().map(|s| s.device.name.clone()).collect();
+        names.extend(snap.queues.iter().map(|q| q.device.name.clone()));
+        snap.cpu_queue_map = names.iter().flat_map(|d| cpu_queue_map(d)).collect();
+        let mut ctx = FillContext {
+            resolver: &self.resolver,
+            devices: &mut self.devices,
+        };
+        for p in &mut self.optional.loaded {
+            p.fill(&mut snap, &mut ctx)?;
+        }
         if let Some(costs) = &self.costs {
             let devices = &mut self.devices;
             snap.cost_models = costs.report(&self.acc.cost_classes(), &mut |d| devices.get(d));
@@ -146,11 +263,11 @@ impl Monitor {
 impl Monitor {
     /// Says once in the log that the series table filled up: from then on
     /// new series are counted in iowarden_dropped_total only.
-    fn say_if_table_full(&mut self, raw: &crate::tracer::RawSample) {
+    fn say_if_table_full(&mut self, raw: &RawSample) {
         let full = raw.drops.n[crate::skel::types::iow_drop::IOW_DROP_SLOT_FULL.0 as usize];
         if full > 0 && !self.said_table_full {
             self.said_table_full = true;
-            let cap = self.tracer.table_fill().first().map_or(0, |t| t.2);
+            let cap = self.block.table_fill().first().map_or(0, |t| t.capacity);
             eprintln!(
                 "iowarden: the series table is full ({cap} slots): requests of new (cgroup, device, op) \
                  series are dropped and counted in iowarden_dropped_total{{reason=\"slot_table_full\"}}; \
@@ -167,35 +284,22 @@ impl Monitor {
             .map(|p| format!("{} inactive: {}", p.name, p.reason))
             .collect()
     }
-}
 
-impl Monitor {
     /// What iowarden costs and how full its tables are, for the self-metrics.
-    pub fn runtime_stats(&self, bpf_stats_enabled: bool) -> iowarden_exporters::RuntimeMetrics {
-        iowarden_exporters::RuntimeMetrics {
+    pub fn runtime_stats(&self, bpf_stats_enabled: bool) -> RuntimeMetrics {
+        RuntimeMetrics {
             bpf_stats_enabled,
             programs: self
-                .tracer
+                .block
                 .prog_stats()
                 .into_iter()
-                .chain(self.ext.lock_prog_stats())
-                .map(|p| iowarden_exporters::BpfProgramStats {
-                    program: p.name,
-                    run_time_seconds: p.run_time_ns as f64 / 1e9,
-                    run_count: p.run_cnt,
-                    recursion_misses: p.recursion_misses,
-                })
+                .chain(self.optional.loaded.iter().flat_map(|p| p.prog_stats()))
                 .collect(),
             tables: self
-                .tracer
+                .block
                 .table_fill()
                 .into_iter()
-                .chain(self.ext.lock_table_fill())
-                .map(|(t, entries, capacity)| iowarden_exporters::TableFill {
-                    table: t.to_string(),
-                    entries,
-                    capacity,
-                })
+                .chain(self.optional.loaded.iter().flat_map(|p| p.table_fill()))
                 .collect(),
             ..Default::default()
         }

@@ -3,7 +3,8 @@
 
 use std::mem::MaybeUninit;
 
-use iowarden::hist::{lower_us, NBUCKETS};
+use iowarden::bpf_consts::IOW_SELFTEST_N;
+use iowarden::probes::block::hist::{lower_us, NBUCKETS};
 use iowarden::skel::types::iow_bucket_probe;
 use iowarden::skel::IowardenSkelBuilder;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
@@ -31,7 +32,7 @@ fn bpf_bucketing_matches_user_space_bounds() {
     values.extend([(1 << 32) - 1, 1 << 32, (1 << 32) + 999, (1 << 32) + 1000]);
     // A spread of values in between: every multiple of 999_999 ns below 2^32.
     values.extend((1..4295u64).map(|i| i * 999_999));
-    for chunk in values.chunks(64) {
+    for chunk in values.chunks(IOW_SELFTEST_N as usize) {
         let mut probe = iow_bucket_probe::default();
         probe.ns[..chunk.len()].copy_from_slice(chunk);
         // SAFETY: plain-old-data struct viewed as bytes for the syscall context.

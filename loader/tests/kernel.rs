@@ -236,7 +236,7 @@ fn per_cgroup_fidelity_against_fio() {
     }
 
     // Root-cgroup I/O is attributed to the root, never to A or B.
-    let root_id = iowarden::cgroups::CgroupResolver::new(&root)
+    let root_id = iowarden::host::cgroups::CgroupResolver::new(&root)
         .unwrap()
         .id_of("/")
         .unwrap();

@@ -15,9 +15,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use fixtures::*;
-use iowarden::lockview::{fmt_wait, lock_wait_per_io, site_rows};
-use iowarden::monitor::Monitor;
-use iowarden::tracer::TracerConfig;
+use iowarden::monitor::{Monitor, MonitorConfig};
+use iowarden::probes::block::BlockConfig;
+use iowarden::views::locks::{fmt_wait, lock_wait_per_io, site_rows};
 use iowarden_exporters::Snapshot;
 
 const JOBS: u32 = 16;
@@ -91,15 +91,18 @@ fn scheduler_lock_contention_by_site_and_cgroup() {
     let dev = LoopDev::file(1024);
     let cg = Cgroup::new("iowarden-test-locks");
     let name = dev.name();
-    let cfg = TracerConfig {
-        filter_devt: Some({
-            let (ma, mi) = dev
-                .majmin()
-                .split_once(':')
-                .map(|(a, b)| (a.parse().unwrap(), b.parse().unwrap()))
-                .unwrap();
-            iowarden::devices::kernel_devt(ma, mi)
-        }),
+    let cfg = MonitorConfig {
+        block: BlockConfig {
+            filter_devt: Some({
+                let (ma, mi) = dev
+                    .majmin()
+                    .split_once(':')
+                    .map(|(a, b)| (a.parse().unwrap(), b.parse().unwrap()))
+                    .unwrap();
+                iowarden::host::devices::kernel_devt(ma, mi)
+            }),
+            ..Default::default()
+        },
         nvme: false,
         iocost: false,
         ..Default::default()
@@ -232,7 +235,7 @@ fn scheduler_lock_contention_by_site_and_cgroup() {
 #[test]
 fn removed_cgroup_frees_its_lock_slots() {
     let dev = LoopDev::file(1024);
-    let cfg = TracerConfig {
+    let cfg = MonitorConfig {
         nvme: false,
         iocost: false,
         ..Default::default()

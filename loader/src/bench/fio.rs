@@ -1,4 +1,4 @@
-//! fio for `iowarden bench`: the job files of examples/bench (compiled in,
+//! fio for `iowarden bench`: the job files of bench/jobs (compiled in,
 //! written next to the results so a run shows exactly what it ran), the
 //! command line of one tenant, and fio's JSON output.
 
@@ -8,7 +8,7 @@ use std::process::Command;
 use anyhow::{anyhow, Context, Result};
 use serde::{Deserialize, Serialize};
 
-/// A job file of examples/bench.
+/// A job file of bench/jobs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum JobFile {
@@ -37,10 +37,10 @@ impl JobFile {
 
     pub fn text(self) -> &'static str {
         match self {
-            JobFile::Tenant => include_str!("../../../examples/bench/tenant.fio"),
-            JobFile::Lc => include_str!("../../../examples/bench/lc.fio"),
-            JobFile::Be => include_str!("../../../examples/bench/be.fio"),
-            JobFile::Calibrate => include_str!("../../../examples/bench/calibrate.fio"),
+            JobFile::Tenant => include_str!("jobs/tenant.fio"),
+            JobFile::Lc => include_str!("jobs/lc.fio"),
+            JobFile::Be => include_str!("jobs/be.fio"),
+            JobFile::Calibrate => include_str!("jobs/calibrate.fio"),
         }
     }
 }

@@ -7,11 +7,12 @@
 //! Markdown) are pure; `fio` builds jobs and parses fio's output; `knob`
 //! says which knobs a host has and sets them through the journaled writer;
 //! `phase` runs fio per cgroup under the monitor; `suites` composes phases;
-//! `plot` draws SVGs. bench/README.md documents the output.
+//! `plot` draws SVGs. loader/src/bench/README.md documents the output.
 
 pub mod fio;
 pub mod knob;
 pub mod phase;
+mod phase_loop;
 pub mod plot;
 pub mod report;
 pub mod run;

@@ -1,19 +1,16 @@
 //! One phase of a suite: fresh cgroups for its tenants, the knob set up,
 //! one fio per cgroup (started at its offset), the monitor polled on a
 //! fixed interval for per-tenant timelines, fio's JSON read back, the knob
-//! restored and the cgroups removed. Everything kernel-facing of the bench
-//! that is not a knob lives here.
+//! restored and the cgroups removed (the poll loop itself: phase_loop.rs).
+//! Everything kernel-facing of the bench that is not a knob lives here.
 
-use std::fs::File;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
-use iowarden_exporters::{DeviceRef, Histogram, Snapshot};
+use anyhow::{bail, Context, Result};
+use iowarden_exporters::{DeviceRef, Histogram};
 
 use super::fio::{self, FioResult, Job};
 use super::knob::KnobCtl;
@@ -145,7 +142,7 @@ pub fn parse_proc_stat_busy(text: &str, ticks_per_s: f64) -> Option<f64> {
     Some((v[0] + v[1] + v[2] + v[5] + v[6]) / ticks_per_s)
 }
 
-fn cpu_busy_now() -> f64 {
+pub(super) fn cpu_busy_now() -> f64 {
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
     std::fs::read_to_string("/proc/stat")
@@ -314,59 +311,6 @@ pub struct Ctx {
 /// after they exist and before any fio starts.
 pub type Setup<'a> = &'a mut dyn FnMut(&mut KnobCtl, &[PathBuf]) -> Result<()>;
 
-struct Running {
-    child: Child,
-    out: PathBuf,
-    err: PathBuf,
-    /// We sent SIGINT (stop_with): fio exits non-zero but reports.
-    stopped: bool,
-}
-
-fn per_tenant(snap: &Snapshot, dev: &DeviceRef, ids: &[u64]) -> Vec<(u64, u64, Histogram)> {
-    let mut out = vec![(0, 0, Histogram::default()); ids.len()];
-    for s in &snap.io {
-        if s.device.major != dev.major || s.device.minor != dev.minor {
-            continue;
-        }
-        if let Some(i) = ids.iter().position(|&id| id == s.cgroup.id) {
-            out[i].0 += s.ios;
-            out[i].1 += s.bytes;
-            out[i].2.add(&s.latency.total);
-        }
-    }
-    out
-}
-
-fn sub_hist(a: &Histogram, b: &Histogram) -> Histogram {
-    Histogram {
-        counts: a
-            .counts
-            .iter()
-            .enumerate()
-            .map(|(i, &c)| c.saturating_sub(b.counts.get(i).copied().unwrap_or(0)))
-            .collect(),
-        sum_seconds: (a.sum_seconds - b.sum_seconds).max(0.0),
-    }
-}
-
-fn kill_all(running: &mut [Option<Running>]) {
-    for r in running.iter_mut().flatten() {
-        // sh exec'd fio: the child is fio. SIGTERM lets it stop its jobs.
-        unsafe { libc::kill(r.child.id() as i32, libc::SIGTERM) };
-    }
-    for r in running.iter_mut().flatten() {
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(5) {
-            if let Ok(Some(_)) = r.child.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = r.child.kill();
-        let _ = r.child.wait();
-    }
-}
-
 /// Runs one phase; see the module comment.
 pub fn run_phase(
     ctx: &mut Ctx,
@@ -400,7 +344,7 @@ pub fn run_phase(
         .iter()
         .map(|t| ctx.cgroups.make(&t.name))
         .collect::<Result<_>>()?;
-    let result = run_in(ctx, name, tenants, &dirs, interval_s, setup);
+    let result = super::phase_loop::run_in(ctx, name, tenants, &dirs, interval_s, setup);
     let restored = ctx.ctl.restore();
     for d in &dirs {
         ctx.cgroups.remove(d);
@@ -408,188 +352,6 @@ pub fn run_phase(
     let run = result?;
     restored?;
     Ok(run)
-}
-
-fn run_in(
-    ctx: &mut Ctx,
-    name: &str,
-    tenants: &[Tenant],
-    dirs: &[PathBuf],
-    interval_s: f64,
-    setup: Setup<'_>,
-) -> Result<PhaseRun> {
-    setup(&mut ctx.ctl, dirs)?;
-    let ids: Vec<u64> = dirs
-        .iter()
-        .map(|d| std::fs::metadata(d).map(|m| m.ino()))
-        .collect::<std::io::Result<_>>()?;
-    let base_snap = ctx.monitor.poll()?;
-    let base = per_tenant(&base_snap, &ctx.dev, &ids);
-    let cpu0 = cpu_busy_now();
-    let t0 = Instant::now();
-    let mut running: Vec<Option<Running>> = tenants.iter().map(|_| None).collect();
-    let mut samples = Vec::new();
-    let deadline = tenants
-        .iter()
-        .map(|t| t.start_s + t.runtime_s)
-        .fold(0.0, f64::max)
-        + 60.0;
-    // When each tenant's first I/O completed (seconds since t0).
-    let mut first_io: Vec<Option<f64>> = vec![None; tenants.len()];
-    let interval = Duration::from_secs_f64(interval_s);
-    let mut next = t0;
-    let mut last_snap;
-    loop {
-        let now = t0.elapsed().as_secs_f64();
-        for (i, t) in tenants.iter().enumerate() {
-            let origin = match t.after {
-                None => Some(0.0),
-                Some(k) => first_io[k],
-            };
-            if running[i].is_none() && origin.is_some_and(|o| now >= o + t.start_s) {
-                let out = fio::out_path(&ctx.fio_dir, name, &t.name);
-                let err = out.with_extension("stderr");
-                let env = t.job.env(&ctx.dev_path, ctx.params.size, t.runtime_s);
-                let child = fio::command_in_cgroup(&dirs[i], &t.job, &ctx.jobs_dir, &out, &env)
-                    .stdout(Stdio::null())
-                    .stderr(File::create(&err)?)
-                    .spawn()
-                    .context("running fio (apt install fio)")?;
-                running[i] = Some(Running {
-                    child,
-                    out,
-                    err,
-                    stopped: false,
-                });
-            }
-        }
-        next += interval;
-        let sleep = next.saturating_duration_since(Instant::now());
-        std::thread::sleep(sleep);
-        let snap = ctx.monitor.poll()?;
-        let t = t0.elapsed().as_secs_f64();
-        let cur = per_tenant(&snap, &ctx.dev, &ids);
-        samples.push(Sample {
-            t,
-            ios: cur
-                .iter()
-                .zip(&base)
-                .map(|(c, b)| c.0 - b.0.min(c.0))
-                .collect(),
-            bytes: cur
-                .iter()
-                .zip(&base)
-                .map(|(c, b)| c.1 - b.1.min(c.1))
-                .collect(),
-            latency: cur
-                .iter()
-                .zip(&base)
-                .map(|(c, b)| sub_hist(&c.2, &b.2))
-                .collect(),
-        });
-        last_snap = snap;
-        for (k, f) in first_io.iter_mut().enumerate() {
-            if f.is_none() && samples.last().is_some_and(|x| x.ios[k] > 0) {
-                *f = Some(t);
-            }
-        }
-        if ctx.stop.load(Ordering::Relaxed) {
-            kill_all(&mut running);
-            bail!("interrupted");
-        }
-        if t > deadline {
-            kill_all(&mut running);
-            bail!("{name}: fio did not finish within {deadline:.0} s");
-        }
-        let mut all_done = true;
-        let mut exited = vec![false; tenants.len()];
-        for (i, r) in running.iter_mut().enumerate() {
-            match r {
-                None => all_done = false,
-                Some(r) => match r.child.try_wait()? {
-                    None => all_done = false,
-                    Some(_) if r.stopped => exited[i] = true,
-                    Some(st) if !st.success() => {
-                        let msg = std::fs::read_to_string(&r.err).unwrap_or_default();
-                        kill_all(&mut running);
-                        bail!(
-                            "{name}: fio of {} failed ({st}): {}",
-                            tenants[i].name,
-                            msg.trim()
-                        );
-                    }
-                    Some(_) => exited[i] = true,
-                },
-            }
-        }
-        let all_started = first_io
-            .iter()
-            .try_fold(0.0, |m: f64, f| f.map(|f| m.max(f)));
-        for (i, tenant) in tenants.iter().enumerate() {
-            // An exited child is reaped: its pid may belong to another process.
-            let Some(r) = running[i].as_mut().filter(|_| !exited[i]) else {
-                continue;
-            };
-            let held = match (tenant.hold_s, all_started) {
-                (Some(h), Some(a)) => t >= a + h,
-                _ => false,
-            };
-            let partner_done = tenant.stop_with.is_some_and(|k| exited[k]);
-            if (held || partner_done) && !r.stopped {
-                // SAFETY: signalling our own child.
-                unsafe { libc::kill(r.child.id() as i32, libc::SIGINT) };
-                r.stopped = true;
-            }
-        }
-        if all_done {
-            break;
-        }
-    }
-    let wall_s = t0.elapsed().as_secs_f64();
-    let iocost_vrate_pct = std::fs::read_to_string(ctx.cgroups.io_root.join("io.stat"))
-        .ok()
-        .and_then(|t| {
-            let dev = format!("{}:{}", ctx.dev.major, ctx.dev.minor);
-            crate::iocost::field(crate::iocost::device_line(&t, &dev)?, "cost.vrate")?
-                .parse()
-                .ok()
-        });
-    let cpu_busy_s = cpu_busy_now() - cpu0;
-    let delta = last_snap.delta_since(&base_snap);
-    let lock_wait_s = delta.locks.as_ref().map(|l| {
-        l.series
-            .iter()
-            .filter(|s| ids.contains(&s.cgroup.id))
-            // fold, not sum: an empty f64 sum is -0.0.
-            .fold(0.0, |a, s| a + s.wait_seconds)
-    });
-    let last = samples.last().ok_or_else(|| anyhow!("{name}: no sample"))?;
-    let mut runs = Vec::new();
-    for (i, t) in tenants.iter().enumerate() {
-        let r = running[i].as_ref().expect("all started");
-        let text = std::fs::read_to_string(&r.out)
-            .with_context(|| format!("reading fio's output {}", r.out.display()))?;
-        let fio = fio::parse_fio_json(&text)
-            .with_context(|| format!("{name}: fio's output for {}", t.name))?;
-        runs.push(TenantRun {
-            tenant: t.clone(),
-            cgroup: ctx.cgroups.rel(&dirs[i]),
-            fio,
-            ios: last.ios[i],
-            bytes: last.bytes[i],
-            latency: last.latency[i].clone(),
-        });
-    }
-    Ok(PhaseRun {
-        name: name.into(),
-        tenants: runs,
-        wall_s,
-        cpu_busy_s,
-        lock_wait_s,
-        iocost_vrate_pct,
-        bounds: last_snap.hist_lower_bounds_seconds.clone(),
-        samples,
-    })
 }
 
 #[cfg(test)]

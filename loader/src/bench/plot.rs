@@ -64,64 +64,90 @@ fn fairness(r: &Report, path: &Path) -> Result<()> {
         .y_desc("MiB/s per 100 weight")
         .draw()
         .map_err(err)?;
+    for (gi, g) in groups.iter().enumerate() {
+        fairness_group(&mut chart, gi, g, top, ymax)?;
+    }
+    let mut knobs: Vec<Knob> = groups.iter().map(|g| g.knob).collect();
+    knobs.sort_by_key(|k| Knob::ALL.iter().position(|x| x == k));
+    knobs.dedup();
+    knob_legend(&mut chart, &knobs)?;
+    root.present().map_err(err)
+}
+
+/// The cartesian chart every plot here draws on.
+type Chart<'a> = ChartContext<
+    'a,
+    SVGBackend<'a>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// One fairness group: its scenario, knob and Jain index above one bar per
+/// tenant, and a separator before it.
+fn fairness_group(
+    chart: &mut Chart<'_>,
+    gi: usize,
+    g: &super::report::FairnessRun,
+    top: f64,
+    ymax: f64,
+) -> Result<()> {
     let group_font = ("sans-serif", 16).into_font().color(&BLACK);
     let bar_font = ("sans-serif", 13)
         .into_font()
         .transform(FontTransform::Rotate270)
         .color(&BLACK);
     let centre = Pos::new(HPos::Center, VPos::Center);
-    for (gi, g) in groups.iter().enumerate() {
-        let mid = gi as f64 + 0.5;
-        let jain = g
-            .jain
-            .map(|j| format!("Jain {j:.2}"))
-            .unwrap_or_else(|| "Jain n/a".into());
+    let mid = gi as f64 + 0.5;
+    let jain = g
+        .jain
+        .map(|j| format!("Jain {j:.2}"))
+        .unwrap_or_else(|| "Jain n/a".into());
+    chart
+        .draw_series([
+            Text::new(
+                format!("{}: {}", g.scenario, g.knob),
+                (mid, top * 1.3),
+                group_font.clone().pos(centre),
+            ),
+            Text::new(jain, (mid, top * 1.19), group_font.clone().pos(centre)),
+        ])
+        .map_err(err)?;
+    let n = g.tenants.len().max(1) as f64;
+    for (ti, t) in g.tenants.iter().enumerate() {
+        let x0 = gi as f64 + 0.1 + 0.8 * ti as f64 / n;
+        let x1 = x0 + 0.8 / n * 0.9;
+        let y = per_weight(t);
         chart
-            .draw_series([
-                Text::new(
-                    format!("{}: {}", g.scenario, g.knob),
-                    (mid, top * 1.3),
-                    group_font.clone().pos(centre),
-                ),
-                Text::new(jain, (mid, top * 1.19), group_font.clone().pos(centre)),
-            ])
+            .draw_series([Rectangle::new(
+                [(x0, 0.0), (x1, y)],
+                color(g.knob)
+                    .mix(0.4 + 0.6 * (ti as f64 + 1.0) / n)
+                    .filled(),
+            )])
             .map_err(err)?;
-        let n = g.tenants.len().max(1) as f64;
-        for (ti, t) in g.tenants.iter().enumerate() {
-            let x0 = gi as f64 + 0.1 + 0.8 * ti as f64 / n;
-            let x1 = x0 + 0.8 / n * 0.9;
-            let y = per_weight(t);
-            chart
-                .draw_series([Rectangle::new(
-                    [(x0, 0.0), (x1, y)],
-                    color(g.knob)
-                        .mix(0.4 + 0.6 * (ti as f64 + 1.0) / n)
-                        .filled(),
-                )])
-                .map_err(err)?;
-            // The bar's tenant, reading upwards from just above its base.
-            chart
-                .draw_series([Text::new(
-                    format!("{} w{} {}", t.name, t.weight, t.bs),
-                    ((x0 + x1) / 2.0, top * 0.02),
-                    bar_font.clone().pos(Pos::new(HPos::Left, VPos::Center)),
-                )])
-                .map_err(err)?;
-        }
-        // Groups apart: a thin separator.
-        if gi > 0 {
-            chart
-                .draw_series(LineSeries::new(
-                    [(gi as f64, 0.0), (gi as f64, ymax)],
-                    BLACK.mix(0.15),
-                ))
-                .map_err(err)?;
-        }
+        // The bar's tenant, reading upwards from just above its base.
+        chart
+            .draw_series([Text::new(
+                format!("{} w{} {}", t.name, t.weight, t.bs),
+                ((x0 + x1) / 2.0, top * 0.02),
+                bar_font.clone().pos(Pos::new(HPos::Left, VPos::Center)),
+            )])
+            .map_err(err)?;
     }
-    let mut knobs: Vec<Knob> = groups.iter().map(|g| g.knob).collect();
-    knobs.sort_by_key(|k| Knob::ALL.iter().position(|x| x == k));
-    knobs.dedup();
-    for k in knobs {
+    // Groups apart: a thin separator.
+    if gi > 0 {
+        chart
+            .draw_series(LineSeries::new(
+                [(gi as f64, 0.0), (gi as f64, ymax)],
+                BLACK.mix(0.15),
+            ))
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+/// The legend: one colour per knob.
+fn knob_legend(chart: &mut Chart<'_>, knobs: &[Knob]) -> Result<()> {
+    for &k in knobs {
         let c = color(k);
         chart
             .draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())
@@ -136,7 +162,7 @@ fn fairness(r: &Report, path: &Path) -> Result<()> {
         .border_style(BLACK)
         .draw()
         .map_err(err)?;
-    root.present().map_err(err)
+    Ok(())
 }
 
 /// D3: the priority app's p99 against aggregate bandwidth, every point,
@@ -192,45 +218,7 @@ fn pareto(r: &Report, path: &Path) -> Result<()> {
     let mut knobs: Vec<Knob> = p.points.iter().map(|x| x.knob).collect();
     knobs.dedup();
     for k in knobs {
-        let c = color(k);
-        let pts: Vec<(f64, f64)> = p
-            .points
-            .iter()
-            .filter(|x| x.knob == k)
-            .filter_map(|x| Some((x.aggregate_bw_bytes / MIB, x.prio_p99_seconds? * 1e3)))
-            .collect();
-        let mut front: Vec<(f64, f64)> = p
-            .points
-            .iter()
-            .filter(|x| x.knob == k && x.on_front)
-            .filter_map(|x| Some((x.aggregate_bw_bytes / MIB, x.prio_p99_seconds? * 1e3)))
-            .collect();
-        front.sort_by(|a, b| a.0.total_cmp(&b.0));
-        chart
-            .draw_series(pts.iter().map(|&xy| Circle::new(xy, 4, c.filled())))
-            .map_err(err)?
-            .label(k.name())
-            .legend(move |(x, y)| Circle::new((x + 10, y), 4, c.filled()));
-        chart.draw_series(LineSeries::new(front, c)).map_err(err)?;
-        // Each point's setting beside it: the plot says which knob value it is.
-        let font = ("sans-serif", 10).into_font().color(&c);
-        chart
-            .draw_series(
-                p.points
-                    .iter()
-                    .filter(|x| x.knob == k)
-                    .filter_map(|x| {
-                        Some((x.aggregate_bw_bytes / MIB, x.prio_p99_seconds? * 1e3, x))
-                    })
-                    .map(|(bw, p99, x)| {
-                        Text::new(
-                            x.setting.clone(),
-                            (bw, p99),
-                            font.clone().pos(Pos::new(HPos::Left, VPos::Bottom)),
-                        )
-                    }),
-            )
-            .map_err(err)?;
+        pareto_knob(&mut chart, &p.points, k)?;
     }
     chart
         .configure_series_labels()
@@ -239,6 +227,50 @@ fn pareto(r: &Report, path: &Path) -> Result<()> {
         .draw()
         .map_err(err)?;
     root.present().map_err(err)
+}
+
+/// One knob's points in D3, each labelled with its setting, and its front.
+fn pareto_knob(
+    chart: &mut Chart<'_>,
+    points: &[super::report::TradeoffPoint],
+    k: Knob,
+) -> Result<()> {
+    let c = color(k);
+    let pts: Vec<(f64, f64)> = points
+        .iter()
+        .filter(|x| x.knob == k)
+        .filter_map(|x| Some((x.aggregate_bw_bytes / MIB, x.prio_p99_seconds? * 1e3)))
+        .collect();
+    let mut front: Vec<(f64, f64)> = points
+        .iter()
+        .filter(|x| x.knob == k && x.on_front)
+        .filter_map(|x| Some((x.aggregate_bw_bytes / MIB, x.prio_p99_seconds? * 1e3)))
+        .collect();
+    front.sort_by(|a, b| a.0.total_cmp(&b.0));
+    chart
+        .draw_series(pts.iter().map(|&xy| Circle::new(xy, 4, c.filled())))
+        .map_err(err)?
+        .label(k.name())
+        .legend(move |(x, y)| Circle::new((x + 10, y), 4, c.filled()));
+    chart.draw_series(LineSeries::new(front, c)).map_err(err)?;
+    // Each point's setting beside it: the plot says which knob value it is.
+    let font = ("sans-serif", 10).into_font().color(&c);
+    chart
+        .draw_series(
+            points
+                .iter()
+                .filter(|x| x.knob == k)
+                .filter_map(|x| Some((x.aggregate_bw_bytes / MIB, x.prio_p99_seconds? * 1e3, x)))
+                .map(|(bw, p99, x)| {
+                    Text::new(
+                        x.setting.clone(),
+                        (bw, p99),
+                        font.clone().pos(Pos::new(HPos::Left, VPos::Bottom)),
+                    )
+                }),
+        )
+        .map_err(err)?;
+    Ok(())
 }
 
 /// D4: the priority app's p99 per window after it starts, one line per knob.

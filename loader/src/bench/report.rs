@@ -1,5 +1,5 @@
 //! The bench's JSON report (schema `iowarden-bench/1`, documented in
-//! bench/README.md) and its Markdown summary, a table like isol-bench's
+//! loader/src/bench/README.md) and its Markdown summary, a table like isol-bench's
 //! Table I. Pure: built from measured numbers, unit-tested on fixed ones.
 
 use serde::{Deserialize, Serialize};
@@ -241,6 +241,21 @@ pub fn markdown(r: &Report) -> String {
             ""
         }
     );
+    s += &md_table_i(r);
+    s += &md_notes(r);
+    s += &md_overhead(r);
+    s += &md_fairness(r);
+    s += &md_prio_util(r);
+    s += &md_burst(r);
+    s += &md_schedulers(r);
+    s += &md_cross_check(r);
+    s += &md_plots(r);
+    s
+}
+
+/// Table I: one row per knob, one mark per desideratum.
+fn md_table_i(r: &Report) -> String {
+    let mut s = String::new();
     s += "| knob | ";
     s += &DESIDERATA
         .iter()
@@ -268,6 +283,12 @@ pub fn markdown(r: &Report) -> String {
         }
         s += "\n";
     }
+    s
+}
+
+/// The legend, the unavailable knobs and the calibration.
+fn md_notes(r: &Report) -> String {
+    let mut s = String::new();
     s += "\n✓ met, ✗ not met, — does not apply, · not run, n/a knob unavailable here.\n";
     for u in &r.unavailable {
         s += &format!("- {}: unavailable: {}\n", u.knob, u.reason);
@@ -280,6 +301,12 @@ pub fn markdown(r: &Report) -> String {
             c.io_cost_model
         );
     }
+    s
+}
+
+/// The D1 overhead table.
+fn md_overhead(r: &Report) -> String {
+    let mut s = String::new();
     if !r.overhead.is_empty() {
         s += "\n## D1 overhead\n\n| knob | cgroups | IOPS | p50 | p99 | CPU/IO | fio CPU/IO | fio p99 |\n|---|---|---|---|---|---|---|---|\n";
         for o in &r.overhead {
@@ -296,6 +323,12 @@ pub fn markdown(r: &Report) -> String {
             );
         }
     }
+    s
+}
+
+/// The D2 fairness table.
+fn md_fairness(r: &Report) -> String {
+    let mut s = String::new();
     if !r.fairness.is_empty() {
         s += "\n## D2 fairness\n\n| scenario | knob | tenants (weight, bs: bandwidth in the shared window) | Jain (iowarden) | Jain (fio) |\n|---|---|---|---|---|\n";
         for f in &r.fairness {
@@ -315,6 +348,12 @@ pub fn markdown(r: &Report) -> String {
             );
         }
     }
+    s
+}
+
+/// The D3 priority vs utilisation table.
+fn md_prio_util(r: &Report) -> String {
+    let mut s = String::new();
     if let Some(p) = &r.prio_util {
         s += &format!(
             "\n## D3 priority vs utilisation\n\nPriority app alone: p99 {}, {}.\n\n| knob | setting | aggregate | prio p99 | prio p99 (fio) | front |\n|---|---|---|---|---|---|\n",
@@ -333,6 +372,12 @@ pub fn markdown(r: &Report) -> String {
             );
         }
     }
+    s
+}
+
+/// The D4 bursts table.
+fn md_burst(r: &Report) -> String {
+    let mut s = String::new();
     if !r.burst.is_empty() {
         s += "\n## D4 bursts\n\n| knob | setting | priority started after be's first I/O | its first I/O | steady p99 | settled after its first I/O |\n|---|---|---|---|---|---|\n";
         for b in &r.burst {
@@ -351,6 +396,12 @@ pub fn markdown(r: &Report) -> String {
             );
         }
     }
+    s
+}
+
+/// The I/O schedulers table.
+fn md_schedulers(r: &Report) -> String {
+    let mut s = String::new();
     if !r.schedulers.is_empty() {
         s += "\n## I/O schedulers\n\n| scheduler | IOPS | CPU/IO | fio CPU/IO | p99 under interference | lock wait/IO |\n|---|---|---|---|---|---|\n";
         for x in &r.schedulers {
@@ -368,6 +419,12 @@ pub fn markdown(r: &Report) -> String {
             );
         }
     }
+    s
+}
+
+/// The largest iowarden vs fio bandwidth difference.
+fn md_cross_check(r: &Report) -> String {
+    let mut s = String::new();
     if !r.cross_check.is_empty() {
         let worst = r
             .cross_check
@@ -386,6 +443,12 @@ pub fn markdown(r: &Report) -> String {
             );
         }
     }
+    s
+}
+
+/// The plots written.
+fn md_plots(r: &Report) -> String {
+    let mut s = String::new();
     if !r.plots.is_empty() {
         s += "\nPlots: ";
         s += &r.plots.join(", ");

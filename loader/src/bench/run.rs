@@ -8,15 +8,16 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
+use iowarden_exporters::DeviceRef;
 
 use super::knob::{select, HostFacts, KnobCtl};
 use super::phase::{Cgroups, Ctx};
 use super::report::{markdown, Report, Unavailable, SCHEMA};
 use super::suites::{self, Bench};
 use super::{parse_knobs, parse_suites, Knob, Params, Suite};
-use crate::devices::{kernel_devt, resolve_device};
-use crate::monitor::Monitor;
-use crate::tracer::TracerConfig;
+use crate::host::devices::{kernel_devt, resolve_device};
+use crate::monitor::{Monitor, MonitorConfig};
+use crate::probes::block::BlockConfig;
 
 pub struct BenchOptions {
     pub device: String,
@@ -37,16 +38,18 @@ fn now_unix() -> f64 {
 }
 
 fn monitor(dev: &iowarden_exporters::DeviceRef, locks: bool) -> Result<Monitor> {
-    Monitor::start(&TracerConfig {
-        filter_devt: Some(kernel_devt(dev.major, dev.minor)),
-        latency: true,
-        hwq: false,
+    Monitor::start(&MonitorConfig {
+        block: BlockConfig {
+            filter_devt: Some(kernel_devt(dev.major, dev.minor)),
+            latency: true,
+            hwq: false,
+            // The bench scores the knobs, not the model: no per-request charge.
+            cost: false,
+            ..Default::default()
+        },
         nvme: false,
         iocost: false,
-        locks: locks.then(crate::locks::LockConfig::default),
-        // The bench scores the knobs, not the model: no per-request charge.
-        cost: false,
-        ..Default::default()
+        locks: locks.then(crate::probes::locks::LockConfig::default),
     })
 }
 
@@ -69,17 +72,9 @@ fn validate(o: &BenchOptions) -> Result<(Vec<Suite>, Vec<Knob>, iowarden_exporte
 
 pub fn run(o: BenchOptions, stop: Arc<AtomicBool>) -> Result<Report> {
     let (suites, requested, dev) = validate(&o)?;
-    crate::preflight::check()?;
-    let hs = crate::cgroups::parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo")?);
-    let h = crate::cgroups::io_hierarchy(&hs)
-        .context("no cgroup hierarchy with the io (blkio) controller is mounted")?
-        .clone();
-    let device_bytes =
-        std::fs::read_to_string(Path::new("/sys/block").join(&dev.name).join("size"))
-            .ok()
-            .and_then(|s| s.trim().parse::<u64>().ok())
-            .map(|s| s * 512)
-            .unwrap_or(0);
+    crate::host::preflight::check()?;
+    let h = io_hierarchy()?;
+    let device_bytes = device_bytes(&dev.name);
     if device_bytes < (64 << 20) {
         bail!("{} is smaller than 64 MiB; nothing changed", dev.name);
     }
@@ -99,7 +94,64 @@ pub fn run(o: BenchOptions, stop: Arc<AtomicBool>) -> Result<Report> {
     super::fio::write_job_files(&jobs_dir)?;
     std::fs::create_dir_all(&fio_dir)?;
     let params = Params::new(o.quick, device_bytes);
-    let mut report = Report {
+    let report = new_report(&dev, &params, &suites, &knobs, &missing);
+    let ctx = Ctx {
+        monitor: monitor(&dev, false)?,
+        cgroups,
+        ctl,
+        dev: dev.clone(),
+        dev_path: Path::new("/dev").join(&dev.name),
+        jobs_dir,
+        fio_dir,
+        params,
+        stop,
+    };
+    let mut b = Bench::new(ctx, report);
+    let outcome = run_suites(&mut b, &suites, &knobs, &dev);
+    let Bench {
+        ctx, mut report, ..
+    } = b;
+    // Restore before writing: knobs, scheduler, cgroups.
+    drop(ctx);
+    report.finished_unix_seconds = now_unix();
+    report.verdicts = super::verdict::verdicts(&report);
+    write_outputs(&mut report, &o.out)?;
+    match outcome {
+        Ok(()) => Ok(report),
+        Err(e) => Err(e.context(format!(
+            "stopped; everything changed was restored; partial results in {}",
+            o.out.display()
+        ))),
+    }
+}
+
+/// The mounted hierarchy with the io (blkio) controller.
+fn io_hierarchy() -> Result<crate::host::cgroups::Hierarchy> {
+    let hs =
+        crate::host::cgroups::parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo")?);
+    Ok(crate::host::cgroups::io_hierarchy(&hs)
+        .context("no cgroup hierarchy with the io (blkio) controller is mounted")?
+        .clone())
+}
+
+/// A disk's size in bytes (0 when unreadable).
+fn device_bytes(name: &str) -> u64 {
+    std::fs::read_to_string(Path::new("/sys/block").join(name).join("size"))
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .map(|s| s * 512)
+        .unwrap_or(0)
+}
+
+/// The report before any suite ran: what runs, on what, and what cannot.
+fn new_report(
+    dev: &DeviceRef,
+    params: &Params,
+    suites: &[Suite],
+    knobs: &[Knob],
+    missing: &[(Knob, String)],
+) -> Report {
+    Report {
         schema: SCHEMA.into(),
         device: dev.clone(),
         kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
@@ -112,8 +164,8 @@ pub fn run(o: BenchOptions, stop: Arc<AtomicBool>) -> Result<Report> {
             .into(),
         started_unix_seconds: now_unix(),
         params: Some(params.clone()),
-        suites: suites.clone(),
-        knobs: knobs.clone(),
+        suites: suites.to_vec(),
+        knobs: knobs.to_vec(),
         unavailable: missing
             .iter()
             .map(|(k, r)| Unavailable {
@@ -122,70 +174,53 @@ pub fn run(o: BenchOptions, stop: Arc<AtomicBool>) -> Result<Report> {
             })
             .collect(),
         ..Default::default()
-    };
-    let ctx = Ctx {
-        monitor: monitor(&dev, false)?,
-        cgroups,
-        ctl,
-        dev: dev.clone(),
-        dev_path: Path::new("/dev").join(&dev.name),
-        jobs_dir,
-        fio_dir,
-        params,
-        stop,
-    };
-    let mut b = Bench::new(ctx, std::mem::take(&mut report));
-    let mut outcome = Ok(());
-    for s in &suites {
-        let r = match s {
-            Suite::Overhead => suites::overhead(&mut b, &knobs),
-            Suite::Fairness => suites::fairness(&mut b, &knobs),
-            Suite::PrioUtil => suites::prio_util(&mut b, &knobs),
-            Suite::Burst => suites::burst(&mut b, &knobs),
-            Suite::Schedulers => {
-                // The lock programs cost a stack walk per contention: only here.
-                let (m, src) = match monitor(&dev, true) {
-                    Ok(m) => {
-                        let why = m
-                            .probe_report()
-                            .into_iter()
-                            .find(|p| p.starts_with("lock"))
-                            .unwrap_or_default();
-                        (m, why)
-                    }
-                    Err(e) => (monitor(&dev, false)?, format!("lock programs: {e:#}")),
-                };
-                b.ctx.monitor = m;
-                let r = suites::schedulers(&mut b, &knobs, &src);
-                b.ctx.monitor = monitor(&dev, false)?;
-                r
-            }
-        };
-        if let Err(e) = r {
-            outcome = Err(e.context(format!("suite {s}")));
-            break;
-        }
     }
-    let Bench {
-        ctx, mut report, ..
-    } = b;
-    // Restore before writing: knobs, scheduler, cgroups.
-    drop(ctx);
-    report.finished_unix_seconds = now_unix();
-    report.verdicts = super::verdict::verdicts(&report);
-    match super::plot::write_all(&report, &o.out) {
+}
+
+/// Runs the suites in order; the first that fails stops the rest.
+fn run_suites(b: &mut Bench, suites: &[Suite], knobs: &[Knob], dev: &DeviceRef) -> Result<()> {
+    for s in suites {
+        let r = match s {
+            Suite::Overhead => suites::overhead(b, knobs),
+            Suite::Fairness => suites::fairness(b, knobs),
+            Suite::PrioUtil => suites::prio_util(b, knobs),
+            Suite::Burst => suites::burst(b, knobs),
+            Suite::Schedulers => run_schedulers(b, knobs, dev),
+        };
+        r.map_err(|e| e.context(format!("suite {s}")))?;
+    }
+    Ok(())
+}
+
+/// The schedulers suite, with the lock programs loaded for it only (they
+/// cost a stack walk per contention).
+fn run_schedulers(b: &mut Bench, knobs: &[Knob], dev: &DeviceRef) -> Result<()> {
+    let (m, src) = match monitor(dev, true) {
+        Ok(m) => {
+            let why = m
+                .probe_report()
+                .into_iter()
+                .find(|p| p.starts_with("lock"))
+                .unwrap_or_default();
+            (m, why)
+        }
+        Err(e) => (monitor(dev, false)?, format!("lock programs: {e:#}")),
+    };
+    b.ctx.monitor = m;
+    let r = suites::schedulers(b, knobs, &src);
+    b.ctx.monitor = monitor(dev, false)?;
+    r
+}
+
+/// report.json, summary.md and the plots (a plot that fails is a warning).
+fn write_outputs(report: &mut Report, out: &Path) -> Result<()> {
+    match super::plot::write_all(report, out) {
         Ok(p) => report.plots = p,
         Err(e) => eprintln!("iowarden bench: warning: {e:#}"),
     }
     let json = serde_json::to_string_pretty(&report)?;
-    std::fs::write(o.out.join("report.json"), json + "\n")
-        .with_context(|| format!("writing {}/report.json", o.out.display()))?;
-    std::fs::write(o.out.join("summary.md"), markdown(&report))?;
-    match outcome {
-        Ok(()) => Ok(report),
-        Err(e) => Err(e.context(format!(
-            "stopped; everything changed was restored; partial results in {}",
-            o.out.display()
-        ))),
-    }
+    std::fs::write(out.join("report.json"), json + "\n")
+        .with_context(|| format!("writing {}/report.json", out.display()))?;
+    std::fs::write(out.join("summary.md"), markdown(report))?;
+    Ok(())
 }

@@ -1,5 +1,5 @@
 //! The ✓/✗ of Table I from the measured numbers. The thresholds are the
-//! bench's definition of each desideratum (bench/README.md), fixed here,
+//! bench's definition of each desideratum (loader/src/bench/README.md), fixed here,
 //! never fitted to a result.
 
 use super::report::{Mark, Report, TradeoffPoint, Verdict};

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use iowarden_exporters::{log2_quantile_seconds, Snapshot};
 
-use crate::lockstack::folded_line;
+use crate::probes::locks::sites::folded_line;
 
 /// Lock waits are often below a microsecond: ns, us or ms.
 pub fn fmt_wait(s: Option<f64>) -> String {

@@ -184,10 +184,15 @@ fn container_scope(c: &str) -> Option<(&'static str, String)> {
 /// Attribution of a cgroup path (relative to the hierarchy root).
 pub fn attribute(path: &str) -> Attribution {
     let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
-    let mut a = Attribution::default();
+    kubernetes(&comps)
+        .or_else(|| container(&comps))
+        .unwrap_or_else(|| systemd(&comps))
+}
 
-    // Kubernetes: a `kubepods` component (systemd slice or cgroupfs dir,
-    // possibly under a kubelet --cgroup-root), then QoS, pod, container.
+/// Kubernetes: a `kubepods` component (systemd slice or cgroupfs dir,
+/// possibly under a kubelet --cgroup-root), then QoS, pod, container.
+fn kubernetes(comps: &[&str]) -> Option<Attribution> {
+    let mut a = Attribution::default();
     if let Some(k) = comps
         .iter()
         .position(|c| *c == "kubepods" || *c == "kubepods.slice" || c.ends_with("-kubepods.slice"))
@@ -218,27 +223,35 @@ pub fn attribute(path: &str) -> Attribution {
             }
         }
         if a.kind == Kind::Pod {
-            return a;
+            return Some(a);
         }
-        a = Attribution::default();
     }
+    None
+}
 
-    // Docker/Podman outside Kubernetes.
+/// Docker/Podman outside Kubernetes.
+fn container(comps: &[&str]) -> Option<Attribution> {
+    let mut a = Attribution::default();
     for (i, c) in comps.iter().enumerate() {
         if let Some((rt, id)) = container_scope(c) {
             a.kind = Kind::Container;
             a.runtime = rt.into();
             a.container_id = id;
-            return a;
+            return Some(a);
         }
         if *c == "docker" && comps.get(i + 1).is_some_and(|n| is_hex_id(n)) {
             a.kind = Kind::Container;
             a.runtime = "docker".into();
             a.container_id = comps[i + 1].to_string();
-            return a;
+            return Some(a);
         }
     }
+    None
+}
 
+/// systemd: a user's session or service, else the innermost service.
+fn systemd(comps: &[&str]) -> Attribution {
+    let mut a = Attribution::default();
     // User slices: user-<uid>.slice, then a session scope or the user manager's units.
     if let Some(uid) = comps.iter().find_map(|c| {
         c.strip_prefix("user-")

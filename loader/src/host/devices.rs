@@ -1,9 +1,9 @@
-//! Block device names and numbers from sysfs.
+//! Block device names and numbers, and blk-mq CPU -> queue maps, from sysfs.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use anyhow::{bail, Result};
-use iowarden_exporters::DeviceRef;
+use iowarden_exporters::{CpuQueueMap, DeviceRef};
 
 /// Kernel-internal dev_t (MKDEV) as the BPF side packs it.
 pub fn kernel_devt(major: u32, minor: u32) -> u32 {
@@ -79,6 +79,39 @@ pub fn resolve_device(spec: &str) -> Result<DeviceRef> {
     }
 }
 
+/// "0-3,8" -> [0, 1, 2, 3, 8]
+pub fn parse_cpu_list(s: &str) -> Vec<u32> {
+    let mut out = BTreeSet::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        if let (Ok(a), Ok(b)) = (a.trim().parse::<u32>(), b.trim().parse::<u32>()) {
+            out.extend(a..=b);
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// blk-mq hardware queues of a disk and their CPUs.
+pub fn cpu_queue_map(device: &str) -> Vec<CpuQueueMap> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(format!("/sys/block/{device}/mq")) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let Ok(hctx) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cpus = std::fs::read_to_string(e.path().join("cpu_list")).unwrap_or_default();
+        out.push(CpuQueueMap {
+            device: device.to_string(),
+            hctx,
+            cpus: parse_cpu_list(&cpus),
+        });
+    }
+    out.sort_by_key(|m| m.hctx);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,5 +141,12 @@ mod tests {
         assert_eq!((d.major, d.minor), (ma, mi));
         assert_eq!(resolve_device(&format!("{ma}:{mi}")).unwrap().name, name);
         assert_eq!(resolve_device(&format!("/dev/{name}")).unwrap().name, name);
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0-3,8\n"), vec![0, 1, 2, 3, 8]);
+        assert_eq!(parse_cpu_list("1"), vec![1]);
+        assert_eq!(parse_cpu_list(""), Vec::<u32>::new());
     }
 }

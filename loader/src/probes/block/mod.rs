@@ -1,17 +1,24 @@
-//! Loads and attaches the BPF programs of bpf/iowarden.bpf.c and reads their
-//! maps. Everything that touches the kernel's BPF interface lives here.
+//! The block object (bpf/iowarden.bpf.c), always loaded: `start` loads and
+//! attaches its programs, `read` copies the sharded counters (RawSample),
+//! accumulate.rs sums reads over time and fills the snapshot's io and
+//! queues. capacity.rs sizes its tables, hist.rs names its buckets.
 
-use std::mem::MaybeUninit;
+pub mod accumulate;
+pub mod capacity;
+pub mod hist;
 
 use anyhow::{Context, Result};
-use iowarden_exporters::ProbeStatus;
+use iowarden_exporters::{BpfProgramStats, ProbeStatus, TableFill};
 use libbpf_rs::btf::types::Enum;
 use libbpf_rs::btf::Btf;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
+use libbpf_rs::{Link, MapCore, MapFlags};
 
-use crate::capacity::Capacity;
-use crate::mapped::MappedArray;
+use crate::probes::block::capacity::Capacity;
+use crate::probes::mapped::MappedArray;
+use crate::probes::{
+    open_object, prog_stats_of, slots_in_use, status, table_fill, tracepoint_available,
+};
 use crate::skel::types::{
     iow_const, iow_cost_class, iow_cost_coefs, iow_drops, iow_hwq_stats, iow_series,
 };
@@ -23,9 +30,10 @@ pub const MAX_HWQ: u32 = iow_const::IOW_MAX_HWQ.0;
 pub const COST_CLASSES_PER_DEV: u32 = iow_const::IOW_COST_CLASSES.0 / MAX_DEVS;
 pub const COST_DEFAULT: u32 = iow_const::IOW_COST_DEFAULT.0;
 
+/// What the block programs record and how big their tables are.
 #[derive(Debug, Clone)]
-pub struct TracerConfig {
-    /// Series slots and counter shards (crate::capacity::plan).
+pub struct BlockConfig {
+    /// Series slots and counter shards (crate::probes::block::capacity::plan).
     pub capacity: Capacity,
     /// Trace only this device (kernel dev_t: major << 20 | minor).
     pub filter_devt: Option<u32>,
@@ -42,21 +50,15 @@ pub struct TracerConfig {
     /// the programs attach: their device table entries are claimed at load,
     /// so their first request is charged with their own model.
     pub cost_devices: Vec<(u32, [u64; 6])>,
-    /// NVMe queue programs (where the nvme driver is loaded).
-    pub nvme: bool,
-    /// iocost programs (where the kernel has iocost).
-    pub iocost: bool,
-    /// Lock contention programs (None: off).
-    pub locks: Option<crate::locks::LockConfig>,
 }
 
-impl Default for TracerConfig {
+impl Default for BlockConfig {
     fn default() -> Self {
-        TracerConfig {
+        BlockConfig {
             capacity: Capacity {
-                slots: crate::capacity::DEFAULT_SERIES,
-                shards: crate::capacity::auto_shards(
-                    libbpf_rs::num_possible_cpus().unwrap_or(1) as u32
+                slots: crate::probes::block::capacity::DEFAULT_SERIES,
+                shards: crate::probes::block::capacity::auto_shards(
+                    libbpf_rs::num_possible_cpus().unwrap_or(1) as u32,
                 ),
             },
             filter_devt: None,
@@ -66,9 +68,6 @@ impl Default for TracerConfig {
             cost: true,
             cost_model: None,
             cost_devices: Vec::new(),
-            nvme: true,
-            iocost: true,
-            locks: Some(crate::locks::LockConfig::default()),
         }
     }
 }
@@ -135,7 +134,21 @@ struct Counters {
     classes: MappedArray<iow_cost_class>,
 }
 
-pub struct Tracer {
+impl Counters {
+    fn map(skel: &IowardenSkel<'static>, cap: Capacity) -> Result<Counters> {
+        let shards = cap.shards as usize;
+        Ok(Counters {
+            series: MappedArray::new(&skel.maps.series, cap.slots as usize * shards)?,
+            hwq: MappedArray::new(&skel.maps.hwq_stats, (MAX_DEVS * MAX_HWQ) as usize * shards)?,
+            classes: MappedArray::new(
+                &skel.maps.cost_classes,
+                iow_const::IOW_COST_CLASSES.0 as usize * shards,
+            )?,
+        })
+    }
+}
+
+pub struct BlockProbe {
     skel: IowardenSkel<'static>,
     links: Vec<(&'static str, Link)>,
     probes: Vec<ProbeStatus>,
@@ -183,61 +196,20 @@ fn kernel_enum_value(btf: &Btf<'_>, name: &str) -> Option<i64> {
     })
 }
 
-fn tracepoint_exists(btf: &Btf<'_>, tp: &str) -> bool {
-    btf.type_by_name::<libbpf_rs::btf::types::Typedef<'_>>(&format!("btf_trace_{tp}"))
-        .is_some()
-}
-
-fn inactive(name: &str, reason: String) -> ProbeStatus {
-    ProbeStatus {
-        name: name.into(),
-        active: false,
-        reason,
-    }
-}
-
 type OpenSkelT = crate::skel::OpenIowardenSkel<'static>;
 
-impl Tracer {
+impl BlockProbe {
     /// Opens, configures, loads and attaches the programs. Optional
     /// tracepoints missing from the kernel are skipped and reported in
-    /// [`Tracer::probes`]; a missing required one is an error.
-    pub fn start(cfg: &TracerConfig) -> Result<Tracer> {
-        let btf = Btf::from_vmlinux().context(
-            "cannot read kernel BTF (/sys/kernel/btf/vmlinux): iowarden needs a kernel built with CONFIG_DEBUG_INFO_BTF=y",
-        )?;
-        let cap = cfg.capacity;
-        // The open object must outlive the skeleton, which lives as long as the process.
-        let obj: &'static mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
-        let mut open = IowardenSkelBuilder::default()
-            .open(obj)
-            .context("opening the BPF object")?;
-        Self::configure(&mut open, cfg, &btf)?;
-        let preclaimed = Self::preclaim_devices(&mut open, cfg)?;
-        let mut probes = Self::skip_missing(&mut open, &btf)?;
-        let skel = open.load().map_err(|e| {
-            anyhow::anyhow!(
-                "loading the BPF programs failed: {e}. Run as root (or with CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE)"
-            )
-        })?;
-        let default = crate::costmodel::default_model(cfg.cost_model).lcoefs();
-        for &(idx, lcoef) in preclaimed.iter().chain([&(COST_DEFAULT, default)]) {
-            write_cost_coefs(&skel.maps.cost_coefs, idx, lcoef)?;
-        }
-        let shards = cap.shards as usize;
-        let counters = Counters {
-            series: MappedArray::new(&skel.maps.series, cap.slots as usize * shards)?,
-            hwq: MappedArray::new(&skel.maps.hwq_stats, (MAX_DEVS * MAX_HWQ) as usize * shards)?,
-            classes: MappedArray::new(
-                &skel.maps.cost_classes,
-                iow_const::IOW_COST_CLASSES.0 as usize * shards,
-            )?,
-        };
-        let mut tracer = Tracer {
+    /// [`BlockProbe::probes`]; a missing required one is an error.
+    pub fn start(cfg: &BlockConfig) -> Result<BlockProbe> {
+        let (skel, mut probes) = Self::load(cfg)?;
+        let counters = Counters::map(&skel, cfg.capacity)?;
+        let mut probe = BlockProbe {
             skel,
             links: Vec::new(),
             probes: Vec::new(),
-            cap,
+            cap: cfg.capacity,
             counters,
             hwq_events: cfg.hwq_events,
         };
@@ -247,24 +219,54 @@ impl Tracer {
                 Attach::HwqEvents | Attach::IssueStamps => cfg.hwq_events,
             };
             if wanted && !probes.iter().any(|p| p.name == prog) {
-                tracer.attach(prog, when == Attach::Required, &mut probes)?;
+                probe.attach(prog, when == Attach::Required, &mut probes)?;
             }
         }
-        for (on, name, flag) in [
+        probes.extend(Self::switched_off(cfg));
+        probe.probes = probes;
+        Ok(probe)
+    }
+
+    /// Opens, configures and loads the object, and gives the default cost
+    /// model and the preclaimed devices their coefficients. Returns the
+    /// statuses of the programs left out.
+    fn load(cfg: &BlockConfig) -> Result<(IowardenSkel<'static>, Vec<ProbeStatus>)> {
+        let btf = Btf::from_vmlinux().context(
+            "cannot read kernel BTF (/sys/kernel/btf/vmlinux): iowarden needs a kernel built with CONFIG_DEBUG_INFO_BTF=y",
+        )?;
+        let mut open = IowardenSkelBuilder::default()
+            .open(open_object())
+            .context("opening the BPF object")?;
+        Self::configure(&mut open, cfg, &btf)?;
+        let preclaimed = Self::preclaim_devices(&mut open, cfg)?;
+        let probes = Self::skip_missing(&mut open, &btf)?;
+        let skel = open.load().map_err(|e| {
+            anyhow::anyhow!(
+                "loading the BPF programs failed: {e}. Run as root (or with CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE)"
+            )
+        })?;
+        let default = crate::costmodel::default_model(cfg.cost_model).lcoefs();
+        for &(idx, lcoef) in preclaimed.iter().chain([&(COST_DEFAULT, default)]) {
+            write_cost_coefs(&skel.maps.cost_coefs, idx, lcoef)?;
+        }
+        Ok((skel, probes))
+    }
+
+    /// The statuses of what the options switched off.
+    fn switched_off(cfg: &BlockConfig) -> Vec<ProbeStatus> {
+        [
             (cfg.latency, "latency", "--no-latency"),
             (cfg.hwq, "hwq", "--no-hwq"),
             (cfg.cost, "cost", "--no-cost"),
-        ] {
-            if !on {
-                probes.push(inactive(name, format!("disabled by {flag}")));
-            }
-        }
-        tracer.probes = probes;
-        Ok(tracer)
+        ]
+        .into_iter()
+        .filter(|(on, _, _)| !on)
+        .map(|(_, name, flag)| status(name, false, format!("disabled by {flag}")))
+        .collect()
     }
 
     /// Load-time switches and the sizes of the sharded arrays.
-    fn configure(open: &mut OpenSkelT, cfg: &TracerConfig, btf: &Btf<'_>) -> Result<()> {
+    fn configure(open: &mut OpenSkelT, cfg: &BlockConfig, btf: &Btf<'_>) -> Result<()> {
         let cap = cfg.capacity;
         let rodata = open
             .maps
@@ -298,7 +300,7 @@ impl Tracer {
     }
 
     /// Claims the device entries of the devices with their own cost model.
-    fn preclaim_devices(open: &mut OpenSkelT, cfg: &TracerConfig) -> Result<Vec<(u32, [u64; 6])>> {
+    fn preclaim_devices(open: &mut OpenSkelT, cfg: &BlockConfig) -> Result<Vec<(u32, [u64; 6])>> {
         let bss = open
             .maps
             .bss_data
@@ -316,17 +318,19 @@ impl Tracer {
     /// mode on a kernel that has them all); the selftest is never loaded.
     fn skip_missing(open: &mut OpenSkelT, btf: &Btf<'_>) -> Result<Vec<ProbeStatus>> {
         open.progs.hist_bucket_selftest.set_autoload(false);
-        let hidden = std::env::var("IOWARDEN_HIDE_TRACEPOINTS").unwrap_or_default();
-        let hidden: Vec<&str> = hidden.split(',').map(str::trim).collect();
         let mut probes = Vec::new();
         for &(prog, tp, when) in PROGRAMS {
-            if tracepoint_exists(btf, tp) && !hidden.contains(&tp) {
+            if tracepoint_available(btf, tp) {
                 continue;
             }
             if when == Attach::Required {
                 anyhow::bail!("the kernel has no {tp} tracepoint in its BTF; iowarden cannot account block I/O on it");
             }
-            probes.push(inactive(prog, format!("kernel has no tracepoint {tp}")));
+            probes.push(status(
+                prog,
+                false,
+                format!("kernel has no tracepoint {tp}"),
+            ));
             Self::prog_mut(open, prog).set_autoload(false);
         }
         Ok(probes)
@@ -347,7 +351,7 @@ impl Tracer {
                     reason: String::new(),
                 });
             }
-            Err(e) if !required => probes.push(inactive(prog, format!("attach failed: {e}"))),
+            Err(e) if !required => probes.push(status(prog, false, format!("attach failed: {e}"))),
             Err(e) => return Err(e).with_context(|| format!("attaching {prog}")),
         }
         Ok(())
@@ -518,83 +522,10 @@ impl Tracer {
     }
 }
 
-/// One claimed slot of a series table: slot, key, per-CPU values.
-pub(crate) type ClaimedSlot = (u32, u64, Vec<Vec<u8>>);
-
-/// The claimed slots of a series table (bpf/table.bpf.h claim_slot) and the
-/// per-CPU values `stats` holds for each.
-pub(crate) fn claimed_slots<M: MapCore>(keys: &[u64], stats: &M) -> Result<Vec<ClaimedSlot>> {
-    let mut out = Vec::new();
-    for (slot, k) in keys.iter().enumerate() {
-        // The BPF side claims keys concurrently: a volatile read of an
-        // aligned u64, never torn.
-        let key = unsafe { std::ptr::read_volatile(k) };
-        if key == 0 {
-            continue;
-        }
-        let slot = slot as u32;
-        if let Some(vals) = stats.lookup_percpu(&slot.to_ne_bytes(), MapFlags::ANY)? {
-            out.push((slot, key, vals));
-        }
-    }
-    Ok(out)
-}
-
-/// Frees one slot of a series table whose keys the BPF side claims with a
-/// compare-and-swap (0 = free): the per-CPU values first, then the key, so
-/// the next claim starts from zero. Only for keys nothing can hit any more
-/// (their cgroup is gone).
-pub(crate) fn free_slot<M: MapCore>(
-    stats: &M,
-    value_size: usize,
-    slot: u32,
-    key: &mut u64,
-) -> Result<()> {
-    let ncpu = libbpf_rs::num_possible_cpus()?;
-    let zero = vec![vec![0u8; value_size]; ncpu];
-    stats.update_percpu(&slot.to_ne_bytes(), &zero, MapFlags::ANY)?;
-    // SAFETY: an aligned u64 in the mmapped .bss, also read and
-    // compare-and-swapped by the BPF side: a volatile store, never torn.
-    unsafe { std::ptr::write_volatile(key, 0) };
-    Ok(())
-}
-
-/// Run count and time of one loaded program from the kernel's
-/// `bpf_prog_info`; None when the kernel does not answer.
-pub(crate) fn prog_stats_of(name: &str, prog: &impl std::os::fd::AsFd) -> Option<ProgStats> {
-    use std::os::fd::AsRawFd;
-    let fd = prog.as_fd().as_raw_fd();
-    let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
-    let mut len = std::mem::size_of_val(&info) as u32;
-    // SAFETY: info is a zeroed bpf_prog_info and len its size; with no
-    // array pointers set the kernel fills only the scalar fields.
-    let rc = unsafe { libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(fd, &mut info, &mut len) };
-    (rc == 0).then(|| ProgStats {
-        name: name.to_string(),
-        run_time_ns: info.run_time_ns,
-        run_cnt: info.run_cnt,
-        recursion_misses: info.recursion_misses,
-    })
-}
-
-/// Kernel-side statistics of one loaded program (`bpf_prog_info`).
-#[derive(Debug, Clone, Default)]
-pub struct ProgStats {
-    pub name: String,
-    /// Both stay 0 unless BPF run-time stats are enabled (see crate::selfstats).
-    pub run_time_ns: u64,
-    pub run_cnt: u64,
-    /// Runs skipped because the program was already running on the CPU.
-    pub recursion_misses: u64,
-}
-
-/// Occupancy of one fixed-size table: (name, used entries, capacity).
-pub type TableFill = (&'static str, u64, u64);
-
 // Self-observation, kept apart from the data path above.
-impl Tracer {
+impl BlockProbe {
     /// Run count and time of every attached program.
-    pub fn prog_stats(&self) -> Vec<ProgStats> {
+    pub fn prog_stats(&self) -> Vec<BpfProgramStats> {
         self.links
             .iter()
             .filter_map(|&(name, _)| prog_stats_of(name, Self::prog(&self.skel, name)))
@@ -608,21 +539,13 @@ impl Tracer {
             return Vec::new();
         };
         let t = &bss.tables;
-        let count = |n: u32, used: &dyn Fn(usize) -> bool| {
-            (0..n as usize).filter(|&i| used(i)).count() as u64
-        };
-        // Volatile reads: the BPF side claims entries concurrently.
-        let series = count(
-            self.cap.slots,
-            &|i| unsafe { std::ptr::read_volatile(&t.slot_key[i]) } != 0,
-        );
-        let devs = count(
-            MAX_DEVS,
-            &|i| unsafe { std::ptr::read_volatile(&t.dev_devt[i]) } != 0,
-        );
         vec![
-            ("series", series, self.cap.slots as u64),
-            ("devices", devs, MAX_DEVS as u64),
+            table_fill(
+                "series",
+                slots_in_use(&t.slot_key[..self.cap.slots as usize]),
+                self.cap.slots as u64,
+            ),
+            table_fill("devices", slots_in_use(&t.dev_devt), MAX_DEVS as u64),
         ]
     }
 }

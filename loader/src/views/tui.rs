@@ -8,7 +8,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Paragraph, Row as TRow, Table};
 use ratatui::Frame;
 
-use crate::topview::{fmt_lat, fmt_rate, Row};
+use crate::views::top::{fmt_lat, fmt_rate, Row};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SortKey {

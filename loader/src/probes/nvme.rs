@@ -1,19 +1,19 @@
-//! Loads the nvme programs (bpf/nvme.bpf.c) where the nvme driver and its
-//! BTF are present, and reads their maps. Absent driver: one probe status
-//! saying so, nothing else changes.
-
-use std::mem::MaybeUninit;
+//! The nvme object (bpf/nvme.bpf.c), loaded where the nvme driver and its
+//! BTF are present: per-queue commands per cgroup, head-of-line blocking,
+//! submission-queue occupancy. Absent driver: one probe status saying so,
+//! nothing else changes.
 
 use anyhow::{Context, Result};
-use iowarden_exporters::ProbeStatus;
+use iowarden_exporters::{HolSeries, NvmeQueue, NvmeQueueCgroup, ProbeStatus, Snapshot};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
+use libbpf_rs::{Link, MapCore, MapFlags};
 
 use crate::nvme_skel::types::{
     nvme_iow_hol_key, nvme_iow_hol_stats, nvme_iow_q_key, nvme_iow_q_state, nvme_iow_qcg_key,
     nvme_iow_qcg_stats,
 };
 use crate::nvme_skel::{NvmeSkel, NvmeSkelBuilder};
+use crate::probes::{cgroup_ref, open_object, pod, FillContext, Probe};
 
 const PROGRAMS: &[&str] = &["nvme_setup_cmd", "nvme_complete_rq", "nvme_sq"];
 
@@ -32,9 +32,10 @@ impl Default for NvmeConfig {
     }
 }
 
-pub struct NvmeTracer {
+pub struct NvmeProbe {
     skel: NvmeSkel<'static>,
     _links: Vec<Link>,
+    last: NvmeSample,
 }
 
 #[derive(Default)]
@@ -42,14 +43,6 @@ pub struct NvmeSample {
     pub qcg: Vec<(nvme_iow_qcg_key, nvme_iow_qcg_stats)>,
     pub hol: Vec<(nvme_iow_hol_key, nvme_iow_hol_stats)>,
     pub queues: Vec<(nvme_iow_q_key, nvme_iow_q_state)>,
-}
-
-fn pod<T: Copy + Default>(b: &[u8]) -> T {
-    if b.len() < std::mem::size_of::<T>() {
-        return T::default();
-    }
-    // SAFETY: plain-old-data skeleton type, length checked.
-    unsafe { std::ptr::read_unaligned(b.as_ptr() as *const T) }
 }
 
 /// Submission-queue size of the first NVMe namespace (nr_requests + 1:
@@ -70,9 +63,9 @@ fn sq_size() -> u32 {
     0
 }
 
-impl NvmeTracer {
+impl NvmeProbe {
     /// Ok(None) with the reason when the nvme driver is not here.
-    pub fn start(cfg: &NvmeConfig) -> Result<(Option<NvmeTracer>, ProbeStatus)> {
+    pub fn start(cfg: &NvmeConfig) -> Result<(Option<NvmeProbe>, ProbeStatus)> {
         let status = |active: bool, reason: String| ProbeStatus {
             name: "nvme".into(),
             active,
@@ -87,9 +80,8 @@ impl NvmeTracer {
                 ),
             ));
         }
-        let obj: &'static mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
         let mut open = NvmeSkelBuilder::default()
-            .open(obj)
+            .open(open_object())
             .context("opening the nvme BPF object")?;
         let ro = open
             .maps
@@ -123,15 +115,18 @@ impl NvmeTracer {
             }
         }
         Ok((
-            Some(NvmeTracer {
+            Some(NvmeProbe {
                 skel,
                 _links: links,
+                last: NvmeSample::default(),
             }),
             status(true, String::new()),
         ))
     }
+}
 
-    pub fn read(&self) -> Result<NvmeSample> {
+impl Probe for NvmeProbe {
+    fn read(&mut self) -> Result<()> {
         let mut out = NvmeSample::default();
         let m = &self.skel.maps;
         for k in m.qcg_stats.keys() {
@@ -149,6 +144,72 @@ impl NvmeTracer {
                 out.queues.push((pod(&k), pod(&v)));
             }
         }
-        Ok(out)
+        self.last = out;
+        Ok(())
+    }
+
+    fn fill(&mut self, snap: &mut Snapshot, ctx: &mut FillContext) -> Result<()> {
+        let s = &self.last;
+        for (k, v) in &s.qcg {
+            snap.nvme_queue_cgroups.push(NvmeQueueCgroup {
+                device: ctx.devices.get(k.devt),
+                qid: k.qid,
+                cgroup: cgroup_ref(ctx.resolver, k.cgid),
+                commands: v.commands,
+                completions: v.completions,
+                bytes: v.bytes,
+                inflight: v.inflight.max(0),
+                small_commands: v.small,
+                large_commands: v.large,
+            });
+        }
+        for (k, v) in &s.hol {
+            snap.nvme_hol.push(HolSeries {
+                device: ctx.devices.get(k.devt),
+                qid: k.qid,
+                victim: cgroup_ref(ctx.resolver, k.victim),
+                culprit: (k.culprit != 0).then(|| cgroup_ref(ctx.resolver, k.culprit)),
+                count: v.count,
+                latency_sum_seconds: v.lat_sum_ns as f64 / 1e9,
+            });
+        }
+        for (k, v) in &s.queues {
+            let queue = queue_of(snap, ctx.devices.get(k.devt), k.qid, v);
+            snap.nvme_queues.push(queue);
+        }
+        snap.nvme_queue_cgroups
+            .sort_by(|a, b| (&a.device, a.qid, a.cgroup.id).cmp(&(&b.device, b.qid, b.cgroup.id)));
+        snap.nvme_queues
+            .sort_by(|a, b| (&a.device, a.qid).cmp(&(&b.device, b.qid)));
+        Ok(())
+    }
+}
+
+/// One submission queue, with the CPUs of its blk-mq hardware queue (NVMe
+/// queue ids start at 1 where the admin queue is 0).
+fn queue_of(
+    snap: &Snapshot,
+    device: iowarden_exporters::DeviceRef,
+    qid: u32,
+    v: &nvme_iow_q_state,
+) -> NvmeQueue {
+    let cpus = snap
+        .cpu_queue_map
+        .iter()
+        .find(|m| m.device == device.name && m.hctx + 1 == qid)
+        .map(|m| m.cpus.clone())
+        .unwrap_or_default();
+    NvmeQueue {
+        device,
+        qid,
+        cpus,
+        sq_samples: v.sq_samples,
+        sq_occupancy_mean: if v.sq_samples > 0 {
+            v.sq_occupancy_sum as f64 / v.sq_samples as f64
+        } else {
+            0.0
+        },
+        sq_occupancy_last: v.sq_occupancy_last,
+        sq_occupancy_max: v.sq_occupancy_max,
     }
 }

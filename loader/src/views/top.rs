@@ -1,13 +1,10 @@
 //! `iowarden top`: cgroups sorted by device-time share per device, with IOPS,
 //! bandwidth, queue/device p50/p99, and a verdict naming the noisy neighbour.
-//! Rows and the verdict are pure functions of delta snapshots.
+//! Rows, the verdict and the panels are pure functions of delta snapshots;
+//! cli/top.rs runs the terminal loop, views/tui.rs draws the interactive view.
 
 use std::collections::HashMap;
-use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 
-use anyhow::Result;
 use iowarden_exporters::{Histogram, Snapshot};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -223,136 +220,6 @@ pub fn render(rows: &[Row], verdict: &str) -> String {
     s + verdict + "\n"
 }
 
-pub struct TopOptions {
-    pub interval: Duration,
-    pub device: Option<String>,
-    pub duration: Option<Duration>,
-}
-
-pub struct TopOutcome {
-    pub culprit: Option<String>,
-    pub last_verdict: String,
-}
-
-/// Prints the table every interval until `stop`, or `duration` elapses. On
-/// a terminal it is a ratatui view with keys (q, s, p); in a pipe every
-/// table is printed as plain text and kept.
-pub fn run_top<F: FnMut() -> Result<Snapshot>>(
-    next: F,
-    opts: &TopOptions,
-    stop: &AtomicBool,
-) -> Result<TopOutcome> {
-    use std::io::IsTerminal;
-    if std::io::stdout().is_terminal() {
-        let mut term = ratatui::try_init()?;
-        let r = run_tui(next, opts, stop, &mut term);
-        ratatui::restore();
-        return r;
-    }
-    run_plain(next, opts, stop)
-}
-
-fn run_tui<F: FnMut() -> Result<Snapshot>>(
-    mut next: F,
-    opts: &TopOptions,
-    stop: &AtomicBool,
-    term: &mut ratatui::DefaultTerminal,
-) -> Result<TopOutcome> {
-    use crate::tui::{draw, on_key, sort_rows, KeyAction, TuiState};
-    use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
-    let started = Instant::now();
-    let mut prev = next()?;
-    let mut det = NoisyNeighbourDetector::default();
-    let mut last = String::from("no noisy neighbour: no window observed yet");
-    let mut st = TuiState::default();
-    let (mut shown, mut panels) = (Vec::new(), String::new());
-    let mut due = Instant::now() + opts.interval;
-    let mut dirty = true;
-    while !stop.load(Ordering::Relaxed) && opts.duration.is_none_or(|d| started.elapsed() < d) {
-        if Instant::now() >= due {
-            due += opts.interval;
-            let cur = next()?;
-            let delta = cur.delta_since(&prev);
-            prev = cur;
-            let r = rows(&delta, opts.device.as_deref());
-            last = det.observe(&r);
-            if !st.paused {
-                shown = r;
-                panels = render_panels(&delta, opts.device.as_deref());
-                dirty = true;
-            }
-        }
-        if dirty {
-            sort_rows(&mut shown, st.sort);
-            let title = format!(
-                "iowarden top  {}  (interval {:?})",
-                chrono_free_time(),
-                opts.interval
-            );
-            term.draw(|f| draw(f, &title, &shown, &last, &panels, &st))?;
-            dirty = false;
-        }
-        if event::poll(Duration::from_millis(50))? {
-            if let Event::Key(k) = event::read()? {
-                if k.kind != KeyEventKind::Press {
-                    continue;
-                }
-                let c = match k.code {
-                    KeyCode::Char(c) => c,
-                    KeyCode::Esc => 'q',
-                    _ => continue,
-                };
-                match on_key(&mut st, c, k.modifiers.contains(KeyModifiers::CONTROL)) {
-                    KeyAction::Quit => break,
-                    KeyAction::Redraw => dirty = true,
-                    KeyAction::None => {}
-                }
-            }
-        }
-    }
-    Ok(TopOutcome {
-        culprit: det.culprit().map(str::to_string),
-        last_verdict: last,
-    })
-}
-
-fn run_plain<F: FnMut() -> Result<Snapshot>>(
-    mut next: F,
-    opts: &TopOptions,
-    stop: &AtomicBool,
-) -> Result<TopOutcome> {
-    let started = Instant::now();
-    let mut prev = next()?;
-    let mut det = NoisyNeighbourDetector::default();
-    let mut last = String::from("no noisy neighbour: no window observed yet");
-    while !stop.load(Ordering::Relaxed) && opts.duration.is_none_or(|d| started.elapsed() < d) {
-        let until = Instant::now() + opts.interval;
-        while Instant::now() < until && !stop.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let cur = next()?;
-        let delta = cur.delta_since(&prev);
-        let rows = rows(&delta, opts.device.as_deref());
-        let panels = render_panels(&delta, opts.device.as_deref());
-        prev = cur;
-        last = det.observe(&rows);
-        let mut out = std::io::stdout().lock();
-        let now = chrono_free_time();
-        write!(
-            out,
-            "iowarden top  {now}  (interval {:?})\n{}{panels}",
-            opts.interval,
-            render(&rows, &last)
-        )?;
-        writeln!(out)?;
-        out.flush()?;
-    }
-    Ok(TopOutcome {
-        culprit: det.culprit().map(str::to_string),
-        last_verdict: last,
-    })
-}
-
 /// The iocost and NVMe panels under the table: one line per iocost device,
 /// one per cgroup under it, and the head-of-line pairs of the window.
 pub fn render_panels(delta: &Snapshot, device: Option<&str>) -> String {
@@ -401,21 +268,8 @@ pub fn render_panels(delta: &Snapshot, device: Option<&str>) -> String {
             fmt_lat(Some(h.latency_sum_seconds / h.count as f64))
         );
     }
-    s += &crate::lockview::render_panel(delta, device, 5);
+    s += &crate::views::locks::render_panel(delta, device, 5);
     s
-}
-
-fn chrono_free_time() -> String {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs();
-    format!(
-        "{:02}:{:02}:{:02} UTC",
-        (t / 3600) % 24,
-        (t / 60) % 60,
-        t % 60
-    )
 }
 
 #[cfg(test)]

@@ -5,14 +5,14 @@ use std::collections::HashMap;
 
 use iowarden_exporters::{
     CgroupRef, DropCounters, Histogram, IoSeries, Op, ProbeStatus, QueueSeries, Snapshot,
-    StageHistograms, SCHEMA_VERSION, UNATTRIBUTED_CGROUP_ID,
+    StageHistograms, SCHEMA_VERSION,
 };
 
 use crate::costmodel::{ClassSample, SIZES, VTIME_PER_SEC};
-use crate::devices::DeviceNames;
-use crate::hist::{NBUCKETS, NSTAGES};
+use crate::host::devices::DeviceNames;
+use crate::probes::block::hist::{NBUCKETS, NSTAGES};
+use crate::probes::block::RawSample;
 use crate::skel::types::{iow_drop, iow_key_layout, iow_series};
-use crate::tracer::RawSample;
 
 /// The fields of a series key; see bpf/iowarden.h.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -209,35 +209,27 @@ impl Accumulator {
         self.totals.keys().map(|&k| SeriesKey::decode(k).cgroup_id)
     }
 
-    /// A cumulative snapshot. `cgroup_path` resolves ids to paths.
+    /// A cumulative snapshot. `cgroup` names cgroup ids.
     pub fn snapshot(
         &self,
-        cgroup_path: &dyn Fn(u64) -> Option<String>,
+        cgroup: &dyn Fn(u64) -> CgroupRef,
         devices: &mut DeviceNames,
         probes: &[ProbeStatus],
         window_seconds: f64,
     ) -> Snapshot {
-        let bounds = crate::hist::lower_bounds_seconds();
+        let bounds = crate::probes::block::hist::lower_bounds_seconds();
         let mut io = Vec::new();
         for (&key, t) in &self.totals {
             let k = SeriesKey::decode(key);
             let Some(&devt) = self.dev_of_idx.get(&k.dev_idx) else {
                 continue;
             };
-            let path = if k.cgroup_id == UNATTRIBUTED_CGROUP_ID {
-                "(unattributed)".to_string()
-            } else {
-                cgroup_path(k.cgroup_id).unwrap_or_default()
-            };
             let stage = |s: usize| Histogram {
                 counts: t.hist[s * NBUCKETS..(s + 1) * NBUCKETS].to_vec(),
                 sum_seconds: t.lat_sum_ns[s] as f64 / 1e9,
             };
             io.push(IoSeries {
-                cgroup: CgroupRef {
-                    id: k.cgroup_id,
-                    path,
-                },
+                cgroup: cgroup(k.cgroup_id),
                 device: devices.get(devt),
                 op: k.op,
                 ios: t.ios,
@@ -278,8 +270,8 @@ impl Accumulator {
                 .map(|d| d.as_secs_f64())
                 .unwrap_or(0.0),
             window_seconds,
-            hostname: crate::sysinfo::hostname(),
-            kernel: crate::sysinfo::kernel_release(),
+            hostname: crate::host::sysinfo::hostname(),
+            kernel: crate::host::sysinfo::kernel_release(),
             hist_lower_bounds_seconds: bounds,
             io,
             queues,
@@ -293,7 +285,7 @@ impl Accumulator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tracer::RawSeries;
+    use crate::probes::block::RawSeries;
 
     /// A shard that saw `ios` 4 KiB requests, `n` of them in total-stage bucket `bucket`.
     fn shard(ios: u64, bucket: usize, n: u32) -> iow_series {
@@ -365,8 +357,8 @@ mod tests {
 
     #[test]
     fn cost_classes_sum_shards() {
+        use crate::probes::block::RawCostClass;
         use crate::skel::types::iow_cost_class;
-        use crate::tracer::RawCostClass;
         let devt = (7 << 20) | 1;
         // Device 0, write (op 1), random, 64 KiB (size 4): (1 * 2 + 1) * 9 + 4.
         let class = 3 * SIZES as u32 + 4;

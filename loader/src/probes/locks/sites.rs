@@ -7,6 +7,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use iowarden_exporters::{CgroupRef, LockSiteRow};
 
+use crate::locks_skel::types::lk_flag;
+
 /// "foo.constprop.0" -> "foo": the compiler's clone suffixes, which differ
 /// between builds of the same source.
 pub fn strip_clone_suffix(name: &str) -> &str {
@@ -80,31 +82,46 @@ pub fn site_name<S: AsRef<str>>(frames: &[S]) -> String {
         .unwrap_or_else(|| "(unknown)".into())
 }
 
-/// Lock kind from contention_begin's flags (include/trace/events/lock.h:
-/// SPIN=1 READ=2 WRITE=4 RT=8 PERCPU=16 MUTEX=32).
+/// Lock kind from contention_begin's flags (include/trace/events/lock.h,
+/// mirrored by enum lk_flag in bpf/locks.h).
 pub fn kind_name(flags: u32) -> String {
-    match flags {
-        1 => "spin".into(),
-        3 => "rwlock-read".into(),
-        5 => "rwlock-write".into(),
-        2 => "rwsem-read".into(),
-        4 => "rwsem-write".into(),
-        32 => "mutex".into(),
-        8 => "rtmutex".into(),
-        18 => "percpu-rwsem-read".into(),
-        20 => "percpu-rwsem-write".into(),
-        _ => {
-            let names = ["spin", "read", "write", "rt", "percpu", "mutex"];
-            let v: Vec<&str> = (0..6)
-                .filter(|b| flags & (1 << b) != 0)
-                .map(|b| names[b])
-                .collect();
-            if v.is_empty() {
-                "unknown".into()
-            } else {
-                v.join("+")
-            }
-        }
+    const SPIN: u32 = lk_flag::LK_F_SPIN.0;
+    const READ: u32 = lk_flag::LK_F_READ.0;
+    const WRITE: u32 = lk_flag::LK_F_WRITE.0;
+    const RT: u32 = lk_flag::LK_F_RT.0;
+    const PERCPU: u32 = lk_flag::LK_F_PERCPU.0;
+    const MUTEX: u32 = lk_flag::LK_F_MUTEX.0;
+    const KINDS: &[(u32, &str)] = &[
+        (SPIN, "spin"),
+        (SPIN | READ, "rwlock-read"),
+        (SPIN | WRITE, "rwlock-write"),
+        (READ, "rwsem-read"),
+        (WRITE, "rwsem-write"),
+        (MUTEX, "mutex"),
+        (RT, "rtmutex"),
+        (PERCPU | READ, "percpu-rwsem-read"),
+        (PERCPU | WRITE, "percpu-rwsem-write"),
+    ];
+    const BITS: &[(u32, &str)] = &[
+        (SPIN, "spin"),
+        (READ, "read"),
+        (WRITE, "write"),
+        (RT, "rt"),
+        (PERCPU, "percpu"),
+        (MUTEX, "mutex"),
+    ];
+    if let Some((_, name)) = KINDS.iter().find(|(f, _)| *f == flags) {
+        return (*name).into();
+    }
+    let v: Vec<&str> = BITS
+        .iter()
+        .filter(|(bit, _)| flags & bit != 0)
+        .map(|(_, name)| *name)
+        .collect();
+    if v.is_empty() {
+        "unknown".into()
+    } else {
+        v.join("+")
     }
 }
 

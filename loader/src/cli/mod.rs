@@ -1,0 +1,12 @@
+//! One file per subcommand: its clap arguments and what it runs.
+//! `knob` lives in the library (knobs::cli), beside the knobs it sets.
+
+pub mod bench;
+pub mod locks;
+pub mod model;
+pub mod profile;
+pub mod run;
+pub mod snapshot;
+pub mod top;
+pub mod trace;
+pub mod tune;

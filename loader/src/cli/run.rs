@@ -1,0 +1,89 @@
+//! `iowarden run`: the daemon serving /metrics and /snapshot.json.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::Args;
+
+use iowarden::daemon;
+use iowarden::duration::parse_duration;
+use iowarden::host::container::StaticPodDirectory;
+use iowarden::host::selfstats;
+
+use super::trace::{start_monitor, stop_flag, TraceArgs};
+
+#[derive(Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    trace: TraceArgs,
+    /// Address for the HTTP endpoint
+    #[arg(long, default_value = "127.0.0.1:9617")]
+    listen: SocketAddr,
+    /// Poll interval (e.g. 500ms, 1s)
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    interval: Duration,
+    /// Exit after this long (default: run until SIGINT/SIGTERM)
+    #[arg(long, value_parser = parse_duration)]
+    duration: Option<Duration>,
+    /// Have the kernel time the BPF programs (~20 ns per call; needs CAP_SYS_ADMIN)
+    /// and export their run count and time
+    #[arg(long)]
+    bpf_stats: bool,
+    /// JSON file naming pods and containers by uid and id, for iowarden_cgroup_info
+    #[arg(long)]
+    pod_map: Option<std::path::PathBuf>,
+    /// Knob journal directory: what a killed `tune`/`knob set --hold` left
+    /// changed is restored at start
+    #[arg(long, default_value = iowarden::knobs::writer::DEFAULT_STATE_DIR)]
+    state_dir: std::path::PathBuf,
+    #[command(flatten)]
+    export: iowarden::exposition::ExportArgs,
+}
+
+pub fn run(a: RunArgs) -> Result<()> {
+    recover_knobs(a.state_dir);
+    let pods = a
+        .pod_map
+        .as_deref()
+        .map(StaticPodDirectory::load)
+        .transpose()?
+        .map(Arc::new);
+    // Bind first: a taken port should fail before BPF is loaded.
+    let server = daemon::bind(a.listen)?;
+    // Held until exit: the kernel stops timing when the fd closes.
+    let _stats = a.bpf_stats.then(selfstats::enable_bpf_stats).transpose()?;
+    let monitor = start_monitor(&a.trace)?;
+    daemon::run(
+        monitor,
+        server,
+        &daemon::RunOptions {
+            listen: a.listen,
+            interval: a.interval,
+            duration: a.duration,
+            bpf_stats: a.bpf_stats,
+            pods,
+            exposition: a.export.options(),
+            max_cgroups: a.export.max_cgroups,
+        },
+        stop_flag()?,
+        &mut |_| Ok(()),
+    )
+}
+
+/// Restores what a killed iowarden left changed (it journaled the previous
+/// values); a failure is reported but does not stop the daemon.
+fn recover_knobs(state_dir: std::path::PathBuf) {
+    use iowarden::knobs::writer::{Writer, WriterConfig};
+    let mut w = Writer::new(WriterConfig {
+        state_dir,
+        ..Default::default()
+    });
+    match w.recover() {
+        Ok(msgs) => msgs.iter().for_each(|m| eprintln!("iowarden: {m}")),
+        Err(e) => {
+            eprintln!("iowarden: warning: could not restore knobs a killed run left changed: {e:#}")
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! What iowarden reads from the host outside BPF: the cgroup hierarchy,
+//! block devices, containers, kernel and process facts, privileges.
+//! Imports nothing else in the crate.
+
+pub mod cgroups;
+pub mod container;
+pub mod devices;
+pub mod preflight;
+pub mod selfstats;
+pub mod sysinfo;

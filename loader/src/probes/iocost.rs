@@ -1,0 +1,400 @@
+//! The iocost object (bpf/iocost.bpf.c): vrate and per-cgroup weights,
+//! debt and delays from iocost's tracepoints, completed by the controller's
+//! files: io.cost.qos / io.cost.model at the cgroup2 root and io.stat's
+//! cost.* fields (steady state fires no events).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use iowarden_exporters::{IocostCgroup, IocostDevice, ProbeStatus, Snapshot};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags};
+
+use crate::iocost_skel::types::{iocost_iow_cg, iocost_iow_cg_key, iocost_iow_dev};
+use crate::iocost_skel::{IocostSkel, IocostSkelBuilder};
+use crate::probes::{cgroup_ref, open_object, pod, tracepoint_available, FillContext, Probe};
+
+const PROGRAMS: &[&str] = &[
+    "iocost_iocg_activate",
+    "iocost_iocg_idle",
+    "iocost_inuse_shortage",
+    "iocost_inuse_transfer",
+    "iocost_inuse_adjust",
+    "iocost_iocg_forgive_debt",
+    "iocost_ioc_vrate_adj",
+];
+
+/// iocost's units (block/blk-iocost.c).
+pub const WEIGHT_ONE: f64 = 65536.0;
+pub const VTIME_PER_SEC: f64 = (1u64 << 37) as f64;
+pub const VTIME_PER_USEC: f64 = (VTIME_PER_SEC as u64 / 1_000_000) as f64;
+
+pub struct IocostProbe {
+    skel: IocostSkel<'static>,
+    _links: Vec<Link>,
+    /// The cgroup2 mount, where the controller's files are.
+    cgroup2: Option<PathBuf>,
+    last: IocostSample,
+}
+
+#[derive(Default)]
+pub struct IocostSample {
+    pub devs: Vec<(u32, iocost_iow_dev)>,
+    pub cgroups: Vec<(iocost_iow_cg_key, iocost_iow_cg)>,
+}
+
+impl IocostProbe {
+    pub fn start() -> Result<(Option<IocostProbe>, ProbeStatus)> {
+        let status = |active: bool, reason: String| ProbeStatus {
+            name: "iocost".into(),
+            active,
+            reason,
+        };
+        let btf = libbpf_rs::btf::Btf::from_vmlinux().context("reading kernel BTF")?;
+        let missing: Vec<&str> = PROGRAMS
+            .iter()
+            .copied()
+            .filter(|p| !tracepoint_available(&btf, p))
+            .collect();
+        if missing.len() == PROGRAMS.len() {
+            return Ok((
+                None,
+                status(
+                    false,
+                    "the kernel has no iocost tracepoints (CONFIG_BLK_CGROUP_IOCOST off)".into(),
+                ),
+            ));
+        }
+        let mut open = IocostSkelBuilder::default()
+            .open(open_object())
+            .context("opening the iocost BPF object")?;
+        for name in &missing {
+            Self::open_prog(&mut open, name).set_autoload(false);
+        }
+        let skel = match open.load() {
+            Ok(s) => s,
+            Err(e) => {
+                return Ok((
+                    None,
+                    status(false, format!("loading the iocost programs failed: {e}")),
+                ))
+            }
+        };
+        let mut links = Vec::new();
+        for name in PROGRAMS.iter().filter(|p| !missing.contains(p)) {
+            match Self::prog(&skel, name).attach() {
+                Ok(l) => links.push(l),
+                Err(e) => {
+                    return Ok((None, status(false, format!("attaching {name} failed: {e}"))))
+                }
+            }
+        }
+        let reason = if missing.is_empty() {
+            String::new()
+        } else {
+            format!("kernel lacks {}", missing.join(", "))
+        };
+        Ok((
+            Some(IocostProbe {
+                skel,
+                _links: links,
+                cgroup2: cgroup2_root(),
+                last: IocostSample::default(),
+            }),
+            status(true, reason),
+        ))
+    }
+
+    fn open_prog<'a>(
+        open: &'a mut crate::iocost_skel::OpenIocostSkel<'static>,
+        name: &str,
+    ) -> &'a mut libbpf_rs::OpenProgramMut<'static> {
+        let p = &mut open.progs;
+        match name {
+            "iocost_iocg_activate" => &mut p.iocost_iocg_activate,
+            "iocost_iocg_idle" => &mut p.iocost_iocg_idle,
+            "iocost_inuse_shortage" => &mut p.iocost_inuse_shortage,
+            "iocost_inuse_transfer" => &mut p.iocost_inuse_transfer,
+            "iocost_inuse_adjust" => &mut p.iocost_inuse_adjust,
+            "iocost_iocg_forgive_debt" => &mut p.iocost_iocg_forgive_debt,
+            _ => &mut p.iocost_ioc_vrate_adj,
+        }
+    }
+
+    fn prog<'a>(skel: &'a IocostSkel<'static>, name: &str) -> &'a libbpf_rs::ProgramMut<'static> {
+        let p = &skel.progs;
+        match name {
+            "iocost_iocg_activate" => &p.iocost_iocg_activate,
+            "iocost_iocg_idle" => &p.iocost_iocg_idle,
+            "iocost_inuse_shortage" => &p.iocost_inuse_shortage,
+            "iocost_inuse_transfer" => &p.iocost_inuse_transfer,
+            "iocost_inuse_adjust" => &p.iocost_inuse_adjust,
+            "iocost_iocg_forgive_debt" => &p.iocost_iocg_forgive_debt,
+            _ => &p.iocost_ioc_vrate_adj,
+        }
+    }
+}
+
+impl Probe for IocostProbe {
+    fn read(&mut self) -> Result<()> {
+        let mut out = IocostSample::default();
+        let m = &self.skel.maps;
+        for k in m.devs.keys() {
+            if let Some(v) = m.devs.lookup(&k, MapFlags::ANY)? {
+                out.devs.push((pod(&k), pod(&v)));
+            }
+        }
+        for k in m.cgs.keys() {
+            if let Some(v) = m.cgs.lookup(&k, MapFlags::ANY)? {
+                out.cgroups.push((pod(&k), pod(&v)));
+            }
+        }
+        self.last = out;
+        Ok(())
+    }
+
+    fn fill(&mut self, snap: &mut Snapshot, ctx: &mut FillContext) -> Result<()> {
+        let files = ControllerFiles::read(self.cgroup2.as_deref());
+        for (devt, d) in &self.last.devs {
+            let device = ctx.devices.get(*devt);
+            snap.iocost_devices.push(files.device(device, Some(d)));
+        }
+        // Devices with iocost on that raised no event since we attached
+        // (steady state fires none): what the files say.
+        for (majmin, line) in &files.qos {
+            let Some((ma, mi)) = crate::host::devices::parse_majmin(majmin) else {
+                continue;
+            };
+            let devt = crate::host::devices::kernel_devt(ma, mi);
+            if field(line, "enable") != Some("1") || self.last.devs.iter().any(|(d, _)| *d == devt)
+            {
+                continue;
+            }
+            snap.iocost_devices
+                .push(files.device(ctx.devices.get(devt), None));
+        }
+        let mut io_stats = CgroupIoStats::new(self.cgroup2.as_deref());
+        for (k, c) in &self.last.cgroups {
+            let device = ctx.devices.get(k.devt);
+            let cgroup = cgroup_ref(ctx.resolver, k.cgid);
+            let usage = io_stats.usage_seconds(&cgroup.path, &device);
+            snap.iocost_cgroups
+                .push(cgroup_row(device, cgroup, c, usage));
+        }
+        let root = self.cgroup2.as_deref();
+        iowarden_exporters::derive_hweights(&mut snap.iocost_cgroups, &|rel| {
+            default_weight(root, rel)
+        });
+        snap.iocost_cgroups
+            .sort_by(|a, b| (&a.device, a.cgroup.id).cmp(&(&b.device, b.cgroup.id)));
+        Ok(())
+    }
+}
+
+/// The controller's files at the cgroup2 root, read once per fill.
+#[derive(Default)]
+struct ControllerFiles {
+    /// MAJ:MIN -> io.cost.qos line.
+    qos: HashMap<String, String>,
+    /// MAJ:MIN -> io.cost.model line.
+    model: HashMap<String, String>,
+    /// The root's io.stat.
+    root_stat: String,
+}
+
+/// "12.5" (percent) -> 0.125.
+fn pct(v: Option<&str>) -> Option<f64> {
+    v.and_then(|v| v.parse::<f64>().ok()).map(|p| p / 100.0)
+}
+
+impl ControllerFiles {
+    fn read(root: Option<&Path>) -> ControllerFiles {
+        let Some(r) = root else {
+            return ControllerFiles::default();
+        };
+        ControllerFiles {
+            qos: read_root_knob(r, "io.cost.qos"),
+            model: read_root_knob(r, "io.cost.model"),
+            root_stat: std::fs::read_to_string(r.join("io.stat")).unwrap_or_default(),
+        }
+    }
+
+    /// A device's row: from its last event where it raised one, else from
+    /// the files alone (vrate from io.stat).
+    fn device(
+        &self,
+        device: iowarden_exporters::DeviceRef,
+        ev: Option<&iocost_iow_dev>,
+    ) -> IocostDevice {
+        let majmin = format!("{}:{}", device.major, device.minor);
+        let q = self.qos.get(&majmin).cloned();
+        let stat_vrate =
+            pct(device_line(&self.root_stat, &majmin).and_then(|l| field(l, "cost.vrate")));
+        let from_files = IocostDevice {
+            vrate_ratio: stat_vrate.unwrap_or(0.0),
+            io_stat_vrate_ratio: stat_vrate,
+            qos_vrate_min_ratio: pct(q.as_deref().and_then(|l| field(l, "min"))),
+            qos_vrate_max_ratio: pct(q.as_deref().and_then(|l| field(l, "max"))),
+            qos: q,
+            model: self.model.get(&majmin).cloned(),
+            device,
+            ..Default::default()
+        };
+        let Some(d) = ev else {
+            return from_files;
+        };
+        IocostDevice {
+            vrate_ratio: d.vrate as f64 / VTIME_PER_USEC,
+            vrate_effective_ratio: d.vrate_effective as f64 / VTIME_PER_USEC,
+            busy_level: d.busy_level,
+            missed_ppm_read: d.missed_ppm[0],
+            missed_ppm_write: d.missed_ppm[1],
+            rq_wait_ratio: d.rq_wait_pct as f64 / 100.0,
+            nr_lagging: d.nr_lagging,
+            nr_shortages: d.nr_shortages,
+            vrate_adjustments: d.vrate_adjusts,
+            ..from_files
+        }
+    }
+}
+
+/// The io.stat of each cgroup, read once per fill.
+struct CgroupIoStats<'a> {
+    root: Option<&'a Path>,
+    /// Relative cgroup path -> its io.stat.
+    text: HashMap<String, String>,
+}
+
+impl<'a> CgroupIoStats<'a> {
+    fn new(root: Option<&'a Path>) -> Self {
+        CgroupIoStats {
+            root,
+            text: HashMap::new(),
+        }
+    }
+
+    /// cost.usage of `cgroup` on `device`, in seconds.
+    fn usage_seconds(
+        &mut self,
+        cgroup: &str,
+        device: &iowarden_exporters::DeviceRef,
+    ) -> Option<f64> {
+        let r = self.root?;
+        let rel = cgroup.trim_start_matches('/');
+        let text = self.text.entry(rel.to_string()).or_insert_with(|| {
+            std::fs::read_to_string(r.join(rel).join("io.stat")).unwrap_or_default()
+        });
+        let majmin = format!("{}:{}", device.major, device.minor);
+        device_line(text, &majmin)
+            .and_then(|l| field(l, "cost.usage"))
+            .and_then(|v| v.parse::<f64>().ok())
+            .map(|us| us / 1e6)
+    }
+}
+
+fn cgroup_row(
+    device: iowarden_exporters::DeviceRef,
+    cgroup: iowarden_exporters::CgroupRef,
+    c: &iocost_iow_cg,
+    usage_seconds: Option<f64>,
+) -> IocostCgroup {
+    IocostCgroup {
+        device,
+        cgroup,
+        weight: c.weight as f64 / WEIGHT_ONE,
+        inuse: c.inuse as f64 / WEIGHT_ONE,
+        hweight_active_ratio: 0.0, // derived by derive_hweights
+        hweight_active_cached_ratio: c.hweight_active as f64 / WEIGHT_ONE,
+        active: c.activations > c.idles,
+        hweight_inuse_ratio: c.hweight_inuse as f64 / WEIGHT_ONE,
+        vtime_budget_seconds: c.vtime_budget as f64 / VTIME_PER_SEC,
+        debt_seconds: c.abs_vdebt as f64 / VTIME_PER_SEC,
+        delay_seconds: c.delay_ns as f64 / 1e9,
+        activations: c.activations,
+        idles: c.idles,
+        shortages: c.shortages,
+        transfers: c.transfers,
+        adjusts: c.adjusts,
+        forgives: c.forgives,
+        usage_seconds,
+    }
+}
+
+/// io.weight's default of a cgroup (100 where unreadable).
+fn default_weight(root: Option<&Path>, rel: &str) -> f64 {
+    root.and_then(|r| {
+        std::fs::read_to_string(r.join(rel.trim_start_matches('/')).join("io.weight")).ok()
+    })
+    .and_then(|t| {
+        t.lines().find_map(|l| {
+            l.strip_prefix("default ")
+                .and_then(|v| v.trim().parse().ok())
+        })
+    })
+    .unwrap_or(100.0)
+}
+
+/// The line of a per-device cgroup file (io.cost.qos, io.stat, ...) for
+/// MAJ:MIN, without the device prefix.
+pub fn device_line<'a>(text: &'a str, majmin: &str) -> Option<&'a str> {
+    text.lines().find_map(|l| {
+        let (dev, rest) = l.split_once(' ')?;
+        (dev == majmin).then_some(rest.trim())
+    })
+}
+
+/// Value of `key=value` in a knob line.
+pub fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    line.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+}
+
+/// The cgroup2 root, where io.cost.qos and io.cost.model live.
+pub fn cgroup2_root() -> Option<PathBuf> {
+    let mi = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    mi.lines().find_map(|l| {
+        let (pre, post) = l.split_once(" - ")?;
+        post.starts_with("cgroup2 ")
+            .then(|| PathBuf::from(pre.split_whitespace().nth(4).unwrap_or("")))
+    })
+}
+
+/// io.cost.qos / io.cost.model lines per MAJ:MIN (empty without iocost).
+pub fn read_root_knob(root: &Path, file: &str) -> HashMap<String, String> {
+    std::fs::read_to_string(root.join(file))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let (dev, rest) = l.split_once(' ')?;
+            Some((dev.to_string(), rest.trim().to_string()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_device_lines_and_fields() {
+        let stat = "8:0 rbytes=1 wbytes=2\n259:0 rbytes=4096 wbytes=0 rios=1 wios=0 dbytes=0 dios=0 cost.vrate=135.29 cost.usage=1735 cost.wait=0 cost.indebt=0 cost.indelay=0\n";
+        let l = device_line(stat, "259:0").unwrap();
+        assert_eq!(field(l, "cost.vrate"), Some("135.29"));
+        assert_eq!(field(l, "cost.usage"), Some("1735"));
+        assert_eq!(field(l, "cost.wait"), Some("0"));
+        assert_eq!(field(l, "rbytes"), Some("4096"));
+        assert_eq!(device_line(stat, "7:0"), None);
+        assert_eq!(
+            field("enable=1 ctrl=user min=50.00 max=150.00", "min"),
+            Some("50.00")
+        );
+    }
+
+    #[test]
+    fn units() {
+        // 100 % vrate is VTIME_PER_USEC, as the kernel prints cost.vrate.
+        assert_eq!(VTIME_PER_USEC, 137438.0);
+        assert_eq!(VTIME_PER_SEC, 137438953472.0);
+    }
+}

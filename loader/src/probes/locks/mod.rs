@@ -1,0 +1,368 @@
+//! The lock-contention object (bpf/locks.bpf.c): wait time per lock site
+//! and cgroup. `start` loads it where the kernel has lock:contention_*,
+//! `read` copies the series table, `release` frees the slots of cgroups
+//! that are gone, `fill` builds the report (report.rs) with the stacks
+//! named by symbols.rs. sites.rs holds the pure logic of lock sites.
+
+pub mod report;
+pub mod sites;
+pub mod symbols;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use anyhow::{Context, Result};
+use iowarden_exporters::{BpfProgramStats, ProbeStatus, Snapshot, TableFill};
+use libbpf_rs::btf::Btf;
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags};
+
+use crate::locks_skel::types::{lk_const, lk_counter, lk_counters, lk_flag, lk_stack, lk_stats};
+use crate::locks_skel::{LocksSkel, LocksSkelBuilder};
+use crate::probes::{
+    claimed_slots, free_slot, open_object, pod, prog_stats_of, slots_in_use, table_fill,
+    tracepoint_available, FillContext, Probe,
+};
+use sites::TopSites;
+use symbols::StackNames;
+
+pub const MAX_SLOTS: u32 = lk_const::LK_MAX_SLOTS.0;
+pub const MAX_RANGES: usize = lk_const::LK_MAX_RANGES.0 as usize;
+pub const NO_STACK: u32 = lk_const::LK_NO_STACK.0;
+use crate::bpf_consts::{
+    LK_KEY_CGID_SHIFT as KEY_CGID_SHIFT, LK_KEY_KIND_SHIFT as KEY_KIND_SHIFT,
+    LK_KEY_STACK_SHIFT as KEY_STACK_SHIFT,
+};
+
+/// (series, drop reason) names of enum lk_counter, by index.
+const COUNTERS: &[(lk_counter, &str)] = &[
+    (lk_counter::LK_DROP_SLOT_FULL, "slot_full"),
+    (lk_counter::LK_DROP_STACK, "stack"),
+    (lk_counter::LK_DROP_NEST, "nest"),
+    (lk_counter::LK_DROP_STORAGE, "storage"),
+    (lk_counter::LK_DROP_UNMATCHED, "unmatched"),
+];
+
+#[derive(Debug, Clone)]
+pub struct LockConfig {
+    /// Record only contentions whose stack passes through the block layer.
+    pub block_only: bool,
+    /// Sites exported by name in metrics; the rest is "other".
+    pub top_sites: usize,
+    /// Kernel frames unwound per contention (1..=32): the unwind is most of
+    /// an event's cost.
+    pub stack_depth: u32,
+}
+
+impl Default for LockConfig {
+    fn default() -> Self {
+        LockConfig {
+            block_only: true,
+            top_sites: 10,
+            stack_depth: std::env::var("IOWARDEN_LOCK_STACK_DEPTH")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(lk_const::LK_STACK_DEPTH.0),
+        }
+    }
+}
+
+/// Decoded series key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LockKey {
+    pub cgroup_id: u64,
+    pub stack_id: u32,
+    pub flags: u32,
+}
+
+impl LockKey {
+    pub fn decode(k: u64) -> LockKey {
+        LockKey {
+            cgroup_id: k >> KEY_CGID_SHIFT,
+            stack_id: ((k >> KEY_STACK_SHIFT) & NO_STACK as u64) as u32,
+            flags: ((k >> KEY_KIND_SHIFT) & lk_flag::LK_F_MASK.0 as u64) as u32,
+        }
+    }
+}
+
+/// Sums over CPUs (and over duplicate slots of one key).
+#[derive(Debug, Clone, Default)]
+pub struct RawLockSample {
+    pub series: BTreeMap<LockKey, (u64, u64, Vec<u64>)>,
+    /// The table slots each key was read from (two CPUs racing on a new key
+    /// can claim two).
+    pub slots: BTreeMap<LockKey, Vec<u32>>,
+    pub counters: [u64; lk_counter::LK_NR_COUNTERS.0 as usize],
+}
+
+pub struct LockProbe {
+    skel: LocksSkel<'static>,
+    _links: Vec<Link>,
+    block_only: bool,
+    names: StackNames,
+    top: TopSites,
+    last: RawLockSample,
+}
+
+fn status(active: bool, reason: impl Into<String>) -> ProbeStatus {
+    crate::probes::status("locks", active, reason)
+}
+
+const PROGRAMS: [&str; 2] = ["contention_begin", "contention_end"];
+
+impl LockProbe {
+    /// Ok(None) with the reason when the kernel cannot trace lock contention.
+    pub fn start(cfg: &LockConfig) -> Result<(Option<LockProbe>, ProbeStatus)> {
+        let btf = Btf::from_vmlinux().context("reading kernel BTF")?;
+        if let Some(tp) = PROGRAMS.iter().find(|tp| !tracepoint_available(&btf, tp)) {
+            return Ok((
+                None,
+                status(
+                    false,
+                    format!("kernel has no tracepoint lock:{tp}: no lock contention metrics"),
+                ),
+            ));
+        }
+        let ranges = match Self::block_ranges(cfg) {
+            Ok(r) => r,
+            Err(reason) => return Ok((None, status(false, reason))),
+        };
+        let skel = match Self::load(cfg, &ranges)? {
+            Ok(s) => s,
+            Err(reason) => return Ok((None, status(false, reason))),
+        };
+        let links = match Self::attach(&skel) {
+            Ok(l) => l,
+            Err(reason) => return Ok((None, status(false, reason))),
+        };
+        let probe = LockProbe {
+            skel,
+            _links: links,
+            block_only: cfg.block_only,
+            names: StackNames::default(),
+            top: TopSites::new(cfg.top_sites),
+            last: RawLockSample::default(),
+        };
+        Ok((Some(probe), status(true, String::new())))
+    }
+
+    /// The kernel text ranges of the block layer (block-only mode), or why
+    /// they cannot be told.
+    fn block_ranges(cfg: &LockConfig) -> std::result::Result<Vec<(u64, u64)>, String> {
+        if !cfg.block_only {
+            return Ok(Vec::new());
+        }
+        let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+        let r = sites::block_ranges(&sites::parse_kallsyms_text(&text), MAX_RANGES);
+        if r.is_empty() {
+            return Err("no kernel symbol addresses in /proc/kallsyms (kptr_restrict?): cannot tell block-layer lock sites".into());
+        }
+        Ok(r)
+    }
+
+    /// Opens, configures and loads the object; Ok(Err) when the kernel
+    /// refuses it.
+    fn load(
+        cfg: &LockConfig,
+        ranges: &[(u64, u64)],
+    ) -> Result<std::result::Result<LocksSkel<'static>, String>> {
+        let mut open = LocksSkelBuilder::default()
+            .open(open_object())
+            .context("opening the locks BPF object")?;
+        let ro = open
+            .maps
+            .rodata_data
+            .as_deref_mut()
+            .context("locks BPF object has no .rodata")?;
+        ro.block_only = cfg.block_only;
+        ro.stack_depth = cfg.stack_depth.clamp(1, lk_const::LK_STACK_DEPTH.0);
+        ro.nr_block_ranges = ranges.len() as u32;
+        for (i, (s, e)) in ranges.iter().enumerate() {
+            ro.block_start[i] = *s;
+            ro.block_end[i] = *e;
+        }
+        Ok(open
+            .load()
+            .map_err(|e| format!("loading the lock programs failed: {e}")))
+    }
+
+    fn attach(skel: &LocksSkel<'static>) -> std::result::Result<Vec<Link>, String> {
+        [
+            ("contention_begin", &skel.progs.contention_begin),
+            ("contention_end", &skel.progs.contention_end),
+        ]
+        .into_iter()
+        .map(|(name, p)| {
+            p.attach()
+                .map_err(|e| format!("attaching {name} failed: {e}"))
+        })
+        .collect()
+    }
+
+    pub fn read_raw(&self) -> Result<RawLockSample> {
+        let bss = self
+            .skel
+            .maps
+            .bss_data
+            .as_deref()
+            .context("locks BPF object has no .bss")?;
+        let mut out = RawLockSample::default();
+        let keys = &bss.tables.slot_key[..MAX_SLOTS as usize];
+        for (slot, key, vals) in claimed_slots(keys, &self.skel.maps.lock_stats)? {
+            out.slots
+                .entry(LockKey::decode(key))
+                .or_default()
+                .push(slot);
+            let e = out
+                .series
+                .entry(LockKey::decode(key))
+                .or_insert_with(|| (0, 0, vec![0; lk_const::LK_HIST_BUCKETS.0 as usize]));
+            for b in &vals {
+                let s: lk_stats = pod(b);
+                e.0 += s.count;
+                e.1 += s.wait_ns;
+                for (h, v) in e.2.iter_mut().zip(s.hist.iter()) {
+                    *h += *v as u64;
+                }
+            }
+        }
+        if let Some(vals) = self
+            .skel
+            .maps
+            .counters
+            .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)?
+        {
+            for b in &vals {
+                let c: lk_counters = pod(b);
+                for (o, v) in out.counters.iter_mut().zip(c.n.iter()) {
+                    *o += v;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Frees a series slot whose cgroup is gone: zeroes its counters, then
+    /// the key, so the BPF side can claim it again. No task can contend in a
+    /// removed cgroup, so nothing races the zeroing.
+    fn release_slot(&mut self, slot: u32) -> Result<()> {
+        let maps = &mut self.skel.maps;
+        let bss = maps
+            .bss_data
+            .as_deref_mut()
+            .context("locks BPF object has no .bss")?;
+        free_slot(
+            &maps.lock_stats,
+            std::mem::size_of::<lk_stats>(),
+            slot,
+            &mut bss.tables.slot_key[slot as usize],
+        )
+    }
+}
+
+/// The addresses of a stack id, innermost first (None: not written yet).
+fn stack_addrs(skel: &LocksSkel<'static>, id: u32) -> Option<Vec<u64>> {
+    if id == NO_STACK {
+        return None;
+    }
+    let st: lk_stack = skel
+        .maps
+        .stacks
+        .lookup(&id.to_ne_bytes(), MapFlags::ANY)
+        .ok()
+        .flatten()
+        .map(|b| pod(&b))
+        .unwrap_or_default();
+    Some(st.ips.iter().take(st.n as usize).copied().collect())
+}
+
+impl Probe for LockProbe {
+    fn read(&mut self) -> Result<()> {
+        self.last = self.read_raw()?;
+        Ok(())
+    }
+
+    fn cgroup_ids(&self) -> BTreeSet<u64> {
+        self.last.series.keys().map(|k| k.cgroup_id).collect()
+    }
+
+    /// Frees every slot of the cgroups that are gone, so short-lived
+    /// cgroups do not fill the table; their series leave the report and the
+    /// metrics together.
+    fn release(&mut self, gone: &BTreeSet<u64>) -> Result<()> {
+        let keys: Vec<LockKey> = self
+            .last
+            .series
+            .keys()
+            .filter(|k| gone.contains(&k.cgroup_id))
+            .copied()
+            .collect();
+        for k in keys {
+            for slot in self.last.slots.remove(&k).unwrap_or_default() {
+                self.release_slot(slot)?;
+            }
+            self.last.series.remove(&k);
+        }
+        for &id in gone {
+            self.top.forget_cgroup(id);
+        }
+        Ok(())
+    }
+
+    fn fill(&mut self, snap: &mut Snapshot, ctx: &mut FillContext) -> Result<()> {
+        let (skel, names) = (&self.skel, &mut self.names);
+        let stack_names = |id: u32| names.get(id, || stack_addrs(skel, id));
+        snap.locks = Some(report::build(
+            &self.last,
+            self.block_only,
+            ctx.resolver,
+            stack_names,
+            &mut self.top,
+        ));
+        Ok(())
+    }
+
+    /// Run count and time of the two programs (BPF stats).
+    fn prog_stats(&self) -> Vec<BpfProgramStats> {
+        [
+            ("contention_begin", &self.skel.progs.contention_begin),
+            ("contention_end", &self.skel.progs.contention_end),
+        ]
+        .into_iter()
+        .filter_map(|(name, p)| prog_stats_of(name, p))
+        .collect()
+    }
+
+    /// Series slots in use, for iowarden_map_entries.
+    fn table_fill(&self) -> Vec<TableFill> {
+        let Some(bss) = self.skel.maps.bss_data.as_deref() else {
+            return Vec::new();
+        };
+        let used = slots_in_use(&bss.tables.slot_key[..MAX_SLOTS as usize]);
+        vec![table_fill("lock_series", used, MAX_SLOTS as u64)]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_decode_as_the_bpf_side_packs_them() {
+        let k = (12345u64 << KEY_CGID_SHIFT)
+            | (77u64 << KEY_STACK_SHIFT)
+            | (32u64 << KEY_KIND_SHIFT)
+            | 1;
+        assert_eq!(
+            LockKey::decode(k),
+            LockKey {
+                cgroup_id: 12345,
+                stack_id: 77,
+                flags: 32
+            }
+        );
+        let k =
+            (1u64 << 33 | 5) << KEY_CGID_SHIFT | (NO_STACK as u64) << KEY_STACK_SHIFT | 3 << 1 | 1;
+        assert_eq!(LockKey::decode(k).stack_id, NO_STACK);
+        assert_eq!(LockKey::decode(k).cgroup_id, 1 << 33 | 5);
+    }
+}

@@ -1,0 +1,182 @@
+//! One module per BPF object, each with the same shape: `start` loads and
+//! attaches its programs (or says in a ProbeStatus why it cannot), `read`
+//! copies its maps, `fill` writes its part of the Snapshot. block (always
+//! loaded) is driven by crate::monitor directly; the optional objects
+//! implement [`Probe`]. This file holds what they share: opening objects,
+//! tracepoint checks, series-table slots, program statistics, cgroup names.
+
+use std::collections::BTreeSet;
+use std::mem::MaybeUninit;
+
+use anyhow::Result;
+use iowarden_exporters::{
+    BpfProgramStats, CgroupRef, ProbeStatus, Snapshot, TableFill, UNATTRIBUTED_CGROUP_ID,
+};
+use libbpf_rs::btf::Btf;
+use libbpf_rs::{MapCore, MapFlags, OpenObject};
+
+use crate::host::cgroups::CgroupResolver;
+use crate::host::devices::DeviceNames;
+
+pub mod block;
+pub mod iocost;
+pub mod locks;
+pub mod mapped;
+pub mod nvme;
+
+/// What a probe's fill names cgroups and devices with.
+pub struct FillContext<'a> {
+    pub resolver: &'a CgroupResolver,
+    pub devices: &'a mut DeviceNames,
+}
+
+/// An optional BPF object: loaded where the host has what it traces, and
+/// absent (with a ProbeStatus saying why) elsewhere.
+pub trait Probe {
+    /// Copies the maps; the copy is what `cgroup_ids`, `release` and `fill`
+    /// see until the next read.
+    fn read(&mut self) -> Result<()>;
+    /// Cgroups the last read has series for (input of the release policy).
+    fn cgroup_ids(&self) -> BTreeSet<u64> {
+        BTreeSet::new()
+    }
+    /// Frees the table entries of cgroups that are gone and drops them from
+    /// the last read.
+    fn release(&mut self, _gone: &BTreeSet<u64>) -> Result<()> {
+        Ok(())
+    }
+    /// Writes this object's part of `snap` from the last read.
+    fn fill(&mut self, snap: &mut Snapshot, ctx: &mut FillContext) -> Result<()>;
+    /// Run count and time of the attached programs.
+    fn prog_stats(&self) -> Vec<BpfProgramStats> {
+        Vec::new()
+    }
+    /// How full the tables the BPF side claims entries in are.
+    fn table_fill(&self) -> Vec<TableFill> {
+        Vec::new()
+    }
+}
+
+/// The open object a skeleton borrows: it must outlive the skeleton, which
+/// lives as long as the process.
+pub(crate) fn open_object() -> &'static mut MaybeUninit<OpenObject> {
+    Box::leak(Box::new(MaybeUninit::uninit()))
+}
+
+/// Whether the running kernel has tracepoint `tp` (a btf_trace_ typedef)
+/// and IOWARDEN_HIDE_TRACEPOINTS does not hide it (how tests exercise the
+/// degraded modes on a kernel that has every tracepoint).
+pub(crate) fn tracepoint_available(btf: &Btf<'_>, tp: &str) -> bool {
+    let hidden = std::env::var("IOWARDEN_HIDE_TRACEPOINTS").unwrap_or_default();
+    btf.type_by_name::<libbpf_rs::btf::types::Typedef<'_>>(&format!("btf_trace_{tp}"))
+        .is_some()
+        && !hidden.split(',').any(|h| h.trim() == tp)
+}
+
+pub(crate) fn status(name: &str, active: bool, reason: impl Into<String>) -> ProbeStatus {
+    ProbeStatus {
+        name: name.into(),
+        active,
+        reason: reason.into(),
+    }
+}
+
+/// A plain-old-data skeleton type from a map value's bytes (default when
+/// the value is short).
+pub(crate) fn pod<T: Copy + Default>(b: &[u8]) -> T {
+    if b.len() < std::mem::size_of::<T>() {
+        return T::default();
+    }
+    // SAFETY: plain-old-data skeleton type, length checked.
+    unsafe { std::ptr::read_unaligned(b.as_ptr() as *const T) }
+}
+
+/// A cgroup id as the snapshot names it: its path on the hierarchy, or
+/// "(unattributed)" for requests that carry no cgroup.
+pub fn cgroup_ref(resolver: &CgroupResolver, id: u64) -> CgroupRef {
+    CgroupRef {
+        id,
+        path: if id == UNATTRIBUTED_CGROUP_ID {
+            "(unattributed)".into()
+        } else {
+            resolver.path_of(id).unwrap_or_default().to_string()
+        },
+    }
+}
+
+/// One claimed slot of a series table: slot, key, per-CPU values.
+pub(crate) type ClaimedSlot = (u32, u64, Vec<Vec<u8>>);
+
+/// The claimed slots of a series table (bpf/table.bpf.h claim_slot) and the
+/// per-CPU values `stats` holds for each.
+pub(crate) fn claimed_slots<M: MapCore>(keys: &[u64], stats: &M) -> Result<Vec<ClaimedSlot>> {
+    let mut out = Vec::new();
+    for (slot, k) in keys.iter().enumerate() {
+        // The BPF side claims keys concurrently: a volatile read of an
+        // aligned u64, never torn.
+        let key = unsafe { std::ptr::read_volatile(k) };
+        if key == 0 {
+            continue;
+        }
+        let slot = slot as u32;
+        if let Some(vals) = stats.lookup_percpu(&slot.to_ne_bytes(), MapFlags::ANY)? {
+            out.push((slot, key, vals));
+        }
+    }
+    Ok(out)
+}
+
+/// Entries of a table in use (keys the BPF side claimed: non-zero).
+pub(crate) fn slots_in_use<K: Copy + Default + PartialEq>(keys: &[K]) -> u64 {
+    // Volatile reads of aligned words: the BPF side claims entries
+    // concurrently.
+    keys.iter()
+        .filter(|k| unsafe { std::ptr::read_volatile(*k) } != K::default())
+        .count() as u64
+}
+
+/// Frees one slot of a series table whose keys the BPF side claims with a
+/// compare-and-swap (0 = free): the per-CPU values first, then the key, so
+/// the next claim starts from zero. Only for keys nothing can hit any more
+/// (their cgroup is gone).
+pub(crate) fn free_slot<M: MapCore>(
+    stats: &M,
+    value_size: usize,
+    slot: u32,
+    key: &mut u64,
+) -> Result<()> {
+    let ncpu = libbpf_rs::num_possible_cpus()?;
+    let zero = vec![vec![0u8; value_size]; ncpu];
+    stats.update_percpu(&slot.to_ne_bytes(), &zero, MapFlags::ANY)?;
+    // SAFETY: an aligned u64 in the mmapped .bss, also read and
+    // compare-and-swapped by the BPF side: a volatile store, never torn.
+    unsafe { std::ptr::write_volatile(key, 0) };
+    Ok(())
+}
+
+/// Run count and time of one loaded program from the kernel's
+/// `bpf_prog_info`; None when the kernel does not answer. Both stay 0
+/// unless BPF run-time stats are enabled (see crate::host::selfstats).
+pub(crate) fn prog_stats_of(name: &str, prog: &impl std::os::fd::AsFd) -> Option<BpfProgramStats> {
+    use std::os::fd::AsRawFd;
+    let fd = prog.as_fd().as_raw_fd();
+    let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
+    let mut len = std::mem::size_of_val(&info) as u32;
+    // SAFETY: info is a zeroed bpf_prog_info and len its size; with no
+    // array pointers set the kernel fills only the scalar fields.
+    let rc = unsafe { libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(fd, &mut info, &mut len) };
+    (rc == 0).then(|| BpfProgramStats {
+        program: name.to_string(),
+        run_time_seconds: info.run_time_ns as f64 / 1e9,
+        run_count: info.run_cnt,
+        recursion_misses: info.recursion_misses,
+    })
+}
+
+pub(crate) fn table_fill(table: &str, entries: u64, capacity: u64) -> TableFill {
+    TableFill {
+        table: table.into(),
+        entries,
+        capacity,
+    }
+}

@@ -1,0 +1,6 @@
+//! What the terminal commands print: pure functions of a Snapshot.
+
+pub mod cost;
+pub mod locks;
+pub mod top;
+pub mod tui;
