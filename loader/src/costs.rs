@@ -130,8 +130,8 @@ pub fn device_report(
 
 /// The model the host's kernel would charge on this device.
 fn host_model(dev: &DeviceRef) -> (LinearModel, &'static str) {
-    let line = crate::iocost::cgroup2_root()
-        .and_then(|r| crate::iocost::read_root_knob(&r, "io.cost.model").remove(&dev.devt()));
+    let line = crate::probes::iocost::cgroup2_root()
+        .and_then(|r| crate::probes::iocost::read_root_knob(&r, "io.cost.model").remove(&dev.devt()));
     if let Some(line) = line {
         match LinearModel::parse_kernel_line(&line) {
             Ok(m) => return (m, "io.cost.model"),
@@ -160,7 +160,7 @@ pub fn devices_to_preload(filter_devt: Option<u32>) -> Vec<u32> {
     if let Some(d) = filter_devt {
         return vec![d];
     }
-    crate::devices::list_block_devices()
+    crate::host::devices::list_block_devices()
         .into_iter()
         .filter(|(name, _, _)| {
             // /sys/block/X/stat: reads completed is field 1, writes field 5.
@@ -169,7 +169,7 @@ pub fn devices_to_preload(filter_devt: Option<u32>) -> Vec<u32> {
                 f.len() > 4 && (f[0] != "0" || f[4] != "0")
             })
         })
-        .map(|(_, ma, mi)| crate::devices::kernel_devt(ma, mi))
-        .take(crate::tracer::MAX_DEVS as usize / 2)
+        .map(|(_, ma, mi)| crate::host::devices::kernel_devt(ma, mi))
+        .take(crate::probes::block::MAX_DEVS as usize / 2)
         .collect()
 }

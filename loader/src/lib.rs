@@ -42,8 +42,3 @@ pub mod probes;
 pub mod profile;
 pub mod tune;
 pub mod views;
-
-// The paths tune/, costs.rs and costmodel.rs (being rewritten for issue 15)
-// still name; drop once they import from host:: and probes:: directly.
-pub use host::{cgroups, devices};
-pub use probes::{block as tracer, iocost};

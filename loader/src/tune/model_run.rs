@@ -59,7 +59,7 @@ fn params(m: &LinearModel) -> CostParams {
 /// else the parameters the kernel sets up when iocost starts on it.
 fn model_in_force(model_path: &Path, dev: &DeviceRef) -> Result<LinearModel> {
     let text = std::fs::read_to_string(model_path)?;
-    if let Some(rest) = crate::iocost::device_line(&text, &dev.devt()) {
+    if let Some(rest) = crate::probes::iocost::device_line(&text, &dev.devt()) {
         return LinearModel::parse_kernel_line(rest).map_err(|e| {
             anyhow::anyhow!(
                 "io.cost.model of {} does not parse ({e}); nothing changed",

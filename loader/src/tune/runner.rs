@@ -18,7 +18,7 @@ use super::controller::{Action, Controller, ControllerConfig, Decision, Measurem
 use super::measure::{measure, Protected};
 use super::model_run::{self, ModelLoop, ModelOptions};
 use super::slo::Slo;
-use crate::cgroups::CgroupResolver;
+use crate::host::cgroups::CgroupResolver;
 use crate::knobs::writer::{Writer, WriterConfig};
 
 pub struct TuneOptions {
@@ -214,8 +214,8 @@ impl Tuner {
             .map(|p| {
                 let text =
                     std::fs::read_to_string(self.root.join(&p.path[1..]).join("io.stat")).ok()?;
-                let line = crate::iocost::device_line(&text, &majmin)?;
-                crate::iocost::field(line, "cost.wait")?.parse().ok()
+                let line = crate::probes::iocost::device_line(&text, &majmin)?;
+                crate::probes::iocost::field(line, "cost.wait")?.parse().ok()
             })
             .collect()
     }
