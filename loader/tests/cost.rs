@@ -213,13 +213,13 @@ fn model_subcommand_prints_the_fit() {
     let dev = LoopDev::file(2048);
     let name = dev.name();
     let cg = Cgroup::new("iowarden-test-cost-cli");
-    let child = Command::new(env!("CARGO_BIN_EXE_iowarden"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_iowarden"))
         .args([
             "model",
             "--device",
             &name,
             "--duration",
-            "6s",
+            "600s",
             "--cost-model",
             MODEL,
         ])
@@ -227,17 +227,30 @@ fn model_subcommand_prints_the_fit() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs(2));
+    // The workload starts once the programs are attached, and SIGINT ends
+    // the trace once it is done: no timing assumed either way.
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut said = Vec::new();
+    for line in std::io::BufRead::lines(stderr) {
+        let line = line.unwrap();
+        let ready = line.starts_with("iowarden model: tracing");
+        said.push(line);
+        if ready {
+            break;
+        }
+    }
+    assert!(
+        said.last()
+            .is_some_and(|l| l.starts_with("iowarden model: tracing")),
+        "iowarden model never said it was tracing: {said:?}"
+    );
     fio(&cg, &dev.path, "randread", "4k", 300, "2G");
     fio(&cg, &dev.path, "randread", "64k", 300, "2G");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     println!("{text}");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{:?}", out.status);
     assert!(
         text.contains(&format!("{name} ({})", dev.majmin())),
         "{text}"

@@ -27,6 +27,9 @@ pub fn run(a: ModelArgs) -> Result<()> {
     }
     let mut monitor = start_monitor(&trace)?;
     let stop = stop_flag()?;
+    // Said once the programs are attached and Ctrl-C is handled: from here
+    // on every request is counted (scripts wait for this line).
+    eprintln!("iowarden model: tracing for {duration:?}; Ctrl-C ends it early and prints the fit");
     let t0 = std::time::Instant::now();
     while t0.elapsed() < duration && !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(100));
