@@ -130,8 +130,9 @@ pub fn device_report(
 
 /// The model the host's kernel would charge on this device.
 fn host_model(dev: &DeviceRef) -> (LinearModel, &'static str) {
-    let line = crate::probes::iocost::cgroup2_root()
-        .and_then(|r| crate::probes::iocost::read_root_knob(&r, "io.cost.model").remove(&dev.devt()));
+    let line = crate::probes::iocost::cgroup2_root().and_then(|r| {
+        crate::probes::iocost::read_root_knob(&r, "io.cost.model").remove(&dev.devt())
+    });
     if let Some(line) = line {
         match LinearModel::parse_kernel_line(&line) {
             Ok(m) => return (m, "io.cost.model"),

@@ -215,7 +215,9 @@ impl Tuner {
                 let text =
                     std::fs::read_to_string(self.root.join(&p.path[1..]).join("io.stat")).ok()?;
                 let line = crate::probes::iocost::device_line(&text, &majmin)?;
-                crate::probes::iocost::field(line, "cost.wait")?.parse().ok()
+                crate::probes::iocost::field(line, "cost.wait")?
+                    .parse()
+                    .ok()
             })
             .collect()
     }
