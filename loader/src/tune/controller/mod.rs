@@ -15,6 +15,8 @@
 //!   reopens it, and long slack probes upwards again (the load may have
 //!   changed).
 
+mod search;
+
 use std::fmt::Write;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -251,34 +253,22 @@ impl Controller {
 
     pub fn decide(&mut self, m: &Measurement) -> Decision {
         let from = self.v;
-        let mut why = String::new();
-        for s in &m.slos {
-            let _ = write!(
-                why,
-                "{} {} + {:.3}ms throttled (target {}, {} I/Os); ",
-                s.name,
-                s.observed_seconds
-                    .map_or("-".to_string(), |o| format!("{:.3}ms", o * 1e3)),
-                s.throttle_seconds * 1e3,
-                format_args!("{:.3}ms", s.target_seconds * 1e3),
-                s.samples
-            );
-        }
-        let _ = write!(
-            why,
-            "device {:.1} MB/s {:.0} IOPS",
-            m.throughput_bytes_per_second / 1e6,
-            m.iops
-        );
-        let decision = |action, to, head: String| Decision {
+        let why = describe(m);
+        let (action, to, head) = self.judge(m, from);
+        Decision {
             action,
             from,
             to,
             reason: format!("{head}: {why}"),
-        };
+        }
+    }
 
+    /// The period's verdict, in order of precedence: too few samples to
+    /// judge; a miss caused by iocost's own throttle; a marginal miss to
+    /// confirm; a miss; else met, while converged or while searching.
+    fn judge(&mut self, m: &Measurement, from: f64) -> Verdict {
         if let Some(s) = m.slos.iter().find(|s| s.samples < self.cfg.min_samples) {
-            return decision(
+            return (
                 Action::Insufficient,
                 from,
                 format!(
@@ -287,517 +277,62 @@ impl Controller {
                 ),
             );
         }
-        let ratio = |s: &SloSample| s.effective() / s.target_seconds;
-        let worst = m.slos.iter().map(ratio).fold(0.0, f64::max);
-        let worst_slo = m.slos.iter().max_by(|a, b| ratio(a).total_cmp(&ratio(b)));
-
+        let (worst, worst_slo) = worst_ratio(m);
         if worst > 1.0 && worst_slo.is_some_and(|s| s.throttled()) {
-            // iocost itself holds the protected cgroup back: vrate is too low
-            // for its own I/O. Lowering it would make that worse.
-            self.low_bad = Some(self.low_bad.map_or(from, |b| b.max(from)));
-            if self.good.is_some_and(|g| g <= from) {
-                self.good = None;
-            }
-            self.converged = false;
-            self.tight = 0;
-            self.slack = 0;
-            self.backoff = self.cfg.backoff_periods;
-            let target = match (self.good, self.bad) {
-                (Some(g), _) => g,
-                (None, Some(b)) => (from + b) / 2.0,
-                (None, None) => from * self.cfg.increase,
-            };
-            self.v = self.step_to(target);
             let name = worst_slo.map_or("", |s| s.name.as_str());
-            if self.v <= from {
-                return decision(
-                    Action::Hold,
-                    from,
-                    format!(
-                        "SLO missed ({:.0}% of target), {name} mostly waiting in iocost's throttle, at the upper bound {}%: raise its io.weight (--protect-weight)",
-                        worst * 100.0,
-                        self.cfg.vrate_max
-                    ),
-                );
-            }
-            return decision(
-                Action::Increase,
-                self.v,
-                format!(
-                    "SLO missed ({:.0}% of target), {name} mostly waiting in iocost's throttle: vrate too low for its own I/O",
-                    worst * 100.0
-                ),
-            );
+            return self.raise_out_of_throttle(from, worst, name);
         }
-
-        // A marginal miss (within the margin) at a value that met before may
-        // be noise: it is acted on only when the next period misses too.
-        // Large misses act at once.
-        let marginal = worst <= 1.0 + self.cfg.margin;
-        if worst > 1.0 && marginal && !self.unconfirmed && self.good.is_some_and(|g| g >= from) {
-            self.unconfirmed = true;
-            return decision(
-                Action::Hold,
-                from,
-                format!(
-                    "SLO missed by a margin ({:.0}% of target) where it held before: confirming next period",
-                    worst * 100.0
-                ),
-            );
+        if let Some(verdict) = self.confirm_marginal_miss(from, worst) {
+            return verdict;
         }
-        self.unconfirmed = false;
-
         if worst > 1.0 {
-            // Missed: v is bad; a good value above it is stale (load changed).
-            self.bad = Some(self.bad.map_or(from, |b| b.min(from)));
-            if self.good.is_some_and(|g| g >= from) {
-                self.good = None;
-            }
-            self.converged = false;
-            self.tight = 0;
-            self.slack = 0;
-            self.backoff = self.cfg.backoff_periods;
-            let mut target = match self.good {
-                Some(g) => g,
-                None => from * self.cfg.decrease,
-            };
-            // Not into the region where the protected cgroups were throttled.
-            if let Some(lb) = self.low_bad.filter(|&lb| lb < from) {
-                target = target.max((from + lb) / 2.0);
-            }
-            self.v = self.step_to(target);
-            if self.v >= from {
-                return decision(
-                    Action::Hold,
-                    from,
-                    format!(
-                        "SLO missed ({:.0}% of target) at the lower bound {}%: cannot be met within the bounds",
-                        worst * 100.0,
-                        self.cfg.vrate_min
-                    ),
-                );
-            }
-            return decision(
-                Action::Decrease,
-                self.v,
-                format!("SLO missed ({:.0}% of target)", worst * 100.0),
-            );
+            return self.lower_after_miss(from, worst);
         }
-
-        // Met: v is good.
-        self.good = Some(self.good.map_or(from, |g| g.max(from)));
-        if self.bad.is_some_and(|b| b <= from) {
-            self.bad = None;
-        }
-        if self.low_bad.is_some_and(|b| b >= from) {
-            self.low_bad = None;
-        }
+        self.record_met(from);
         let has_slack = worst <= 1.0 - self.cfg.margin;
-
         if self.converged {
-            if has_slack {
-                self.slack += 1;
-                if self.slack >= self.cfg.reprobe_periods && from < self.cfg.vrate_max {
-                    // Slack for long: the load may be lighter now; search again.
-                    self.converged = false;
-                    self.bad = None;
-                    self.slack = 0;
-                    self.v = self.step_to(from * self.cfg.increase);
-                    return decision(
-                        Action::Increase,
-                        self.v,
-                        format!(
-                            "slack for {} periods since converging ({:.0}% of target): probing upwards",
-                            self.cfg.reprobe_periods,
-                            worst * 100.0
-                        ),
-                    );
-                }
-            } else {
-                self.slack = 0;
-            }
-            return decision(
-                Action::Hold,
-                from,
-                format!("converged, SLO met ({:.0}% of target)", worst * 100.0),
-            );
+            return self.hold_or_reprobe(from, worst, has_slack);
         }
-
-        if self.bracket_closed() {
-            self.converged = true;
-            self.v = self.good.expect("bracket has a good value");
-            return decision(
-                Action::Converged,
-                self.v,
-                format!(
-                    "converged: met at {}%, missed at {}%",
-                    self.v,
-                    self.bad.unwrap_or(f64::NAN)
-                ),
-            );
-        }
-        if self.backoff > 0 {
-            self.backoff -= 1;
-            return decision(
-                Action::Hold,
-                from,
-                format!(
-                    "backing off after a miss ({} periods left), SLO met ({:.0}% of target)",
-                    self.backoff,
-                    worst * 100.0
-                ),
-            );
-        }
-        if !has_slack || from >= self.cfg.vrate_max {
-            self.tight += 1;
-            if self.tight >= self.cfg.settle_periods {
-                self.converged = true;
-                return decision(
-                    Action::Converged,
-                    from,
-                    if from >= self.cfg.vrate_max {
-                        format!(
-                            "converged at the upper bound: SLO met ({:.0}% of target)",
-                            worst * 100.0
-                        )
-                    } else {
-                        format!(
-                            "converged: held within the margin for {} periods ({:.0}% of target)",
-                            self.tight,
-                            worst * 100.0
-                        )
-                    },
-                );
-            }
-            return decision(
-                Action::Hold,
-                from,
-                format!(
-                    "SLO met within the {:.0}% margin ({:.0}% of target)",
-                    self.cfg.margin * 100.0,
-                    worst * 100.0
-                ),
-            );
-        }
-        self.tight = 0;
-        let target = match self.bad {
-            Some(b) => (from + b) / 2.0,
-            None => from * self.cfg.increase,
-        };
-        self.v = self.step_to(target);
-        decision(
-            Action::Increase,
-            self.v,
-            format!("SLO met with slack ({:.0}% of target)", worst * 100.0),
-        )
+        self.search_while_met(from, worst, has_slack)
     }
+}
+
+/// What one decision does: the action, the vrate it leaves, and the reason's
+/// head (the measurement is appended by `decide`).
+type Verdict = (Action, f64, String);
+
+/// The measurement as the tail of every reason: each SLO, then the device.
+fn describe(m: &Measurement) -> String {
+    let mut why = String::new();
+    for s in &m.slos {
+        let _ = write!(
+            why,
+            "{} {} + {:.3}ms throttled (target {}, {} I/Os); ",
+            s.name,
+            s.observed_seconds
+                .map_or("-".to_string(), |o| format!("{:.3}ms", o * 1e3)),
+            s.throttle_seconds * 1e3,
+            format_args!("{:.3}ms", s.target_seconds * 1e3),
+            s.samples
+        );
+    }
+    let _ = write!(
+        why,
+        "device {:.1} MB/s {:.0} IOPS",
+        m.throughput_bytes_per_second / 1e6,
+        m.iops
+    );
+    why
+}
+
+/// The largest effective/target ratio over the SLOs (0 without any), and the
+/// SLO that has it.
+fn worst_ratio(m: &Measurement) -> (f64, Option<&SloSample>) {
+    let ratio = |s: &SloSample| s.effective() / s.target_seconds;
+    let worst = m.slos.iter().map(ratio).fold(0.0, f64::max);
+    let worst_slo = m.slos.iter().max_by(|a, b| ratio(a).total_cmp(&ratio(b)));
+    (worst, worst_slo)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::plant::Plant;
-    use super::*;
-
-    fn slo(observed: f64, target: f64, samples: u64) -> Measurement {
-        Measurement {
-            slos: vec![SloSample {
-                name: "/lc read-p99".into(),
-                target_seconds: target,
-                observed_seconds: Some(observed),
-                samples,
-                throttle_seconds: 0.0,
-            }],
-            throughput_bytes_per_second: 1e8,
-            iops: 1000.0,
-        }
-    }
-
-    #[test]
-    fn a_protected_cgroup_throttled_by_iocost_raises_vrate() {
-        let mut c = Controller::new(ControllerConfig {
-            start: 10.0,
-            ..Default::default()
-        });
-        // Fast in the block layer, but 3 ms per I/O in iocost's throttle.
-        let mut m = slo(0.0005, 0.002, 1000);
-        m.slos[0].throttle_seconds = 0.003;
-        let d = c.decide(&m);
-        assert_eq!((d.action, d.to), (Action::Increase, 13.0), "{d:?}");
-        assert!(
-            d.reason.contains("waiting in iocost's throttle"),
-            "{}",
-            d.reason
-        );
-        assert!(d.reason.contains("+ 3.000ms throttled"), "{}", d.reason);
-        // A queueing miss above never sends it back below the throttled value.
-        c.decide(&slo(0.0005, 0.002, 1000)); // backoff
-        c.decide(&slo(0.0005, 0.002, 1000)); // backoff
-        let d = c.decide(&slo(0.004, 0.002, 1000));
-        assert_eq!(d.action, Action::Decrease);
-        assert!(d.to > 10.0, "{d:?}");
-        // At the upper bound it says what to do instead.
-        let mut c = Controller::new(ControllerConfig::default());
-        let d = c.decide(&m);
-        assert_eq!(d.action, Action::Hold);
-        assert!(d.reason.contains("raise its io.weight"), "{}", d.reason);
-    }
-
-    #[test]
-    fn finds_the_window_between_throttling_and_queueing() {
-        let mut plant = Plant {
-            lc_demand_units_per_second: 2_000.0,
-            ..Plant::default()
-        };
-        let mut c = Controller::new(ControllerConfig {
-            start: 5.0,
-            ..Default::default()
-        });
-        let ds = run(&mut plant, &mut c, 40);
-        assert!(c.converged(), "not converged at {}: {ds:#?}", c.vrate());
-        let m = plant.period_noiseless(c.vrate());
-        assert!(m.slos[0].effective() <= plant.slo_target, "{m:?}");
-        assert!(c.vrate() >= plant.max_vrate_meeting(plant.slo_target) * 0.75);
-    }
-
-    /// Runs the controller against a plant; returns (decisions, vrates).
-    fn run(plant: &mut Plant, c: &mut Controller, periods: usize) -> Vec<Decision> {
-        (0..periods)
-            .map(|_| {
-                let m = plant.period(c.vrate());
-                c.decide(&m)
-            })
-            .collect()
-    }
-
-    #[test]
-    fn converges_to_the_highest_vrate_that_meets_the_slo() {
-        let mut plant = Plant::default();
-        let target = plant.slo_target;
-        let best = plant.max_vrate_meeting(target);
-        let mut c = Controller::new(ControllerConfig::default());
-        let ds = run(&mut plant, &mut c, 40);
-        let at = ds
-            .iter()
-            .position(|d| d.action == Action::Converged)
-            .expect("converges");
-        assert!(at <= 12, "converged after {at} periods: {ds:#?}");
-        let v = c.vrate();
-        // Meets the SLO and is within the resolution (plus the margin) of the best.
-        assert!(v <= best + 1e-9, "vrate {v} above the best feasible {best}");
-        assert!(v >= best * 0.75, "vrate {v} far below the best {best}");
-        let m = plant.period_noiseless(v);
-        assert!(m.slos[0].observed_seconds.unwrap() <= target);
-        // And it keeps far more throughput than the tightest bound.
-        let low = plant.period_noiseless(ControllerConfig::default().vrate_min);
-        assert!(m.throughput_bytes_per_second > 2.0 * low.throughput_bytes_per_second);
-        // After converging it stays put.
-        assert!(ds[at + 1..].iter().all(|d| d.from == d.to), "{ds:#?}");
-    }
-
-    #[test]
-    fn never_leaves_the_bounds() {
-        for seed in 1..40u64 {
-            let mut plant = Plant::random(seed);
-            let cfg = ControllerConfig {
-                vrate_min: 10.0,
-                vrate_max: 80.0,
-                start: 80.0,
-                ..Default::default()
-            };
-            let mut c = Controller::new(cfg.clone());
-            for d in run(&mut plant, &mut c, 60) {
-                assert!(
-                    (cfg.vrate_min..=cfg.vrate_max).contains(&d.to),
-                    "seed {seed}: {d:?}"
-                );
-                assert!((d.to - d.from).abs() <= cfg.max_step + 1e-9, "{d:?}");
-            }
-        }
-    }
-
-    #[test]
-    fn a_miss_lowers_at_once_and_blocks_increases_while_backing_off() {
-        let mut c = Controller::new(ControllerConfig::default());
-        let d = c.decide(&slo(0.004, 0.002, 1000));
-        assert_eq!(d.action, Action::Decrease);
-        assert_eq!(d.to, 70.0);
-        assert!(
-            d.reason.contains("SLO missed (200% of target)"),
-            "{}",
-            d.reason
-        );
-        assert!(d.reason.contains("/lc read-p99 4.000ms"), "{}", d.reason);
-        // Plenty of slack, but backing off: hold for two periods.
-        for _ in 0..2 {
-            let d = c.decide(&slo(0.0005, 0.002, 1000));
-            assert_eq!(d.action, Action::Hold, "{d:?}");
-            assert!(d.reason.contains("backing off"));
-        }
-        let d = c.decide(&slo(0.0005, 0.002, 1000));
-        assert_eq!(d.action, Action::Increase);
-        // Bisects towards the known-bad 100.
-        assert_eq!(d.to, 85.0);
-    }
-
-    #[test]
-    fn a_marginal_miss_where_it_held_before_needs_confirmation() {
-        let mut c = Controller::new(ControllerConfig {
-            start: 50.0,
-            ..Default::default()
-        });
-        c.decide(&slo(0.0018, 0.002, 1000)); // met: 50 is good
-        let d = c.decide(&slo(0.0022, 0.002, 1000)); // 110%: maybe noise
-        assert_eq!((d.action, d.to), (Action::Hold, 50.0), "{d:?}");
-        assert!(d.reason.contains("confirming"), "{}", d.reason);
-        let d = c.decide(&slo(0.0018, 0.002, 1000)); // met again: it was noise
-        assert_eq!(d.to, 50.0);
-        c.decide(&slo(0.0022, 0.002, 1000));
-        let d = c.decide(&slo(0.0022, 0.002, 1000)); // confirmed
-        assert_eq!(d.action, Action::Decrease, "{d:?}");
-        // A large miss acts at once.
-        let mut c = Controller::new(ControllerConfig {
-            start: 50.0,
-            ..Default::default()
-        });
-        c.decide(&slo(0.0018, 0.002, 1000));
-        assert_eq!(c.decide(&slo(0.003, 0.002, 1000)).action, Action::Decrease);
-    }
-
-    #[test]
-    fn hysteresis_holds_within_the_margin() {
-        let mut c = Controller::new(ControllerConfig {
-            start: 50.0,
-            ..Default::default()
-        });
-        // 90% of target: met, but not with the 15% slack needed to raise.
-        let d = c.decide(&slo(0.0018, 0.002, 1000));
-        assert_eq!((d.action, d.to), (Action::Hold, 50.0));
-        c.decide(&slo(0.0018, 0.002, 1000));
-        let d = c.decide(&slo(0.0018, 0.002, 1000));
-        assert_eq!((d.action, d.to), (Action::Converged, 50.0));
-        assert!(c.converged());
-    }
-
-    #[test]
-    fn too_few_samples_change_nothing() {
-        let mut c = Controller::new(ControllerConfig::default());
-        let d = c.decide(&slo(0.1, 0.002, 10));
-        assert_eq!(
-            (d.action, d.from, d.to),
-            (Action::Insufficient, 100.0, 100.0)
-        );
-        assert!(d.reason.contains("10 I/Os, fewer than 100"), "{}", d.reason);
-        assert_eq!(c.bracket(), (None, None));
-    }
-
-    #[test]
-    fn an_infeasible_slo_parks_at_the_lower_bound_and_says_so() {
-        let mut c = Controller::new(ControllerConfig {
-            start: 6.0,
-            ..Default::default()
-        });
-        let d = c.decide(&slo(0.01, 0.002, 1000));
-        assert_eq!(d.to, 5.0);
-        let d = c.decide(&slo(0.01, 0.002, 1000));
-        assert_eq!((d.action, d.to), (Action::Hold, 5.0));
-        assert!(
-            d.reason.contains("cannot be met within the bounds"),
-            "{}",
-            d.reason
-        );
-    }
-
-    #[test]
-    fn follows_a_load_change_both_ways() {
-        let mut plant = Plant::default();
-        let mut c = Controller::new(ControllerConfig::default());
-        run(&mut plant, &mut c, 30);
-        assert!(c.converged());
-        let before = c.vrate();
-        // The device gets slower: the converged value now misses.
-        plant.capacity_units_per_second *= 0.6;
-        let ds = run(&mut plant, &mut c, 30);
-        assert!(ds.iter().any(|d| d.action == Action::Decrease));
-        assert!(c.converged() && c.vrate() < before, "{ds:#?}");
-        let slow = c.vrate();
-        assert!(
-            plant.period_noiseless(slow).slos[0]
-                .observed_seconds
-                .unwrap()
-                <= plant.slo_target
-        );
-        // And faster again: slack after converging probes upwards.
-        plant.capacity_units_per_second /= 0.6;
-        run(&mut plant, &mut c, 60);
-        assert!(
-            c.vrate() > slow * 1.2,
-            "stayed at {} (was {slow})",
-            c.vrate()
-        );
-    }
-
-    #[test]
-    fn noise_does_not_make_it_oscillate_after_converging() {
-        let mut plant = Plant {
-            noise: 0.08,
-            ..Plant::default()
-        };
-        let mut c = Controller::new(ControllerConfig::default());
-        let ds = run(&mut plant, &mut c, 80);
-        let first = ds
-            .iter()
-            .position(|d| d.action == Action::Converged)
-            .unwrap();
-        let changes = ds[first + 1..].iter().filter(|d| d.from != d.to).count();
-        assert!(
-            changes <= 6,
-            "{changes} changes in {} periods",
-            ds.len() - first - 1
-        );
-        let misses = ds[first + 1..]
-            .iter()
-            .filter(|d| d.action == Action::Decrease)
-            .count();
-        assert!(misses <= 3, "{misses} misses after converging");
-    }
-
-    #[test]
-    fn validation_names_the_bad_option() {
-        let bad = |c: ControllerConfig| c.validate().unwrap_err();
-        assert!(bad(ControllerConfig {
-            vrate_min: 50.0,
-            vrate_max: 20.0,
-            start: 20.0,
-            ..Default::default()
-        })
-        .contains("--vrate-min 50 is above --vrate-max 20"));
-        assert!(bad(ControllerConfig {
-            vrate_max: 20000.0,
-            ..Default::default()
-        })
-        .contains("1 to 10000"));
-        assert!(bad(ControllerConfig {
-            start: 200.0,
-            ..Default::default()
-        })
-        .contains("--start 200"));
-        for step in [f64::NAN, -5.0, 0.0, f64::INFINITY] {
-            assert!(bad(ControllerConfig {
-                max_step: step,
-                ..Default::default()
-            })
-            .contains(&format!("--max-step {step} must be a positive")));
-        }
-        assert!(bad(ControllerConfig {
-            margin: f64::NAN,
-            ..Default::default()
-        })
-        .contains("margin NaN"));
-        assert!(bad(ControllerConfig {
-            start: f64::NAN,
-            ..Default::default()
-        })
-        .contains("--start NaN"));
-        assert!(ControllerConfig::default().validate().is_ok());
-    }
-}
+mod tests;
