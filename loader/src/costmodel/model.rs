@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use iowarden_exporters::CostParams;
+
 use super::calc_lcoefs;
 
 /// The six parameters of an io.cost.model line (0 = that term is free, as
@@ -158,5 +160,19 @@ impl fmt::Display for LinearModel {
             write!(f, "{}{k}={v}", if i > 0 { " " } else { "" })?;
         }
         Ok(())
+    }
+}
+
+/// The same six parameters as the snapshot reports them (metrics, JSON).
+impl From<LinearModel> for CostParams {
+    fn from(m: LinearModel) -> CostParams {
+        CostParams {
+            rbps: m.rbps,
+            rseqiops: m.rseqiops,
+            rrandiops: m.rrandiops,
+            wbps: m.wbps,
+            wseqiops: m.wseqiops,
+            wrandiops: m.wrandiops,
+        }
     }
 }
