@@ -57,7 +57,8 @@ fn is_devnum(tok: &str) -> bool {
 use crate::knobs::cost_model::COEFS as KEYS;
 
 impl LinearModel {
-    fn values(&self) -> [u64; 6] {
+    /// The six parameters in the kernel's order (as KEYS).
+    pub fn values(&self) -> [u64; 6] {
         [
             self.rbps,
             self.rseqiops,
@@ -68,7 +69,8 @@ impl LinearModel {
         ]
     }
 
-    fn from_values(v: [u64; 6]) -> LinearModel {
+    /// The inverse of `values`.
+    pub fn from_values(v: [u64; 6]) -> LinearModel {
         LinearModel {
             rbps: v[0],
             rseqiops: v[1],
