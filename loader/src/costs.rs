@@ -21,17 +21,6 @@ pub struct CostModels {
     per_dev: HashMap<u32, (LinearModel, &'static str)>,
 }
 
-fn params(m: &LinearModel) -> CostParams {
-    CostParams {
-        rbps: m.rbps,
-        rseqiops: m.rseqiops,
-        rrandiops: m.rrandiops,
-        wbps: m.wbps,
-        wseqiops: m.wseqiops,
-        wrandiops: m.wrandiops,
-    }
-}
-
 impl CostModels {
     pub fn new(flag: Option<LinearModel>) -> CostModels {
         CostModels {
@@ -108,9 +97,9 @@ pub fn device_report(
             String::new()
         },
         device,
-        configured: params(&model),
+        configured: CostParams::from(model),
         source: source.to_string(),
-        fitted: params(&fitted),
+        fitted: CostParams::from(fitted),
         classes: classes
             .iter()
             .map(|c| CostClass {

@@ -175,25 +175,11 @@ impl Fit {
 }
 
 pub fn values(m: &LinearModel) -> [u64; PARAMS] {
-    [
-        m.rbps,
-        m.rseqiops,
-        m.rrandiops,
-        m.wbps,
-        m.wseqiops,
-        m.wrandiops,
-    ]
+    m.values()
 }
 
 pub fn from_values(v: [u64; PARAMS]) -> LinearModel {
-    LinearModel {
-        rbps: v[0],
-        rseqiops: v[1],
-        rrandiops: v[2],
-        wbps: v[3],
-        wseqiops: v[4],
-        wrandiops: v[5],
-    }
+    LinearModel::from_values(v)
 }
 
 /// Seconds of device time per unit of each column under `m` (0: free term):

@@ -140,6 +140,18 @@ fn cost_of(work: &[f64; PARAMS], m: &LinearModel) -> f64 {
     work.iter().zip(unit_costs(m)).map(|(w, u)| w * u).sum()
 }
 
+/// Why each undetermined parameter is, as `name: reason; ...`.
+fn undetermined(fit: &Fit) -> String {
+    let why: Vec<String> = fit
+        .params
+        .iter()
+        .zip(NAMES)
+        .filter(|(p, _)| !p.reason.is_empty())
+        .map(|(p, n)| format!("{n}: {}", p.reason))
+        .collect();
+    why.join("; ")
+}
+
 impl Guard {
     pub fn new(cfg: GuardConfig) -> Guard {
         Guard {
@@ -183,16 +195,12 @@ impl Guard {
             );
         }
         if fit.determined() == 0 {
-            let why: Vec<String> = fit
-                .params
-                .iter()
-                .zip(NAMES)
-                .filter(|(p, _)| !p.reason.is_empty())
-                .map(|(p, n)| format!("{n}: {}", p.reason))
-                .collect();
             return hold(
                 ModelAction::Insufficient,
-                format!("nothing determined, nothing changed ({})", why.join("; ")),
+                format!(
+                    "nothing determined, nothing changed ({})",
+                    undetermined(fit)
+                ),
             );
         }
         let (to, moved) = self.bounded_target(current, fit);
@@ -205,6 +213,19 @@ impl Guard {
                 ),
             );
         }
+        self.step(current, to, &moved, fit, slo_ratio)
+    }
+
+    /// Moves the model to `to` and starts judging the move: vrate follows by
+    /// the change in cost of the fit's work, and the SLO before it is kept.
+    fn step(
+        &mut self,
+        current: LinearModel,
+        to: LinearModel,
+        moved: &[String],
+        fit: &Fit,
+        slo_ratio: Option<f64>,
+    ) -> ModelDecision {
         let old = cost_of(&fit.work, &current);
         let factor = if old > 0.0 {
             cost_of(&fit.work, &to) / old

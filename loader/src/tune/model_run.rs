@@ -44,17 +44,6 @@ pub struct ModelLoop {
     last: Option<(ModelDecision, Option<String>, Option<String>)>,
 }
 
-fn params(m: &LinearModel) -> CostParams {
-    CostParams {
-        rbps: m.rbps,
-        rseqiops: m.rseqiops,
-        rrandiops: m.rrandiops,
-        wbps: m.wbps,
-        wseqiops: m.wseqiops,
-        wrandiops: m.wrandiops,
-    }
-}
-
 /// The model iocost charges the device with now: its io.cost.model line,
 /// else the parameters the kernel sets up when iocost starts on it.
 fn model_in_force(model_path: &Path, dev: &DeviceRef) -> Result<LinearModel> {
@@ -188,8 +177,8 @@ impl ModelLoop {
             "at_seconds": (at * 1000.0).round() / 1000.0,
             "model_action": d.action.as_str(),
             "reason": d.reason,
-            "from": params(&d.from),
-            "to": params(&d.to),
+            "from": CostParams::from(d.from),
+            "to": CostParams::from(d.to),
             "vrate_factor": (d.vrate_factor * 1e4).round() / 1e4,
             "fit": {
                 "saturated_windows": self.fit.windows,
@@ -247,7 +236,7 @@ impl ModelLoop {
             None => (String::new(), String::new(), None, None),
         };
         ModelTunerStatus {
-            current: params(&self.current),
+            current: CostParams::from(self.current),
             params: self.param_status(),
             saturated_windows: self.fit.windows as u64,
             unsaturated_windows: self.fit.unsaturated,

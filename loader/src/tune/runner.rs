@@ -71,75 +71,104 @@ fn written_or_would(dry_run: bool, line: Option<String>) -> (Option<String>, Opt
     }
 }
 
+/// The options that need no kernel: the controller's bounds, something to
+/// protect and judge, a period iocost lets us write at.
+fn check_options(opts: &TuneOptions) -> Result<()> {
+    opts.controller.validate().map_err(|e| anyhow!(e))?;
+    if opts.slos.is_empty() {
+        bail!("no SLO given: say what to protect, e.g. --slo read-p99=2ms");
+    }
+    if opts.protect.is_empty() {
+        bail!("no cgroup to protect: give --protect PATH (e.g. --protect /lc)");
+    }
+    if opts.period < opts.writer.iocost_min_interval {
+        bail!(
+            "--period {:?} is shorter than the {:?} between io.cost.qos writes",
+            opts.period,
+            opts.writer.iocost_min_interval
+        );
+    }
+    Ok(())
+}
+
+/// The root's io.cost.qos, which exists only where iocost can run.
+fn iocost_qos_path(root: &Path) -> Result<PathBuf> {
+    let qos_path = root.join("io.cost.qos");
+    if !qos_path.exists() {
+        bail!(
+            "{} does not exist: iocost needs the io controller on cgroup v2 (on this host the io controller's hierarchy is {}); nothing changed",
+            qos_path.display(),
+            root.display()
+        );
+    }
+    Ok(qos_path)
+}
+
+/// Each `--protect` as an existing cgroup other than the root (with an
+/// io.weight when `--protect-weight` is given), then the weight's range.
+fn resolve_protected(
+    opts: &TuneOptions,
+    resolver: &CgroupResolver,
+    root: &Path,
+) -> Result<Vec<Protected>> {
+    let mut protected = Vec::new();
+    for p in &opts.protect {
+        let path = relative_path(root, p);
+        if path == "/" {
+            bail!("--protect {p}: the root cgroup cannot be protected against itself");
+        }
+        let id = resolver.id_of(&path).ok_or_else(|| {
+            anyhow!(
+                "--protect {p}: no cgroup {path} under {}; nothing changed",
+                root.display()
+            )
+        })?;
+        if opts.protect_weight.is_some() && !root.join(&path[1..]).join("io.weight").exists() {
+            bail!("--protect-weight: {path} has no io.weight (enable +io in its parent's cgroup.subtree_control); nothing changed");
+        }
+        protected.push(Protected { path, id });
+    }
+    if let Some(w) = opts.protect_weight {
+        if !(1..=10000).contains(&w) {
+            bail!("--protect-weight {w} out of range (1 to 10000)");
+        }
+    }
+    Ok(protected)
+}
+
+/// The status before the first period: one entry per (cgroup, SLO).
+fn initial_status(opts: &TuneOptions, protected: &[Protected]) -> TunerStatus {
+    TunerStatus {
+        device: opts.device.clone(),
+        slos: protected
+            .iter()
+            .flat_map(|p| {
+                opts.slos.iter().map(move |s| TunerSlo {
+                    cgroup: p.path.clone(),
+                    slo: s.spec.clone(),
+                    target_seconds: s.target.as_secs_f64(),
+                    ..Default::default()
+                })
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
 impl Tuner {
     /// Checks the device, the cgroups and the bounds. Changes nothing.
     pub fn prepare(opts: TuneOptions, resolver: &CgroupResolver) -> Result<Tuner> {
-        opts.controller.validate().map_err(|e| anyhow!(e))?;
-        if opts.slos.is_empty() {
-            bail!("no SLO given: say what to protect, e.g. --slo read-p99=2ms");
-        }
-        if opts.protect.is_empty() {
-            bail!("no cgroup to protect: give --protect PATH (e.g. --protect /lc)");
-        }
-        if opts.period < opts.writer.iocost_min_interval {
-            bail!(
-                "--period {:?} is shorter than the {:?} between io.cost.qos writes",
-                opts.period,
-                opts.writer.iocost_min_interval
-            );
-        }
+        check_options(&opts)?;
         let root = resolver.root().to_path_buf();
-        let qos_path = root.join("io.cost.qos");
-        if !qos_path.exists() {
-            bail!(
-                "{} does not exist: iocost needs the io controller on cgroup v2 (on this host the io controller's hierarchy is {}); nothing changed",
-                qos_path.display(),
-                root.display()
-            );
-        }
-        let mut protected = Vec::new();
-        for p in &opts.protect {
-            let path = relative_path(&root, p);
-            if path == "/" {
-                bail!("--protect {p}: the root cgroup cannot be protected against itself");
-            }
-            let id = resolver.id_of(&path).ok_or_else(|| {
-                anyhow!(
-                    "--protect {p}: no cgroup {path} under {}; nothing changed",
-                    root.display()
-                )
-            })?;
-            if opts.protect_weight.is_some() && !root.join(&path[1..]).join("io.weight").exists() {
-                bail!("--protect-weight: {path} has no io.weight (enable +io in its parent's cgroup.subtree_control); nothing changed");
-            }
-            protected.push(Protected { path, id });
-        }
-        if let Some(w) = opts.protect_weight {
-            if !(1..=10000).contains(&w) {
-                bail!("--protect-weight {w} out of range (1 to 10000)");
-            }
-        }
+        let qos_path = iocost_qos_path(&root)?;
+        let protected = resolve_protected(&opts, resolver, &root)?;
         let model = opts
             .model
             .as_ref()
             .map(|mo| ModelLoop::prepare(&opts.device, &root, mo))
             .transpose()?;
         let controller = Controller::new(opts.controller.clone());
-        let status = TunerStatus {
-            device: opts.device.clone(),
-            slos: protected
-                .iter()
-                .flat_map(|p| {
-                    opts.slos.iter().map(move |s| TunerSlo {
-                        cgroup: p.path.clone(),
-                        slo: s.spec.clone(),
-                        target_seconds: s.target.as_secs_f64(),
-                        ..Default::default()
-                    })
-                })
-                .collect(),
-            ..Default::default()
-        };
+        let status = initial_status(&opts, &protected);
         let writer = Writer::new(opts.writer.clone());
         Ok(Tuner {
             opts,
@@ -283,6 +312,14 @@ impl Tuner {
     fn decide(&mut self, m: &Measurement) -> Result<()> {
         let at = self.started.elapsed().as_secs_f64();
         let d = self.model_then_qos(m, at)?;
+        let (written, would_write) = self.write_qos(&d)?;
+        self.update_status(m, &d, at, &written, &would_write);
+        self.log_decision(m, &d, at, written, would_write)
+    }
+
+    /// Writes the decision's io.cost.qos line when vrate moves. Returns it
+    /// as (written, would_write).
+    fn write_qos(&mut self, d: &Decision) -> Result<(Option<String>, Option<String>)> {
         // In a dry run the writer writes nothing: the line is what it would write.
         let dry_run = self.writer.config().dry_run;
         let line = (d.to != d.from).then(|| Self::qos_line(&self.devnum(), d.to));
@@ -292,7 +329,19 @@ impl Tuner {
                 self.set_qos_status(d.to);
             }
         }
-        let (written, would_write) = written_or_would(dry_run, line);
+        Ok(written_or_would(dry_run, line))
+    }
+
+    /// Counts the decision and brings the status (SLOs, convergence, the
+    /// last decision) up to date.
+    fn update_status(
+        &mut self,
+        m: &Measurement,
+        d: &Decision,
+        at: f64,
+        written: &Option<String>,
+        would_write: &Option<String>,
+    ) {
         *self
             .decisions
             .entry(d.action.as_str().to_string())
@@ -329,6 +378,18 @@ impl Tuner {
             written: written.clone(),
             would_write: would_write.clone(),
         });
+    }
+
+    /// The decision as a JSON line on stdout and a readable line on stderr.
+    fn log_decision(
+        &self,
+        m: &Measurement,
+        d: &Decision,
+        at: f64,
+        written: Option<String>,
+        would_write: Option<String>,
+    ) -> Result<()> {
+        let dry_run = self.writer.config().dry_run;
         let mut line = json!({
             "at_seconds": (at * 1000.0).round() / 1000.0,
             "action": d.action.as_str(),

@@ -1,0 +1,35 @@
+//! iocost's linear device cost model (paper §3.2, block/blk-iocost.c):
+//! the coefficients the BPF side charges with, derived from io.cost.model
+//! parameters exactly as the kernel's calc_lcoefs does, and the online
+//! refit of those parameters from measured device time. Pure arithmetic.
+//!
+//! The model: cost = base[op][seq|rand] + per_byte[op] × bytes, with
+//! per_byte = 1 s / bps and base = 1 s / iops − per_byte × 4 KiB.
+//!
+//! The refit is latency-based: it fits each request's device time (issue to
+//! completion) against its size. At queue depth 1 that is the device time a
+//! request occupies; at higher depths requests overlap, each one's device
+//! time includes waiting behind the others inside the device, and the
+//! fitted iops/bps come out lower than the device's throughput (the
+//! kernel's profiles measure random IOPS at QD64). Read the fitted model as
+//! what a request costs in latency, not in capacity.
+
+/// iocost's virtual time: 2^37 per second (VTIME_PER_SEC).
+pub const VTIME_PER_SEC: u64 = 1 << 37;
+/// The model's page (IOC_PAGE_SIZE).
+pub const PAGE_SIZE: u64 = 4096;
+/// Size classes: <= 4 KiB, 8 KiB, ..., >= 1 MiB (IOW_COST_SIZES).
+pub const SIZES: usize = 9;
+/// Fewest samples a class needs to take part in a fit.
+pub const MIN_CLASS_IOS: u64 = 8;
+
+mod charge;
+mod fit;
+mod model;
+
+pub use charge::{calc_lcoefs, request_cost, size_class, size_class_bytes};
+pub use fit::{fit_op, ClassSample, DeviceFit, OpFit};
+pub use model::{default_model, LinearModel, AUTOP_HDD, AUTOP_SSD_DFL};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,305 @@
+use super::super::plant::Plant;
+use super::*;
+
+fn slo(observed: f64, target: f64, samples: u64) -> Measurement {
+    Measurement {
+        slos: vec![SloSample {
+            name: "/lc read-p99".into(),
+            target_seconds: target,
+            observed_seconds: Some(observed),
+            samples,
+            throttle_seconds: 0.0,
+        }],
+        throughput_bytes_per_second: 1e8,
+        iops: 1000.0,
+    }
+}
+
+#[test]
+fn a_protected_cgroup_throttled_by_iocost_raises_vrate() {
+    let mut c = Controller::new(ControllerConfig {
+        start: 10.0,
+        ..Default::default()
+    });
+    // Fast in the block layer, but 3 ms per I/O in iocost's throttle.
+    let mut m = slo(0.0005, 0.002, 1000);
+    m.slos[0].throttle_seconds = 0.003;
+    let d = c.decide(&m);
+    assert_eq!((d.action, d.to), (Action::Increase, 13.0), "{d:?}");
+    assert!(
+        d.reason.contains("waiting in iocost's throttle"),
+        "{}",
+        d.reason
+    );
+    assert!(d.reason.contains("+ 3.000ms throttled"), "{}", d.reason);
+    // A queueing miss above never sends it back below the throttled value.
+    c.decide(&slo(0.0005, 0.002, 1000)); // backoff
+    c.decide(&slo(0.0005, 0.002, 1000)); // backoff
+    let d = c.decide(&slo(0.004, 0.002, 1000));
+    assert_eq!(d.action, Action::Decrease);
+    assert!(d.to > 10.0, "{d:?}");
+    // At the upper bound it says what to do instead.
+    let mut c = Controller::new(ControllerConfig::default());
+    let d = c.decide(&m);
+    assert_eq!(d.action, Action::Hold);
+    assert!(d.reason.contains("raise its io.weight"), "{}", d.reason);
+}
+
+#[test]
+fn finds_the_window_between_throttling_and_queueing() {
+    let mut plant = Plant {
+        lc_demand_units_per_second: 2_000.0,
+        ..Plant::default()
+    };
+    let mut c = Controller::new(ControllerConfig {
+        start: 5.0,
+        ..Default::default()
+    });
+    let ds = run(&mut plant, &mut c, 40);
+    assert!(c.converged(), "not converged at {}: {ds:#?}", c.vrate());
+    let m = plant.period_noiseless(c.vrate());
+    assert!(m.slos[0].effective() <= plant.slo_target, "{m:?}");
+    assert!(c.vrate() >= plant.max_vrate_meeting(plant.slo_target) * 0.75);
+}
+
+/// Runs the controller against a plant; returns (decisions, vrates).
+fn run(plant: &mut Plant, c: &mut Controller, periods: usize) -> Vec<Decision> {
+    (0..periods)
+        .map(|_| {
+            let m = plant.period(c.vrate());
+            c.decide(&m)
+        })
+        .collect()
+}
+
+#[test]
+fn converges_to_the_highest_vrate_that_meets_the_slo() {
+    let mut plant = Plant::default();
+    let target = plant.slo_target;
+    let best = plant.max_vrate_meeting(target);
+    let mut c = Controller::new(ControllerConfig::default());
+    let ds = run(&mut plant, &mut c, 40);
+    let at = ds
+        .iter()
+        .position(|d| d.action == Action::Converged)
+        .expect("converges");
+    assert!(at <= 12, "converged after {at} periods: {ds:#?}");
+    let v = c.vrate();
+    // Meets the SLO and is within the resolution (plus the margin) of the best.
+    assert!(v <= best + 1e-9, "vrate {v} above the best feasible {best}");
+    assert!(v >= best * 0.75, "vrate {v} far below the best {best}");
+    let m = plant.period_noiseless(v);
+    assert!(m.slos[0].observed_seconds.unwrap() <= target);
+    // And it keeps far more throughput than the tightest bound.
+    let low = plant.period_noiseless(ControllerConfig::default().vrate_min);
+    assert!(m.throughput_bytes_per_second > 2.0 * low.throughput_bytes_per_second);
+    // After converging it stays put.
+    assert!(ds[at + 1..].iter().all(|d| d.from == d.to), "{ds:#?}");
+}
+
+#[test]
+fn never_leaves_the_bounds() {
+    for seed in 1..40u64 {
+        let mut plant = Plant::random(seed);
+        let cfg = ControllerConfig {
+            vrate_min: 10.0,
+            vrate_max: 80.0,
+            start: 80.0,
+            ..Default::default()
+        };
+        let mut c = Controller::new(cfg.clone());
+        for d in run(&mut plant, &mut c, 60) {
+            assert!(
+                (cfg.vrate_min..=cfg.vrate_max).contains(&d.to),
+                "seed {seed}: {d:?}"
+            );
+            assert!((d.to - d.from).abs() <= cfg.max_step + 1e-9, "{d:?}");
+        }
+    }
+}
+
+#[test]
+fn a_miss_lowers_at_once_and_blocks_increases_while_backing_off() {
+    let mut c = Controller::new(ControllerConfig::default());
+    let d = c.decide(&slo(0.004, 0.002, 1000));
+    assert_eq!(d.action, Action::Decrease);
+    assert_eq!(d.to, 70.0);
+    assert!(
+        d.reason.contains("SLO missed (200% of target)"),
+        "{}",
+        d.reason
+    );
+    assert!(d.reason.contains("/lc read-p99 4.000ms"), "{}", d.reason);
+    // Plenty of slack, but backing off: hold for two periods.
+    for _ in 0..2 {
+        let d = c.decide(&slo(0.0005, 0.002, 1000));
+        assert_eq!(d.action, Action::Hold, "{d:?}");
+        assert!(d.reason.contains("backing off"));
+    }
+    let d = c.decide(&slo(0.0005, 0.002, 1000));
+    assert_eq!(d.action, Action::Increase);
+    // Bisects towards the known-bad 100.
+    assert_eq!(d.to, 85.0);
+}
+
+#[test]
+fn a_marginal_miss_where_it_held_before_needs_confirmation() {
+    let mut c = Controller::new(ControllerConfig {
+        start: 50.0,
+        ..Default::default()
+    });
+    c.decide(&slo(0.0018, 0.002, 1000)); // met: 50 is good
+    let d = c.decide(&slo(0.0022, 0.002, 1000)); // 110%: maybe noise
+    assert_eq!((d.action, d.to), (Action::Hold, 50.0), "{d:?}");
+    assert!(d.reason.contains("confirming"), "{}", d.reason);
+    let d = c.decide(&slo(0.0018, 0.002, 1000)); // met again: it was noise
+    assert_eq!(d.to, 50.0);
+    c.decide(&slo(0.0022, 0.002, 1000));
+    let d = c.decide(&slo(0.0022, 0.002, 1000)); // confirmed
+    assert_eq!(d.action, Action::Decrease, "{d:?}");
+    // A large miss acts at once.
+    let mut c = Controller::new(ControllerConfig {
+        start: 50.0,
+        ..Default::default()
+    });
+    c.decide(&slo(0.0018, 0.002, 1000));
+    assert_eq!(c.decide(&slo(0.003, 0.002, 1000)).action, Action::Decrease);
+}
+
+#[test]
+fn hysteresis_holds_within_the_margin() {
+    let mut c = Controller::new(ControllerConfig {
+        start: 50.0,
+        ..Default::default()
+    });
+    // 90% of target: met, but not with the 15% slack needed to raise.
+    let d = c.decide(&slo(0.0018, 0.002, 1000));
+    assert_eq!((d.action, d.to), (Action::Hold, 50.0));
+    c.decide(&slo(0.0018, 0.002, 1000));
+    let d = c.decide(&slo(0.0018, 0.002, 1000));
+    assert_eq!((d.action, d.to), (Action::Converged, 50.0));
+    assert!(c.converged());
+}
+
+#[test]
+fn too_few_samples_change_nothing() {
+    let mut c = Controller::new(ControllerConfig::default());
+    let d = c.decide(&slo(0.1, 0.002, 10));
+    assert_eq!(
+        (d.action, d.from, d.to),
+        (Action::Insufficient, 100.0, 100.0)
+    );
+    assert!(d.reason.contains("10 I/Os, fewer than 100"), "{}", d.reason);
+    assert_eq!(c.bracket(), (None, None));
+}
+
+#[test]
+fn an_infeasible_slo_parks_at_the_lower_bound_and_says_so() {
+    let mut c = Controller::new(ControllerConfig {
+        start: 6.0,
+        ..Default::default()
+    });
+    let d = c.decide(&slo(0.01, 0.002, 1000));
+    assert_eq!(d.to, 5.0);
+    let d = c.decide(&slo(0.01, 0.002, 1000));
+    assert_eq!((d.action, d.to), (Action::Hold, 5.0));
+    assert!(
+        d.reason.contains("cannot be met within the bounds"),
+        "{}",
+        d.reason
+    );
+}
+
+#[test]
+fn follows_a_load_change_both_ways() {
+    let mut plant = Plant::default();
+    let mut c = Controller::new(ControllerConfig::default());
+    run(&mut plant, &mut c, 30);
+    assert!(c.converged());
+    let before = c.vrate();
+    // The device gets slower: the converged value now misses.
+    plant.capacity_units_per_second *= 0.6;
+    let ds = run(&mut plant, &mut c, 30);
+    assert!(ds.iter().any(|d| d.action == Action::Decrease));
+    assert!(c.converged() && c.vrate() < before, "{ds:#?}");
+    let slow = c.vrate();
+    assert!(
+        plant.period_noiseless(slow).slos[0]
+            .observed_seconds
+            .unwrap()
+            <= plant.slo_target
+    );
+    // And faster again: slack after converging probes upwards.
+    plant.capacity_units_per_second /= 0.6;
+    run(&mut plant, &mut c, 60);
+    assert!(
+        c.vrate() > slow * 1.2,
+        "stayed at {} (was {slow})",
+        c.vrate()
+    );
+}
+
+#[test]
+fn noise_does_not_make_it_oscillate_after_converging() {
+    let mut plant = Plant {
+        noise: 0.08,
+        ..Plant::default()
+    };
+    let mut c = Controller::new(ControllerConfig::default());
+    let ds = run(&mut plant, &mut c, 80);
+    let first = ds
+        .iter()
+        .position(|d| d.action == Action::Converged)
+        .unwrap();
+    let changes = ds[first + 1..].iter().filter(|d| d.from != d.to).count();
+    assert!(
+        changes <= 6,
+        "{changes} changes in {} periods",
+        ds.len() - first - 1
+    );
+    let misses = ds[first + 1..]
+        .iter()
+        .filter(|d| d.action == Action::Decrease)
+        .count();
+    assert!(misses <= 3, "{misses} misses after converging");
+}
+
+#[test]
+fn validation_names_the_bad_option() {
+    let bad = |c: ControllerConfig| c.validate().unwrap_err();
+    assert!(bad(ControllerConfig {
+        vrate_min: 50.0,
+        vrate_max: 20.0,
+        start: 20.0,
+        ..Default::default()
+    })
+    .contains("--vrate-min 50 is above --vrate-max 20"));
+    assert!(bad(ControllerConfig {
+        vrate_max: 20000.0,
+        ..Default::default()
+    })
+    .contains("1 to 10000"));
+    assert!(bad(ControllerConfig {
+        start: 200.0,
+        ..Default::default()
+    })
+    .contains("--start 200"));
+    for step in [f64::NAN, -5.0, 0.0, f64::INFINITY] {
+        assert!(bad(ControllerConfig {
+            max_step: step,
+            ..Default::default()
+        })
+        .contains(&format!("--max-step {step} must be a positive")));
+    }
+    assert!(bad(ControllerConfig {
+        margin: f64::NAN,
+        ..Default::default()
+    })
+    .contains("margin NaN"));
+    assert!(bad(ControllerConfig {
+        start: f64::NAN,
+        ..Default::default()
+    })
+    .contains("--start NaN"));
+    assert!(ControllerConfig::default().validate().is_ok());
+}
