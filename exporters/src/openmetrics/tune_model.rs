@@ -66,6 +66,11 @@ pub(crate) fn encode(
         None,
         &rows(&|p| Some(p.samples as f64)),
     )?;
+    encode_fit(enc, dev, m)
+}
+
+/// The fit's windows and error, and the decisions so far.
+fn encode_fit(enc: &mut DescriptorEncoder, dev: &str, m: &ModelTunerStatus) -> std::fmt::Result {
     let windows = vec![
         (
             labels(&[("device", dev), ("state", "saturated")]),
