@@ -299,14 +299,29 @@ fn block_layer_latency_is_within_what_fio_sees() {
     args[3] = "--ioengine=psync".into();
     args.retain(|a| a != "--userspace_reap=1"); // a libaio option
     let f = fio_json(a.command("fio", &args).output().unwrap());
-    std::thread::sleep(Duration::from_millis(1200));
-    let snap = daemon.snapshot();
-    let s = snap
-        .io
-        .iter()
-        .find(|s| s.cgroup.id == a.id() && s.op == Op::Read)
-        .expect("series");
     let job = &f["jobs"][0]["read"];
+    let fio_ios = job["total_ios"].as_u64().unwrap();
+    // Polled until the reads are in (the daemon polls every 500 ms; the
+    // kernel may charge a stray bio to an ancestor cgroup, hence 0.5 %).
+    let t0 = std::time::Instant::now();
+    let (snap, s) = loop {
+        let snap = daemon.snapshot();
+        let found = snap
+            .io
+            .iter()
+            .find(|s| s.cgroup.id == a.id() && s.op == Op::Read)
+            .filter(|s| within(s.ios + s.merged, fio_ios, 0.005))
+            .cloned();
+        if let Some(s) = found {
+            break (snap, s);
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "{fio_ios} reads not counted: {:?}",
+            snap.io
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
     assert!(within(
         s.ios + s.merged,
         job["total_ios"].as_u64().unwrap(),
