@@ -128,8 +128,24 @@ fn per_cgroup_fidelity_against_fio() {
     let metrics = daemon.get("/metrics").expect("/metrics");
     assert_promtool_accepts(&metrics);
 
-    std::thread::sleep(Duration::from_millis(1500));
-    let snap = daemon.snapshot();
+    // Polled until the device's requests add up to the kernel's count of
+    // all three phases (the daemon polls every 500 ms); after 10 s the
+    // checks below say what is missing.
+    let kernel_all = kernel_a + kernel_b + kernel_root;
+    let t0 = std::time::Instant::now();
+    let snap = loop {
+        let snap = daemon.snapshot();
+        let ours: u64 = snap
+            .io
+            .iter()
+            .filter(|s| s.device.name == top.name())
+            .map(|s| s.ios + s.merged)
+            .sum();
+        if ours >= kernel_all || t0.elapsed() > Duration::from_secs(10) {
+            break snap;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
     let on_top: Vec<_> = snap
         .io
         .iter()
