@@ -110,19 +110,7 @@ pub fn collapse_buckets(
 mod tests {
     use super::*;
 
-    /// The loader's layout: 1 us buckets below 4 us, then 4 per power of two.
-    fn bounds() -> Vec<f64> {
-        (0..88usize)
-            .map(|i| {
-                if i < 4 {
-                    i as u64
-                } else {
-                    (4 + (i % 4) as u64) << (i / 4 + 1 - 2)
-                }
-            })
-            .map(|us| us as f64 / 1e6)
-            .collect()
-    }
+    use crate::test_layout::bounds;
 
     #[test]
     fn collapses_to_power_of_two_bounds() {

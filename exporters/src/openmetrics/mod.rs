@@ -142,19 +142,7 @@ mod tests {
     use super::*;
     use crate::model::*;
 
-    /// The loader's layout: 1 us buckets below 4 us, then 4 per power of two.
-    fn bounds() -> Vec<f64> {
-        (0..88usize)
-            .map(|i| {
-                if i < 4 {
-                    i as u64
-                } else {
-                    (4 + (i % 4) as u64) << (i / 4 + 1 - 2)
-                }
-            })
-            .map(|us| us as f64 / 1e6)
-            .collect()
-    }
+    use crate::test_layout::bounds;
 
     #[test]
     fn families_have_help_unit_and_escaped_labels() {

@@ -106,19 +106,7 @@ pub fn native_histogram(h: &Histogram, lower_bounds: &[f64]) -> proto::Histogram
 mod tests {
     use super::*;
 
-    /// The loader's layout: 1 us buckets below 4 us, then 4 per power of two.
-    fn bounds() -> Vec<f64> {
-        (0..88usize)
-            .map(|i| {
-                if i < 4 {
-                    i as u64
-                } else {
-                    (4 + (i % 4) as u64) << (i / 4 - 1)
-                }
-            })
-            .map(|us| us as f64 / 1e6)
-            .collect()
-    }
+    use crate::test_layout::bounds;
 
     #[test]
     fn every_bpf_bucket_has_its_own_native_bucket_within_its_neighbours() {

@@ -38,18 +38,7 @@ fn negotiates_protobuf_only_when_asked_and_preferred() {
     );
 }
 
-fn bounds() -> Vec<f64> {
-    (0..88usize)
-        .map(|i| {
-            if i < 4 {
-                i as u64
-            } else {
-                (4 + (i % 4) as u64) << (i / 4 - 1)
-            }
-        })
-        .map(|us| us as f64 / 1e6)
-        .collect()
-}
+use crate::test_layout::bounds;
 
 fn snapshot() -> Snapshot {
     let mut counts = vec![0u64; 88];
