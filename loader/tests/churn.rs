@@ -169,11 +169,13 @@ fn device_totals(s: &Snapshot, name: &str) -> (u64, u64) {
 fn thousand_live_cgroups_lose_nothing() {
     // Reads go to `upper`, whose per-cgroup loop worker re-issues each on
     // `lower` under the same cgroup: both devices see only this test's I/O,
-    // so their totals are exact. (The backing disk also carries the host's.)
+    // so their totals are the test's reads. (The backing disk also carries
+    // the host's.)
     let lower = LoopDev::file(64);
     let upper = LoopDev::over(&lower);
     let daemon = Daemon::start(19641, &[]);
     let pid = daemon.child.id();
+    let undelivered = Undelivered::start(pid);
     let name = "iowarden-fleet-live";
     let parent = Parent::new(name);
     let before = daemon.snapshot();
@@ -189,11 +191,17 @@ fn thousand_live_cgroups_lose_nothing() {
     }
     let prefix = format!("/{name}/");
     let (up, low) = (upper.name(), lower.name());
-    let s = wait_for(&daemon, "every read counted on both devices", &|s| {
-        device_totals(s, &up).0 == n && device_totals(s, &low).0 == n
-    });
-    assert_eq!(device_totals(&s, &up), (n, n * 4096), "{up}");
-    assert_eq!(device_totals(&s, &low), (n, n * 4096), "{low}");
+    // Every read has completed on both devices: a poll that starts now
+    // counts them all, but for those the kernel did not deliver to BPF.
+    let s = daemon.settled();
+    let undelivered = undelivered.so_far();
+    for dev in [&up, &low] {
+        let (ios, bytes) = device_totals(&s, dev);
+        assert!(
+            ios <= n && n - ios <= undelivered && bytes == ios * 4096,
+            "{dev}: {ios} reads, {bytes} bytes of {n}; {undelivered} not delivered to BPF"
+        );
+    }
     // The kernel charges a bio to its cgroup's closest ancestor when it
     // cannot allocate the cgroup's blkg (GFP_NOWAIT), and the loop driver
     // re-issues from its root worker when it cannot allocate a cgroup's
@@ -216,7 +224,7 @@ fn thousand_live_cgroups_lose_nothing() {
             .find(|x| x.ios != 1 || x.bytes != 4096)
     );
     println!(
-        "{n} cgroups: {} series on {up}, {} on {low} (the kernel charged {} and {} reads to other cgroups); table {} -> {} entries; drops {:?}; RSS {} KiB",
+        "{n} cgroups: {} series on {up}, {} on {low} (the kernel charged {} and {} reads to other cgroups or did not deliver them, {undelivered} on all devices); table {} -> {} entries; drops {:?}; RSS {} KiB",
         on_upper.len(),
         on_lower.len(),
         n - on_upper.len() as u64,

@@ -5,7 +5,6 @@
 mod fixtures;
 
 use std::process::Command;
-use std::time::Duration;
 
 use fixtures::*;
 use iowarden_exporters::{IoSeries, Op, Snapshot};
@@ -88,6 +87,7 @@ fn charges_the_linear_model_and_refits_it() {
 
     // Random over 2 GiB: two requests land within iocost's 16 MiB window
     // of each other ~1.6 % of the time.
+    let undelivered = Undelivered::start(daemon.child.id());
     let k0 = kernel_reads(&name);
     let r4 = fio(&rnd, &dev.path, "randread", "4k", 1500, "2G");
     let r64 = fio(&rnd, &dev.path, "randread", "64k", 500, "2G");
@@ -97,8 +97,10 @@ fn charges_the_linear_model_and_refits_it() {
     let kernel = kernel_reads(&name) - k0;
     let fio_total: u64 = [&r4, &r64, &s64, &s4].iter().map(|r| r.0).sum();
     assert_eq!(kernel, fio_total, "/sys/block/{name}/stat reads vs fio's");
-    std::thread::sleep(Duration::from_millis(1500));
-    let snap = daemon.snapshot();
+    // fio is done: a poll that starts now counts every read the kernel
+    // delivered to BPF.
+    let snap = daemon.settled();
+    let undelivered = undelivered.so_far();
 
     for (cg, runs, random) in [(&rnd, [r4, r64], true), (&seq, [s64, s4], false)] {
         let s = read_series(&snap, &name, cg);
@@ -115,12 +117,11 @@ fn charges_the_linear_model_and_refits_it() {
             cg.rel
         );
         let (fio_ios, fio_bytes) = (runs[0].0 + runs[1].0, runs[0].1 + runs[1].1);
-        // Completions the kernel never delivered to BPF (README: a few in
-        // ten thousand on this VM), bounded against fio's count (which the
-        // kernel's own agreed with above): at most 0.1 %, at least one.
+        // Only completions the kernel did not deliver to BPF may be missing
+        // (fixtures::Undelivered).
         assert!(
-            s.ios <= fio_ios && (fio_ios - s.ios) as f64 <= (0.001 * fio_ios as f64).ceil(),
-            "{}: {} ios, fio {fio_ios}",
+            s.ios <= fio_ios && fio_ios - s.ios <= undelivered,
+            "{}: {} ios, fio {fio_ios}, {undelivered} not delivered to BPF",
             cg.rel,
             s.ios
         );
@@ -137,11 +138,12 @@ fn charges_the_linear_model_and_refits_it() {
             frac * 100.0,
             if random { "random" } else { "sequential" }
         );
-        // The model applied to fio's counts, with the classification above.
-        // (A request never delivered to BPF could be either pattern: within the tolerance.)
+        // The model applied to fio's counts, with the classification above;
+        // a request not delivered to BPF costs at most a random 64 KiB read.
         let from_fio = expected_vtime(fio_ios, s.random_ios, fio_bytes) as f64;
+        let slack = from_fio * 0.005 + ((fio_ios - s.ios) * (RRANDIO + 16 * RPAGE)) as f64;
         assert!(
-            (vtime as f64 - from_fio).abs() <= from_fio * 0.005,
+            (vtime as f64 - from_fio).abs() <= slack,
             "{}: {vtime} vtime charged, the model gives {from_fio} for fio's I/O",
             cg.rel
         );
@@ -287,8 +289,7 @@ fn host_default_model_from_the_first_request() {
     let cg = Cgroup::new("iowarden-test-cost-host");
     let daemon = Daemon::start(19632, &["--device", &name]);
     fio(&cg, &dev.path, "randread", "4k", 300, "2G");
-    std::thread::sleep(Duration::from_millis(1200));
-    let snap = daemon.snapshot();
+    let snap = daemon.settled();
     let rotational = std::fs::read_to_string(format!("/sys/block/{name}/queue/rotational"))
         .unwrap()
         .trim()

@@ -345,7 +345,8 @@ fn lock_metrics_are_bounded_and_name_the_scheduler() {
     assert!(set_scheduler(&dev, "mq-deadline"));
     let d = Daemon::start(19631, &["--device", &dev.name(), "--locks-all"]);
     hammer(&dev, &cg);
-    std::thread::sleep(Duration::from_millis(1200));
+    // The metrics of a poll that started after the hammering.
+    d.settled();
     let m = d.get("/metrics").unwrap();
     set_scheduler(&dev, "none");
     let sites: std::collections::BTreeSet<&str> = m
