@@ -71,25 +71,30 @@ img=$CACHE/nvme.img
 # the emulation serves reads from the host page cache so fast that large
 # requests are hardly ever in flight, and no controller sees contention.
 [[ -f $img ]] || truncate -s 2G "$img"
-# One guest boot per kernel command line: a script may ask for more on its
-# second line ("# vmtest-append: possible_cpus=192"), and runs in a guest
-# of its own with it.
+# One guest boot per kernel command line and NVMe drive: a script may ask
+# for more in its lines 2-3, for the command line ("# vmtest-append:
+# possible_cpus=192") or QEMU's drive options ("# vmtest-drive:
+# throttling.iops-total=2000"; a throttling.bps-total there replaces the
+# default), and runs in a guest of its own with them.
 declare -A group_scripts group_checks
 for t in "${selected[@]}"; do
-  extra=$(sed -n '2s/^# vmtest-append: \(.*\)$/\1/p' "$t")
-  extra=${extra:--}   # "-": nothing to append (bash keys cannot be empty)
-  group_scripts[$extra]+="$(basename "$t") "
-  group_checks[$extra]=$(( ${group_checks[$extra]:-0} + $(sed -n '1s/^# vmtest-checks: \([0-9][0-9]*\)$/\1/p' "$t") ))
+  extra=$(sed -n '2,3s/^# vmtest-append: \(.*\)$/\1/p' "$t")
+  drive=$(sed -n '2,3s/^# vmtest-drive: \([a-z0-9.=,-]*\)$/\1/p' "$t")
+  key="${extra}|${drive}"   # never empty: bash keys cannot be
+  group_scripts[$key]+="$(basename "$t") "
+  group_checks[$key]=$(( ${group_checks[$key]:-0} + $(sed -n '1s/^# vmtest-checks: \([0-9][0-9]*\)$/\1/p' "$t") ))
 done
-boot() {  # extra-cmdline scripts expected log
-  local extra=$1 list=$2 want=$3 log=$4 rc summary start
+boot() {  # extra-cmdline extra-drive-options scripts expected log
+  local extra=$1 drive=$2 list=$3 want=$4 log=$5 rc summary start drive_opts=throttling.bps-total=268435456
+  [[ $drive == *throttling.bps-total=* ]] && drive_opts=""
+  drive_opts=$drive_opts${drive_opts:+${drive:+,}}$drive
   start=$(date +%s)
-  echo "vmtest: booting $KERNEL (${accel[*]:-KVM}) ${extra:+with '$extra' }for $list; timeout ${TIMEOUT}s; log in $log"
+  echo "vmtest: booting $KERNEL (${accel[*]:-KVM}) ${extra:+with '$extra' }for $list; drive $drive_opts; timeout ${TIMEOUT}s; log in $log"
   set +e
   # "| cat": QEMU's file chardev truncates a regular file given as stdout.
   timeout --kill-after=10 "$TIMEOUT" vng --run "$KERNEL" "${accel[@]}" --cpus 2 --memory 2G \
     --append "cgroup_no_v1=all $extra" \
-    --qemu-opts="$qaccel -drive file=$img,if=none,id=nvm,format=raw,throttling.bps-total=268435456 -device nvme,serial=iowarden,drive=nvm,max_ioqpairs=4" \
+    --qemu-opts="$qaccel -drive file=$img,if=none,id=nvm,format=raw,$drive_opts -device nvme,serial=iowarden,drive=nvm,max_ioqpairs=4" \
     --exec "IOWARDEN_BIN=$IOWARDEN_BIN VMTEST_LIST='$list' $TOP/tests/vmtest/guest/run-all.sh" 2>&1 | cat > "$log"
   rc=${PIPESTATUS[0]}
   set -e
@@ -106,7 +111,8 @@ boot() {  # extra-cmdline scripts expected log
   fi
 }
 n=0
-for extra in "${!group_scripts[@]}"; do
-  boot "${extra#-}" "${group_scripts[$extra]}" "${group_checks[$extra]}" "$CACHE/vmtest${n/#0/}.log"
+for key in "${!group_scripts[@]}"; do
+  IFS='|' read -r extra drive <<< "$key"
+  boot "$extra" "$drive" "${group_scripts[$key]}" "${group_checks[$key]}" "$CACHE/vmtest${n/#0/}.log"
   n=$((n + 1))
 done

@@ -1,4 +1,5 @@
 # vmtest-checks: 9
+# vmtest-drive: throttling.iops-total=2000,throttling.bps-total=67108864
 # `iowarden tune --model` on real iocost: io.cost.model fitted online from
 # device occupancy (saturated windows) and written back through the journal.
 #   (1) reference: `iowarden profile` (iocost_coef_gen's method) on the region
@@ -8,7 +9,7 @@
 #       profile counts;
 #   (2) starting from that model 4x too optimistic, then 4x too pessimistic,
 #       a best-effort workload cycling through the six patterns the model
-#       has (4 KiB random/sequential at QD64 and 1 MiB sequential at QD8,
+#       has (4 KiB random/sequential at QD64 and 1 MiB sequential at QD16,
 #       reads and writes) must bring the online fit
 #       and the model in force to within 15 % of the profile on every
 #       parameter the fit determined; which ones it could not determine is
@@ -18,6 +19,20 @@
 #       p99) with more aggregate throughput than the tightest fixed QoS; the
 #       wall time to its first convergence is printed, not asserted;
 #   kill -9, a vanished device and bad input: t-48-model-safety.sh.
+# The guest's NVMe is capped at 2000 requests/s and 64 MiB/s here (run.sh,
+# "vmtest-drive"; the other guest tests have 256 MiB/s). Under TCG the guest
+# CPU sustains 5,000 to 14,000 4 KiB requests/s, varying with the host's
+# load: without a cap below that, both the profile and the fit measured the
+# CPU at 4 KiB, two profiles minutes apart differed by 60 %, and the fit
+# from 4x optimistic could not tell the terms apart. With it the profiles
+# agree within 5 % and the IOPS terms converge within 4 % from both starts
+# (session notes, issue 15). QEMU's two caps act as max(1/iops,
+# bytes/bps), not iocost's sum; at 64 MiB/s the 1/iops term is 6 % of a
+# 512 KiB request, which bounds how far that bends the fitted bps terms.
+# On this capped device profile's rbps is itself low: 128 MiB reads at QD1
+# measured 56.6 MB/s where 1 MiB reads at QD16 sustain 68.6 (writes: 68.2 at
+# QD1), so the fit's rbps lands ~28 % above the profile and ~5 % above
+# what the device sustains; that check fails.
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 IW=$IOWARDEN_BIN
@@ -55,8 +70,9 @@ import sys; kv = dict(t.split(\"=\") for t in sys.argv[1].split()[3:]); sys.exit
 # running to finish).
 # profile's 4 KiB runs (QD64); its large sequential blocks (128 MiB at QD1)
 # leave the device idle between blocks, windows half busy that no linear
-# model fits (tried: fit error 50-60 %), so 1 MiB at QD8 here.
-SIX=("randread 4k 64" "read 4k 64" "read 1M 8" "randwrite 4k 64" "write 4k 64" "write 1M 8")
+# model fits (tried: fit error 50-60 %), so 1 MiB at QD16 here (at QD8 the
+# mean depth in the device stays just below the saturation depth, 8).
+SIX=("randread 4k 64" "read 4k 64" "read 1M 16" "randwrite 4k 64" "write 4k 64" "write 1M 16")
 cycle() {
   local until=$(( $(date +%s) + $1 )) pats
   shift; pats=("$@"); [ $# -gt 0 ] || pats=("${SIX[@]}")
