@@ -158,6 +158,17 @@ pub(crate) fn free_slot<M: MapCore>(
 /// `bpf_prog_info`; None when the kernel does not answer. Both stay 0
 /// unless BPF run-time stats are enabled (see crate::host::selfstats).
 pub(crate) fn prog_stats_of(name: &str, prog: &impl std::os::fd::AsFd) -> Option<BpfProgramStats> {
+    prog_info(prog).map(|info| BpfProgramStats {
+        program: name.to_string(),
+        run_time_seconds: info.run_time_ns as f64 / 1e9,
+        run_count: info.run_cnt,
+        recursion_misses: info.recursion_misses,
+    })
+}
+
+/// The scalar fields of a loaded program's `bpf_prog_info` (name, run
+/// count, ...); None when the kernel does not answer.
+pub fn prog_info(prog: &impl std::os::fd::AsFd) -> Option<libbpf_rs::libbpf_sys::bpf_prog_info> {
     use std::os::fd::AsRawFd;
     let fd = prog.as_fd().as_raw_fd();
     let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
@@ -165,12 +176,7 @@ pub(crate) fn prog_stats_of(name: &str, prog: &impl std::os::fd::AsFd) -> Option
     // SAFETY: info is a zeroed bpf_prog_info and len its size; with no
     // array pointers set the kernel fills only the scalar fields.
     let rc = unsafe { libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(fd, &mut info, &mut len) };
-    (rc == 0).then(|| BpfProgramStats {
-        program: name.to_string(),
-        run_time_seconds: info.run_time_ns as f64 / 1e9,
-        run_count: info.run_cnt,
-        recursion_misses: info.recursion_misses,
-    })
+    (rc == 0).then_some(info)
 }
 
 pub(crate) fn table_fill(table: &str, entries: u64, capacity: u64) -> TableFill {

@@ -127,15 +127,8 @@ impl Solution {
     }
 }
 
-/// Names of the columns, for reasons.
-pub const NAMES: [&str; PARAMS] = [
-    "rbps",
-    "rseqiops",
-    "rrandiops",
-    "wbps",
-    "wseqiops",
-    "wrandiops",
-];
+/// Names of the columns, for reasons: io.cost.model's coefficients, in its order.
+pub const NAMES: [&str; PARAMS] = crate::knobs::cost_model::COEFS;
 
 /// Less independent variation than this (1 − R² of a column on the ones
 /// before it) and a column cannot be told apart from them.

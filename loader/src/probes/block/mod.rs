@@ -20,7 +20,7 @@ use crate::probes::{
     open_object, prog_stats_of, slots_in_use, status, table_fill, tracepoint_available,
 };
 use crate::skel::types::{
-    iow_const, iow_cost_class, iow_cost_coefs, iow_drops, iow_hwq_stats, iow_series,
+    iow_const, iow_cost_class, iow_cost_coefs, iow_drops, iow_hwq_stats, iow_series, iow_tables,
 };
 use crate::skel::{IowardenSkel, IowardenSkelBuilder};
 
@@ -366,14 +366,9 @@ impl BlockProbe {
         {
             return Ok(None);
         }
-        let bss = self
-            .skel
-            .maps
-            .bss_data
-            .as_deref()
-            .context("BPF object has no .bss")?;
+        let tables = self.tables()?;
         // SAFETY: an aligned u32 of the mmapped .bss that the BPF side sets.
-        if unsafe { std::ptr::read_volatile(&bss.tables.need_issue_stamps) } == 0 {
+        if unsafe { std::ptr::read_volatile(&tables.need_issue_stamps) } == 0 {
             return Ok(None);
         }
         let mut probes = std::mem::take(&mut self.probes);
@@ -424,15 +419,10 @@ impl BlockProbe {
     /// Reads every occupied slot, device, hardware queue, cost class and the
     /// drop counters.
     pub fn read(&self) -> Result<RawSample> {
-        let bss = self
-            .skel
-            .maps
-            .bss_data
-            .as_deref()
-            .context("BPF object has no .bss")?;
+        let tables = self.tables()?;
         let shards = self.cap.shards as usize;
         let mut out = RawSample::default();
-        for (slot, k) in bss.tables.slot_key[..self.cap.slots as usize]
+        for (slot, k) in tables.slot_key[..self.cap.slots as usize]
             .iter()
             .enumerate()
         {
@@ -448,7 +438,7 @@ impl BlockProbe {
             }
         }
         for idx in 0..MAX_DEVS {
-            let devt = unsafe { std::ptr::read_volatile(&bss.tables.dev_devt[idx as usize]) };
+            let devt = unsafe { std::ptr::read_volatile(&tables.dev_devt[idx as usize]) };
             if devt != 0 {
                 out.devs.push((idx, devt));
                 self.read_device(idx, devt, &mut out);
@@ -509,16 +499,22 @@ impl BlockProbe {
     pub fn release_slot(&mut self, slot: u32) -> Result<()> {
         let shards = self.cap.shards as usize;
         self.counters.series.zero(slot as usize * shards, shards);
-        let bss = self
-            .skel
-            .maps
-            .bss_data
-            .as_deref_mut()
-            .context("BPF object has no .bss")?;
+        let tables = self.tables_mut()?;
         // SAFETY: an aligned u64 in the mmapped .bss, also read and
         // compare-and-swapped by the BPF side: a volatile store, never torn.
-        unsafe { std::ptr::write_volatile(&mut bss.tables.slot_key[slot as usize], 0) };
+        unsafe { std::ptr::write_volatile(&mut tables.slot_key[slot as usize], 0) };
         Ok(())
+    }
+
+    /// The tables in the mmapped .bss that the BPF side claims entries in.
+    fn tables(&self) -> Result<&iow_tables> {
+        let bss = self.skel.maps.bss_data.as_deref();
+        Ok(&bss.context("BPF object has no .bss")?.tables)
+    }
+
+    fn tables_mut(&mut self) -> Result<&mut iow_tables> {
+        let bss = self.skel.maps.bss_data.as_deref_mut();
+        Ok(&mut bss.context("BPF object has no .bss")?.tables)
     }
 }
 
@@ -535,10 +531,9 @@ impl BlockProbe {
     /// How full the tables the BPF side claims entries in are: a full series
     /// table drops new (cgroup, device, op) series (iowarden_dropped_total).
     pub fn table_fill(&self) -> Vec<TableFill> {
-        let Some(bss) = self.skel.maps.bss_data.as_deref() else {
+        let Ok(t) = self.tables() else {
             return Vec::new();
         };
-        let t = &bss.tables;
         vec![
             table_fill(
                 "series",
