@@ -65,29 +65,12 @@ REF=$(cat $T/profile1.txt)
 ok "profile measures a model of six non-zero parameters" "[ $prc -eq 0 ] && python3 -c '
 import sys; kv = dict(t.split(\"=\") for t in sys.argv[1].split()[3:]); sys.exit(not (len(kv) == 6 and all(int(v) > 0 for v in kv.values())))' '$REF'"
 
-# The best-effort workload: the six patterns (or those given after the time)
-# in turn, 4 s each, for $1 s or until stop_hog (which waits for the fio
-# running to finish).
+# The best-effort workload (lib.sh's cycle): the six patterns below.
 # profile's 4 KiB runs (QD64); its large sequential blocks (128 MiB at QD1)
 # leave the device idle between blocks, windows half busy that no linear
 # model fits (tried: fit error 50-60 %), so 1 MiB at QD16 here (at QD8 the
 # mean depth in the device stays just below the saturation depth, 8).
 SIX=("randread 4k 64" "read 4k 64" "read 1M 16" "randwrite 4k 64" "write 4k 64" "write 1M 16")
-cycle() {
-  local until=$(( $(date +%s) + $1 )) pats
-  shift; pats=("$@"); [ $# -gt 0 ] || pats=("${SIX[@]}")
-  rm -f $T/stop
-  echo $BASHPID > $CG/md-hog/cgroup.procs
-  while [ $(date +%s) -lt $until ] && [ ! -e $T/stop ]; do
-    for p in "${pats[@]}"; do
-      set -- $p
-      fio --name=hog --filename=/dev/$DEV --direct=1 --ioengine=libaio --rw=$1 --bs=$2 --iodepth=$3 \
-        --offset=1G --size=512M --time_based --runtime=4 > /dev/null 2>&1
-      [ -e $T/stop ] && break
-    done
-  done
-}
-stop_hog() { touch $T/stop; wait $1 2>/dev/null; }
 # Bytes read and written on the device so far (/sys/block/DEV/stat sectors).
 dev_bytes() { awk '{print ($3 + $7) * 512}' /sys/block/$DEV/stat; }
 # The latency-critical reader: 4 KiB random reads at QD1 for $1 s (ramp $2 s), fio JSON in $T/$3.json.

@@ -18,22 +18,8 @@ echo "$MM ctrl=auto" > $CG/io.cost.model
 qos() { grep "^$MM " $CG/io.cost.qos || true; }
 model() { grep "^$MM " $CG/io.cost.model || true; }
 pre_qos=$(qos); pre_model=$(model)
-# A hog cycling through the six patterns of the model, 4 s each.
+# The hog (lib.sh's cycle): the six patterns of the model.
 SIX=("randread 4k 64" "read 4k 64" "read 1M 8" "randwrite 4k 64" "write 4k 64" "write 1M 8")
-cycle() {
-  local until=$(( $(date +%s) + $1 ))
-  rm -f $T/stop
-  echo $BASHPID > $CG/md-hog/cgroup.procs
-  while [ $(date +%s) -lt $until ] && [ ! -e $T/stop ]; do
-    for p in "${SIX[@]}"; do
-      set -- $p
-      fio --name=hog --filename=/dev/$DEV --direct=1 --ioengine=libaio --rw=$1 --bs=$2 --iodepth=$3 \
-        --offset=1G --size=512M --time_based --runtime=4 > /dev/null 2>&1
-      [ -e $T/stop ] && break
-    done
-  done
-}
-stop_hog() { touch $T/stop; wait $1 2>/dev/null; }
 
 # (4) kill -9 after the model was written: the next run restores both knobs.
 cycle 80 & hog=$!
