@@ -9,10 +9,11 @@
 
 use std::collections::HashMap;
 
-use iowarden_exporters::{CostClass, CostParams, DeviceCostModel, DeviceRef, Op};
+use iowarden_exporters::{CostClass, DeviceCostModel, DeviceRef, Op};
 
 use crate::costmodel::{
-    size_class_bytes, ClassSample, DeviceFit, LinearModel, AUTOP_HDD, AUTOP_SSD_DFL, VTIME_PER_SEC,
+    parse_kernel_line, size_class_bytes, ClassSample, DeviceFit, LinearModel, AUTOP_HDD,
+    AUTOP_SSD_DFL, VTIME_PER_SEC,
 };
 
 pub struct CostModels {
@@ -97,9 +98,9 @@ pub fn device_report(
             String::new()
         },
         device,
-        configured: CostParams::from(model),
+        configured: model,
         source: source.to_string(),
-        fitted: CostParams::from(fitted),
+        fitted,
         classes: classes
             .iter()
             .map(|c| CostClass {
@@ -123,7 +124,7 @@ fn host_model(dev: &DeviceRef) -> (LinearModel, &'static str) {
         crate::probes::iocost::read_root_knob(&r, "io.cost.model").remove(&dev.devt())
     });
     if let Some(line) = line {
-        match LinearModel::parse_kernel_line(&line) {
+        match parse_kernel_line(&line) {
             Ok(m) => return (m, "io.cost.model"),
             // Said once per device (the model is resolved once), not hidden.
             Err(e) => eprintln!(

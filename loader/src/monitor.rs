@@ -9,6 +9,7 @@ use std::time::Instant;
 use anyhow::Result;
 use iowarden_exporters::{ProbeStatus, RuntimeMetrics, Snapshot};
 
+use crate::costmodel::lcoefs;
 use crate::costs::CostModels;
 use crate::host::cgroups::CgroupResolver;
 use crate::host::devices::{cpu_queue_map, DeviceNames};
@@ -146,7 +147,7 @@ impl Monitor {
         if let Some(c) = &mut costs {
             block_cfg.cost_devices = crate::costs::devices_to_preload(block_cfg.filter_devt)
                 .into_iter()
-                .map(|devt| (devt, c.resolve(devt, &devices.get(devt)).lcoefs()))
+                .map(|devt| (devt, lcoefs(&c.resolve(devt, &devices.get(devt)))))
                 .collect();
         }
         let block = BlockProbe::start(&block_cfg)?;
@@ -196,7 +197,7 @@ impl Monitor {
             for &(idx, devt) in &raw.devs {
                 if !costs.known(devt) {
                     let m = costs.resolve(devt, &self.devices.get(devt));
-                    self.block.set_cost_coefs(idx, m.lcoefs())?;
+                    self.block.set_cost_coefs(idx, lcoefs(&m))?;
                 }
             }
         }

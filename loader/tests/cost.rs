@@ -306,7 +306,7 @@ fn host_default_model_from_the_first_request() {
         .unwrap();
     assert_eq!(m.source, source);
     let s = read_series(&snap, &name, &cg);
-    let lc = model.lcoefs();
+    let lc = iowarden::costmodel::lcoefs(&model);
     let want = (s.ios - s.random_ios) * request_cost(&lc, false, false, 4096)
         + s.random_ios * request_cost(&lc, false, true, 4096);
     assert!(s.ios > 0);

@@ -4,13 +4,17 @@
 //! (`fitted`). Served in /snapshot.json (`cost_models`) and as
 //! `iowarden_cost_model_*` metrics.
 
+use std::fmt;
+
 use serde::{Deserialize, Serialize};
 
 use super::core::{DeviceRef, Op};
 
-/// io.cost.model's six parameters (0: that term is free).
+/// io.cost.model's six parameters (0: that term is free, as in the kernel):
+/// the one type for a linear device model at every layer (the model the
+/// BPF side charges, the fit, the tuner's write-back, the snapshot).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CostParams {
+pub struct LinearModel {
     pub rbps: u64,
     pub rseqiops: u64,
     pub rrandiops: u64,
@@ -19,7 +23,41 @@ pub struct CostParams {
     pub wrandiops: u64,
 }
 
-impl CostParams {
+impl LinearModel {
+    /// The parameters' names in the order the kernel prints them.
+    pub const KEYS: [&'static str; 6] = [
+        "rbps",
+        "rseqiops",
+        "rrandiops",
+        "wbps",
+        "wseqiops",
+        "wrandiops",
+    ];
+
+    /// The six values in KEYS order.
+    pub fn values(&self) -> [u64; 6] {
+        [
+            self.rbps,
+            self.rseqiops,
+            self.rrandiops,
+            self.wbps,
+            self.wseqiops,
+            self.wrandiops,
+        ]
+    }
+
+    /// The inverse of `values`.
+    pub fn from_values(v: [u64; 6]) -> LinearModel {
+        LinearModel {
+            rbps: v[0],
+            rseqiops: v[1],
+            rrandiops: v[2],
+            wbps: v[3],
+            wseqiops: v[4],
+            wrandiops: v[5],
+        }
+    }
+
     pub fn bps(&self, op: Op) -> u64 {
         if op == Op::Write {
             self.wbps
@@ -35,6 +73,21 @@ impl CostParams {
             (true, false) => self.wseqiops,
             (true, true) => self.wrandiops,
         }
+    }
+
+    /// The model as an io.cost.model line for device `devnum` (MAJ:MIN).
+    pub fn line(&self, devnum: &str) -> String {
+        format!("{devnum} ctrl=user model=linear {self}")
+    }
+}
+
+/// `rbps=… rseqiops=… … wrandiops=…`, as io.cost.model prints them.
+impl fmt::Display for LinearModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, (k, v)) in Self::KEYS.iter().zip(self.values()).enumerate() {
+            write!(f, "{}{k}={v}", if i > 0 { " " } else { "" })?;
+        }
+        Ok(())
     }
 }
 
@@ -76,13 +129,13 @@ pub struct DeviceCostModel {
     /// The model requests are charged with, and where it came from:
     /// "flag" (--cost-model), "io.cost.model", "default-hdd" or "default-ssd"
     /// (blk-iocost.c's autop parameters for the device type).
-    pub configured: CostParams,
+    pub configured: LinearModel,
     pub source: String,
     /// Refitted from `classes` by least squares of device time against size
     /// (latency-based: at queue depth > 1 requests overlap and the fitted
     /// rates come out below the device's throughput). 0 where the samples
     /// do not determine a term.
-    pub fitted: CostParams,
+    pub fitted: LinearModel,
     /// `fitted` as an io.cost.model line ("" until some class has samples).
     pub fitted_line: String,
     pub classes: Vec<CostClass>,

@@ -21,7 +21,7 @@ pub mod tune_model;
 pub mod tuner;
 
 pub use self::core::*;
-pub use cost::{CostClass, CostParams, DeviceCostModel};
+pub use cost::{CostClass, DeviceCostModel, LinearModel};
 pub use io::{DropCounters, IoSeries};
 pub use iocost::{derive_hweights, IocostCgroup, IocostDevice};
 pub use locks::{log2_quantile_seconds, LockReport, LockSeries, LockSiteRow, LockStack};

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::cost::CostParams;
+use super::cost::LinearModel;
 
 /// One io.cost.model parameter: the value in force and the fit's.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -25,7 +25,7 @@ pub struct ModelParam {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct ModelTunerStatus {
     /// The model in force (as written, or as read at start).
-    pub current: CostParams,
+    pub current: LinearModel,
     pub params: Vec<ModelParam>,
     /// Windows the fit uses (device saturated) and windows left out.
     pub saturated_windows: u64,

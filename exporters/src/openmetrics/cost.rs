@@ -131,7 +131,7 @@ fn encode_params(enc: &mut DescriptorEncoder, models: &[DeviceCostModel]) -> std
 #[cfg(test)]
 mod tests {
     use crate::model::{
-        CostClass, CostParams, DeviceCostModel, DeviceRef, Op, SelfMetrics, Snapshot,
+        CostClass, DeviceCostModel, DeviceRef, LinearModel, Op, SelfMetrics, Snapshot,
     };
     use crate::openmetrics::encode_openmetrics;
 
@@ -143,13 +143,13 @@ mod tests {
                 major: 7,
                 minor: 1,
             },
-            configured: CostParams {
+            configured: LinearModel {
                 rbps: 200,
                 rrandiops: 5,
                 ..Default::default()
             },
             source: "flag".into(),
-            fitted: CostParams {
+            fitted: LinearModel {
                 rseqiops: 9,
                 ..Default::default()
             },

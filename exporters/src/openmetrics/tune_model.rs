@@ -19,16 +19,8 @@ pub(crate) fn encode(
     dev: &str,
     m: &ModelTunerStatus,
 ) -> std::fmt::Result {
-    let cur = [
-        m.current.rbps,
-        m.current.rseqiops,
-        m.current.rrandiops,
-        m.current.wbps,
-        m.current.wseqiops,
-        m.current.wrandiops,
-    ];
     let mut values = Vec::new();
-    for (p, c) in m.params.iter().zip(cur) {
+    for (p, c) in m.params.iter().zip(m.current.values()) {
         values.push((
             labels(&[("device", dev), ("param", &p.name), ("model", "current")]),
             c as f64,
@@ -113,13 +105,13 @@ fn encode_fit(enc: &mut DescriptorEncoder, dev: &str, m: &ModelTunerStatus) -> s
 
 #[cfg(test)]
 mod tests {
-    use crate::model::{CostParams, ModelParam, ModelTunerStatus};
+    use crate::model::{LinearModel, ModelParam, ModelTunerStatus};
     use crate::{encode_openmetrics, DeviceRef, SelfMetrics, Snapshot, TunerStatus};
 
     #[test]
     fn model_status_is_exported() {
         let m = ModelTunerStatus {
-            current: CostParams {
+            current: LinearModel {
                 rrandiops: 3420,
                 ..Default::default()
             },

@@ -79,7 +79,7 @@ impl TraceArgs {
 }
 
 pub fn parse_cost_model(s: &str) -> Result<iowarden::costmodel::LinearModel, String> {
-    iowarden::costmodel::LinearModel::parse_over(iowarden::costmodel::AUTOP_SSD_DFL, s)
+    iowarden::costmodel::parse_over(iowarden::costmodel::AUTOP_SSD_DFL, s)
 }
 
 pub fn monitor_config(t: &TraceArgs) -> Result<MonitorConfig> {

@@ -29,7 +29,9 @@ mod model;
 
 pub use charge::{calc_lcoefs, request_cost, size_class, size_class_bytes};
 pub use fit::{fit_op, ClassSample, DeviceFit, OpFit};
-pub use model::{default_model, LinearModel, AUTOP_HDD, AUTOP_SSD_DFL};
+pub use model::{
+    default_model, lcoefs, parse_kernel_line, parse_over, LinearModel, AUTOP_HDD, AUTOP_SSD_DFL,
+};
 
 #[cfg(test)]
 mod tests;

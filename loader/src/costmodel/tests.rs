@@ -5,7 +5,7 @@ fn lcoefs_match_the_kernels_arithmetic() {
     // calc_lcoefs on autop[AUTOP_SSD_DFL], worked out independently
     // (python3, integer ceilings): rbps rounds up to 119297 pages/s.
     assert_eq!(
-        AUTOP_SSD_DFL.lcoefs(),
+        lcoefs(&AUTOP_SSD_DFL),
         [
             1152074,            // ceil(2^37 / 119297)
             15387255 - 1152074, // ceil(2^37 / 8932) - rpage
@@ -16,7 +16,7 @@ fn lcoefs_match_the_kernels_arithmetic() {
         ]
     );
     // A 4 KiB request costs 1 / iops: page + base.
-    let c = AUTOP_HDD.lcoefs();
+    let c = lcoefs(&AUTOP_HDD);
     assert_eq!(c[0] + c[2], VTIME_PER_SEC.div_ceil(370));
     // Zero terms are free; iops slower than the page cost clamp to 0;
     // bps too large to round up wraps to 0 pages and costs 1 (the kernel's fix).
@@ -27,7 +27,7 @@ fn lcoefs_match_the_kernels_arithmetic() {
 
 #[test]
 fn parses_flag_and_kernel_lines() {
-    let m = LinearModel::parse_over(
+    let m = parse_over(
         AUTOP_SSD_DFL,
         "ctrl=auto model=linear rbps=1 rseqiops=2 rrandiops=3 wbps=4 wseqiops=5 wrandiops=6",
     )
@@ -36,22 +36,22 @@ fn parses_flag_and_kernel_lines() {
         m.to_string(),
         "rbps=1 rseqiops=2 rrandiops=3 wbps=4 wseqiops=5 wrandiops=6"
     );
-    let m = LinearModel::parse_over(AUTOP_SSD_DFL, "rrandiops=100").unwrap();
+    let m = parse_over(AUTOP_SSD_DFL, "rrandiops=100").unwrap();
     assert_eq!(m.rrandiops, 100);
     assert_eq!(m.rbps, AUTOP_SSD_DFL.rbps);
-    assert!(LinearModel::parse_over(AUTOP_HDD, "rbps=x").is_err());
-    assert!(LinearModel::parse_over(AUTOP_HDD, "dbps=1").is_err());
-    let k = LinearModel::parse_kernel_line("ctrl=auto model=linear rbps=9 dbps=1").unwrap();
+    assert!(parse_over(AUTOP_HDD, "rbps=x").is_err());
+    assert!(parse_over(AUTOP_HDD, "dbps=1").is_err());
+    let k = parse_kernel_line("ctrl=auto model=linear rbps=9 dbps=1").unwrap();
     assert_eq!((k.rbps, k.wbps), (9, 0));
-    assert!(LinearModel::parse_over(AUTOP_HDD, "model=quadratic").is_err());
+    assert!(parse_over(AUTOP_HDD, "model=quadratic").is_err());
     assert_eq!(m.line("7:3"), format!("7:3 ctrl=user model=linear {m}"));
-    let k = LinearModel::parse_kernel_line(&m.line("259:0")).unwrap();
+    let k = parse_kernel_line(&m.line("259:0")).unwrap();
     assert_eq!(k, m);
 }
 
 #[test]
 fn what_the_flag_would_silently_have_taken_is_refused() {
-    let err = |s: &str| LinearModel::parse_over(AUTOP_SSD_DFL, s).unwrap_err();
+    let err = |s: &str| parse_over(AUTOP_SSD_DFL, s).unwrap_err();
     assert_eq!(err("rbps:5000"), "cost model: 'rbps:5000' is not key=value");
     assert_eq!(err("rbps=1 wbps"), "cost model: 'wbps' is not key=value");
     assert!(err("").starts_with("cost model is empty"));
@@ -61,11 +61,11 @@ fn what_the_flag_would_silently_have_taken_is_refused() {
 
 #[test]
 fn a_kernel_line_that_does_not_parse_is_an_error() {
-    assert!(LinearModel::parse_kernel_line("259:0 ctrl=auto model=linear rbps:9").is_err());
-    assert!(LinearModel::parse_kernel_line("259:0 model=quadratic").is_err());
-    assert!(LinearModel::parse_kernel_line("259:0 rbps=x").is_err());
+    assert!(parse_kernel_line("259:0 ctrl=auto model=linear rbps:9").is_err());
+    assert!(parse_kernel_line("259:0 model=quadratic").is_err());
+    assert!(parse_kernel_line("259:0 rbps=x").is_err());
     // The device number leads the line only.
-    assert!(LinearModel::parse_kernel_line("rbps=1 259:0").is_err());
+    assert!(parse_kernel_line("rbps=1 259:0").is_err());
 }
 
 #[test]
@@ -155,7 +155,7 @@ fn refit_never_goes_negative() {
 
 #[test]
 fn configured_model_error() {
-    let lc = AUTOP_SSD_DFL.lcoefs();
+    let lc = lcoefs(&AUTOP_SSD_DFL);
     let cost = request_cost(&lc, false, true, 4096);
     assert_eq!(cost, VTIME_PER_SEC.div_ceil(8518));
     let c = ClassSample {

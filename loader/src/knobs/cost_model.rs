@@ -13,15 +13,9 @@ use super::{DevNum, KnobError};
 
 const KNOB: &str = "io.cost.model";
 
-/// The six coefficients, in the order the kernel prints them.
-pub const COEFS: [&str; 6] = [
-    "rbps",
-    "rseqiops",
-    "rrandiops",
-    "wbps",
-    "wseqiops",
-    "wrandiops",
-];
+/// The six coefficients, in the order the kernel prints them (the names of
+/// the model type's fields).
+pub const COEFS: [&str; 6] = iowarden_exporters::LinearModel::KEYS;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CostModel {

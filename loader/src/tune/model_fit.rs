@@ -164,28 +164,20 @@ impl Fit {
 
     /// `current` with every determined parameter replaced by the fit's.
     pub fn model_over(&self, current: LinearModel) -> LinearModel {
-        let mut v = values(&current);
+        let mut v = current.values();
         for (slot, p) in v.iter_mut().zip(&self.params) {
             if let Some(x) = p.value {
                 *slot = x;
             }
         }
-        from_values(v)
+        LinearModel::from_values(v)
     }
-}
-
-pub fn values(m: &LinearModel) -> [u64; PARAMS] {
-    m.values()
-}
-
-pub fn from_values(v: [u64; PARAMS]) -> LinearModel {
-    LinearModel::from_values(v)
 }
 
 /// Seconds of device time per unit of each column under `m` (0: free term):
 /// per page, and per request of the base columns as blk-iocost charges them.
 pub fn unit_costs(m: &LinearModel) -> [f64; PARAMS] {
-    let lc = m.lcoefs();
+    let lc = crate::costmodel::lcoefs(m);
     lc.map(|c| c as f64 / crate::costmodel::VTIME_PER_SEC as f64)
 }
 

@@ -20,7 +20,7 @@
 
 use crate::costmodel::LinearModel;
 
-use super::model_fit::{from_values, unit_costs, values, Fit, PARAMS};
+use super::model_fit::{unit_costs, Fit, PARAMS};
 use super::model_solve::NAMES;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -250,7 +250,7 @@ impl Guard {
 
     /// The model one bounded step towards the fit, and what moved.
     fn bounded_target(&self, current: LinearModel, fit: &Fit) -> (LinearModel, Vec<String>) {
-        let mut v = values(&current);
+        let mut v = current.values();
         let mut moved = Vec::new();
         for i in 0..PARAMS {
             let Some(target) = fit.params[i].value else {
@@ -272,7 +272,7 @@ impl Guard {
                 v[i] = next;
             }
         }
-        (from_values(v), moved)
+        (LinearModel::from_values(v), moved)
     }
 
     fn judge(&mut self, current: LinearModel) -> ModelDecision {
@@ -330,7 +330,7 @@ mod tests {
             work: [1e6, 1e4, 1e4, 1e6, 1e4, 1e4],
             ..Default::default()
         };
-        for (i, v) in values(&TRUE).into_iter().enumerate() {
+        for (i, v) in TRUE.values().into_iter().enumerate() {
             f.params[i] = if which.contains(&i) {
                 ParamFit {
                     value: Some(v),
@@ -348,7 +348,7 @@ mod tests {
     }
 
     fn scaled(m: &LinearModel, k: f64) -> LinearModel {
-        from_values(values(m).map(|v| (v as f64 * k).round() as u64))
+        LinearModel::from_values(m.values().map(|v| (v as f64 * k).round() as u64))
     }
 
     /// Runs periods until `n` or a converged decision; returns the decisions.
@@ -384,7 +384,7 @@ mod tests {
                 .collect();
             assert_eq!(steps.len(), 2, "x4 in steps of at most x2: {ds:#?}");
             for d in &steps {
-                for (a, b) in values(&d.from).iter().zip(values(&d.to)) {
+                for (a, b) in d.from.values().iter().zip(d.to.values()) {
                     let r = b as f64 / *a as f64;
                     assert!((0.499..=2.001).contains(&r), "{d:?}");
                 }

@@ -11,9 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use iowarden_exporters::{
-    CostClass, CostParams, DeviceRef, ModelParam, ModelTunerStatus, Snapshot,
-};
+use iowarden_exporters::{CostClass, DeviceRef, ModelParam, ModelTunerStatus, Snapshot};
 use serde_json::json;
 
 use super::model_fit::{Estimator, Fit, FitConfig, Window};
@@ -49,7 +47,7 @@ pub struct ModelLoop {
 fn model_in_force(model_path: &Path, dev: &DeviceRef) -> Result<LinearModel> {
     let text = std::fs::read_to_string(model_path)?;
     if let Some(rest) = crate::probes::iocost::device_line(&text, &dev.devt()) {
-        return LinearModel::parse_kernel_line(rest).map_err(|e| {
+        return crate::costmodel::parse_kernel_line(rest).map_err(|e| {
             anyhow::anyhow!(
                 "io.cost.model of {} does not parse ({e}); nothing changed",
                 dev.name
@@ -177,8 +175,8 @@ impl ModelLoop {
             "at_seconds": (at * 1000.0).round() / 1000.0,
             "model_action": d.action.as_str(),
             "reason": d.reason,
-            "from": CostParams::from(d.from),
-            "to": CostParams::from(d.to),
+            "from": d.from,
+            "to": d.to,
             "vrate_factor": (d.vrate_factor * 1e4).round() / 1e4,
             "fit": {
                 "saturated_windows": self.fit.windows,
@@ -236,7 +234,7 @@ impl ModelLoop {
             None => (String::new(), String::new(), None, None),
         };
         ModelTunerStatus {
-            current: CostParams::from(self.current),
+            current: self.current,
             params: self.param_status(),
             saturated_windows: self.fit.windows as u64,
             unsaturated_windows: self.fit.unsaturated,

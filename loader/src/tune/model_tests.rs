@@ -81,7 +81,7 @@ fn recovers_the_six_parameters_from_varied_saturated_windows() {
     let f = e.fit();
     assert_eq!(f.determined(), 6, "{f:#?}");
     let got = f.model_over(LinearModel::default());
-    for (g, want) in values(&got).iter().zip(values(&DEVICE)) {
+    for (g, want) in got.values().iter().zip(DEVICE.values()) {
         // Rounding of the synthetic request counts only.
         assert!(within(*g, want, 0.002), "{got} vs {DEVICE}");
     }
@@ -100,7 +100,7 @@ fn noisy_windows_fit_within_their_noise_and_say_how_sure() {
     }
     let f = e.fit();
     assert_eq!(f.determined(), 6, "{f:#?}");
-    for (p, want) in f.params.iter().zip(values(&DEVICE)) {
+    for (p, want) in f.params.iter().zip(DEVICE.values()) {
         assert!(within(p.value.unwrap(), want, 0.03), "{p:?} vs {want}");
         let rse = p.rse.unwrap();
         assert!(rse > 0.0 && rse < 0.05, "{p:?}");
@@ -131,7 +131,7 @@ fn stalled_windows_do_not_drag_the_capacity_down() {
     let f = e.fit();
     assert_eq!(f.stalled, 12, "{f:#?}");
     assert_eq!(f.determined(), 6, "{f:#?}");
-    for (p, want) in f.params.iter().zip(values(&DEVICE)) {
+    for (p, want) in f.params.iter().zip(DEVICE.values()) {
         assert!(within(p.value.unwrap(), want, 0.02), "{p:?} vs {want}");
     }
 }
@@ -145,7 +145,7 @@ fn a_model_four_times_off_does_not_bias_the_fit() {
         e.push(window(&DEVICE, &m, 0.5, 0.0));
     }
     let f = e.fit();
-    let pessimistic = from_values(values(&DEVICE).map(|v| v / 4));
+    let pessimistic = LinearModel::from_values(DEVICE.values().map(|v| v / 4));
     let m = f.model_over(pessimistic);
     assert!(within(m.rrandiops, DEVICE.rrandiops, 0.002), "{m}");
 }
@@ -257,7 +257,7 @@ fn the_oldest_windows_make_room_for_new_ones() {
         ..FitConfig::default()
     };
     let mut e = Estimator::new(cfg);
-    let old = from_values(values(&DEVICE).map(|v| v * 2));
+    let old = LinearModel::from_values(DEVICE.values().map(|v| v * 2));
     for m in varied_mixes() {
         e.push(window(&old, &m, 1.0, 0.0));
     }

@@ -4,9 +4,9 @@
 
 use std::fmt::Write;
 
-use iowarden_exporters::{CostParams, DeviceCostModel};
+use iowarden_exporters::{DeviceCostModel, LinearModel};
 
-fn params(p: &CostParams) -> String {
+fn params(p: &LinearModel) -> String {
     format!(
         "rbps={} rseqiops={} rrandiops={} wbps={} wseqiops={} wrandiops={}",
         p.rbps, p.rseqiops, p.rrandiops, p.wbps, p.wseqiops, p.wrandiops

@@ -245,7 +245,7 @@ impl BlockProbe {
                 "loading the BPF programs failed: {e}. Run as root (or with CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE)"
             )
         })?;
-        let default = crate::costmodel::default_model(cfg.cost_model).lcoefs();
+        let default = crate::costmodel::lcoefs(&crate::costmodel::default_model(cfg.cost_model));
         for &(idx, lcoef) in preclaimed.iter().chain([&(COST_DEFAULT, default)]) {
             write_cost_coefs(&skel.maps.cost_coefs, idx, lcoef)?;
         }
