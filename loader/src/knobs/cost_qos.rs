@@ -176,6 +176,20 @@ impl fmt::Display for CostQos {
     }
 }
 
+/// The io.cost.qos line that pins device `devnum`'s vrate at `v` % (min =
+/// max = v). blk-iocost moves vrate into [min, max] only in periods with a
+/// busy signal (ioc_adjust_base_vrate returns at busy_level 0). With rpct=0
+/// that signal is 0 whenever more than 75 % of a period's requests miss
+/// rlat, so an overloaded device keeps the vrate it has: on the guest's
+/// capped NVMe, vrate 20 % written after a run at 800 % never took hold
+/// (LC p99 61 ms, as with iocost off). rpct=wpct=100 make every period
+/// with a late request busy and every other period with a throttled cgroup
+/// idle, so the kernel applies the pin either way; rlat/wlat, and with them
+/// iocost's period, stay the device's.
+pub fn pinned_vrate_line(devnum: &str, v: f64) -> String {
+    format!("{devnum} enable=1 ctrl=user rpct=100.00 wpct=100.00 min={v:.2} max={v:.2}")
+}
+
 /// The whole file: one line per device with iocost set up.
 pub fn parse_all(content: &str) -> Result<Vec<CostQos>, KnobError> {
     fields::lines(content).map(CostQos::parse).collect()
@@ -188,6 +202,19 @@ mod tests {
 
     const KERNEL: &str = "259:0 enable=1 ctrl=user rpct=95.00 rlat=5000 wpct=95.00 wlat=5000 min=50.00 max=150.00\n\
                           8:0 enable=0 ctrl=auto rpct=0.00 rlat=250000 wpct=0.00 wlat=250000 min=1.00 max=10000.00\n";
+
+    #[test]
+    fn the_pinned_vrate_line_parses_with_both_targets_at_100_percent() {
+        let l = pinned_vrate_line("259:0", 42.5);
+        assert_eq!(
+            l,
+            "259:0 enable=1 ctrl=user rpct=100.00 wpct=100.00 min=42.50 max=42.50"
+        );
+        let q = CostQos::parse(&l).unwrap();
+        assert_eq!((q.rpct, q.wpct), (Some(Fixed2(10000)), Some(Fixed2(10000))));
+        assert_eq!((q.min, q.max), (Some(Fixed2(4250)), Some(Fixed2(4250))));
+        assert_eq!(q.rlat, None, "rlat stays the device's");
+    }
 
     #[test]
     fn kernel_output_round_trips() {

@@ -19,6 +19,7 @@ use super::measure::{measure, Protected};
 use super::model_run::{self, ModelLoop, ModelOptions};
 use super::slo::Slo;
 use crate::host::cgroups::CgroupResolver;
+use crate::knobs::cost_qos::pinned_vrate_line;
 use crate::knobs::writer::{Writer, WriterConfig};
 
 pub struct TuneOptions {
@@ -191,18 +192,11 @@ impl Tuner {
         format!("{}:{}", self.opts.device.major, self.opts.device.minor)
     }
 
-    /// The io.cost.qos line pinning vrate at `v`: latency targets off (the
-    /// tuner owns the latency objective: the kernel's own targets are
-    /// device-wide and cannot tell the protected cgroups apart).
-    pub fn qos_line(dev: &str, v: f64) -> String {
-        format!("{dev} enable=1 ctrl=user rpct=0.00 wpct=0.00 min={v:.2} max={v:.2}")
-    }
-
     fn set_qos_status(&mut self, v: f64) {
         self.status.qos = vec![
             ("enable".into(), 1.0),
-            ("rpct".into(), 0.0),
-            ("wpct".into(), 0.0),
+            ("rpct".into(), 100.0),
+            ("wpct".into(), 100.0),
             ("min".into(), v),
             ("max".into(), v),
         ];
@@ -223,7 +217,7 @@ impl Tuner {
             }
         }
         let v = self.controller.vrate();
-        let line = Self::qos_line(&self.devnum(), v);
+        let line = pinned_vrate_line(&self.devnum(), v);
         eprintln!("iowarden: {}", self.writer.set(&self.qos_path, &line)?);
         // iowarden_tune_qos_value exists only while the tuner holds the qos
         // (the pinned-vrate alert is inhibited by it): not in a dry run.
@@ -322,7 +316,7 @@ impl Tuner {
     fn write_qos(&mut self, d: &Decision) -> Result<(Option<String>, Option<String>)> {
         // In a dry run the writer writes nothing: the line is what it would write.
         let dry_run = self.writer.config().dry_run;
-        let line = (d.to != d.from).then(|| Self::qos_line(&self.devnum(), d.to));
+        let line = (d.to != d.from).then(|| pinned_vrate_line(&self.devnum(), d.to));
         if let Some(line) = &line {
             self.writer.set(&self.qos_path, line)?;
             if !dry_run {
@@ -542,16 +536,6 @@ mod tests {
         assert_eq!(relative_path(root, "lc/"), "/lc");
         assert_eq!(relative_path(root, "/sys/fs/cgroup/a/b"), "/a/b");
         assert_eq!(relative_path(root, "/sys/fs/cgroup"), "/");
-    }
-
-    #[test]
-    fn the_qos_line_pins_vrate_and_parses() {
-        let l = Tuner::qos_line("259:0", 42.5);
-        assert_eq!(
-            l,
-            "259:0 enable=1 ctrl=user rpct=0.00 wpct=0.00 min=42.50 max=42.50"
-        );
-        crate::knobs::KnobKind::CostQos.check_write(&l).unwrap();
     }
 
     #[test]

@@ -87,7 +87,7 @@ phase def $PHASE 3; read b_p99 b_lc b_hog b_tot < <(nums def)
 echo "  (b) iocost default QoS: LC p99 ${b_p99} ms, LC ${b_lc} MB/s, hog ${b_hog} MB/s, total ${b_tot} MB/s"
 # (d) last: switching iocost to ctrl=auto keeps the vrate it had, so (b)
 # must not follow a pinned low vrate.
-echo "$MM enable=1 ctrl=user rpct=0 wpct=0 min=$VMIN max=$VMIN" > $CG/io.cost.qos
+echo "$MM enable=1 ctrl=user rpct=100 wpct=100 min=$VMIN max=$VMIN" > $CG/io.cost.qos  # as the tuner pins it
 phase tight $PHASE 3; read d_p99 d_lc d_hog d_tot < <(nums tight)
 echo "  (d) fixed vrate $VMIN%:    LC p99 ${d_p99} ms, LC ${d_lc} MB/s, hog ${d_hog} MB/s, total ${d_tot} MB/s"
 SLO_MS=$(python3 -c "import math; print(max(1, math.ceil(2 * $d_p99)))")

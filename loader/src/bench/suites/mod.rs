@@ -193,17 +193,14 @@ fn iocost_vrate_reset(b: &mut Bench, c: &Calibration) -> Result<Option<f64>> {
     Ok(run.iocost_vrate_pct)
 }
 
-/// iocost with the calibrated model and vrate pinned at `vrate` %, latency
-/// targets off: the knob's capacity is what the device did alone.
+/// iocost with the calibrated model and vrate pinned at `vrate` %: the
+/// knob's capacity is what the device did alone.
 fn iocost_on(ctl: &mut KnobCtl, model: Option<&str>, vrate: f64) -> Result<()> {
     let root = ctl.io_root.clone();
     if let Some(m) = model {
         ctl.set(&root.join("io.cost.model"), m)?;
     }
-    let qos = format!(
-        "{} enable=1 ctrl=user rpct=0.00 wpct=0.00 min={vrate:.2} max={vrate:.2}",
-        ctl.devnum()
-    );
+    let qos = crate::knobs::cost_qos::pinned_vrate_line(&ctl.devnum(), vrate);
     ctl.set(&root.join("io.cost.qos"), &qos)
 }
 
