@@ -2,7 +2,9 @@
 //! rrandiops, wbps, wseqiops, wrandiops) from saturating fio runs, as the
 //! kernel's tools/cgroup/iocost_coef_gen.py derives it: sequential large
 //! reads/writes at QD1 for bandwidth, 4 KiB sequential and random I/O at a
-//! deep queue for IOPS. The write cases overwrite the region, so a device
+//! deep queue for IOPS, each write before its read so that reads find
+//! written blocks (an SSD answers reads of never-written blocks without
+//! touching flash). The write cases overwrite the region, so a device
 //! that is mounted, held, partitioned or carries a filesystem is refused
 //! unless forced.
 
@@ -11,6 +13,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
+
+use crate::costmodel::LinearModel;
 
 /// One saturating fio run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,8 +40,9 @@ impl Case {
     }
 }
 
-/// iocost_coef_gen.py's defaults: 128 MiB sequential blocks at QD1 (scaled
-/// down to the region when smaller), 4 KiB at QD64.
+/// iocost_coef_gen.py's defaults and order: 128 MiB sequential blocks at
+/// QD1 (scaled down to the region when smaller), 4 KiB at QD64; each
+/// write case before its read.
 pub fn cases(seq_block: u64) -> [Case; 6] {
     let c = |key, rw, block_size, iodepth| Case {
         key,
@@ -46,12 +51,12 @@ pub fn cases(seq_block: u64) -> [Case; 6] {
         iodepth,
     };
     [
-        c("rbps", "read", seq_block, 1),
-        c("rseqiops", "read", 4096, 64),
-        c("rrandiops", "randread", 4096, 64),
         c("wbps", "write", seq_block, 1),
+        c("rbps", "read", seq_block, 1),
         c("wseqiops", "write", 4096, 64),
+        c("rseqiops", "read", 4096, 64),
         c("wrandiops", "randwrite", 4096, 64),
+        c("rrandiops", "randread", 4096, 64),
     ]
 }
 
@@ -75,26 +80,65 @@ pub fn fio_args(dev: &Path, case: &Case, runtime: Duration, offset: u64, size: u
     ]
 }
 
-/// Bytes per second of the read or write side of fio's JSON output.
-pub fn parse_fio_bw(json: &str, write: bool) -> Result<f64> {
+/// What one fio run measured, from the read or write side of its JSON.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FioResult {
+    pub bytes_per_second: f64,
+    /// I/Os completed (blocks, for the bandwidth cases).
+    pub ios: u64,
+}
+
+pub fn parse_fio(json: &str, write: bool) -> Result<FioResult> {
     let v: serde_json::Value = serde_json::from_str(json)
         .with_context(|| "fio's JSON output does not parse".to_string())?;
     let side = if write { "write" } else { "read" };
     let job = v["jobs"]
         .get(0)
         .ok_or_else(|| anyhow!("fio's JSON output has no job"))?;
-    job[side]["bw_bytes"]
-        .as_f64()
-        .ok_or_else(|| anyhow!("fio's JSON output has no {side}.bw_bytes"))
+    let field = |name: &str| {
+        job[side][name]
+            .as_f64()
+            .ok_or_else(|| anyhow!("fio's JSON output has no {side}.{name}"))
+    };
+    Ok(FioResult {
+        bytes_per_second: field("bw_bytes")?,
+        ios: field("total_ios")? as u64,
+    })
 }
 
-/// The io.cost.model line for the measured values (in `cases` order).
-pub fn model_line(devnum: &str, cases: &[Case], values: &[u64]) -> String {
-    let mut s = format!("{devnum} ctrl=user model=linear");
-    for (c, v) in cases.iter().zip(values) {
-        s.push_str(&format!(" {}={}", c.key, v));
+/// Fewer blocks than this in a bandwidth case and the set-up of the first
+/// (faulting in fio's buffer) and the block cut off at the end weigh on
+/// the figure: 128 MiB reads for 4 s on a 64 MiB/s device (two blocks)
+/// measured 56 MB/s, for 12 s (six) 64 MB/s, sustained 67.6.
+pub const MIN_BANDWIDTH_BLOCKS: u64 = 6;
+
+/// Why a bandwidth case's figure is coarse, with the --duration that
+/// would complete MIN_BANDWIDTH_BLOCKS blocks, if it is.
+pub fn too_few_blocks(case: &Case, r: &FioResult, runtime: Duration) -> Option<String> {
+    if !case.key.ends_with("bps") || r.ios >= MIN_BANDWIDTH_BLOCKS {
+        return None;
     }
-    s
+    let block_seconds = case.block_size as f64 / r.bytes_per_second.max(1.0);
+    let want = (block_seconds * (MIN_BANDWIDTH_BLOCKS + 1) as f64)
+        .max(runtime.as_secs_f64())
+        .ceil();
+    Some(format!(
+        "{}: only {} blocks of {} MiB completed in {:?}, too few for a steady rate; use --duration {want}s or more",
+        case.key,
+        r.ios,
+        case.block_size >> 20,
+        runtime
+    ))
+}
+
+/// The model of the measured values (`values[i]` from `cases[i]`).
+pub fn measured_model(cases: &[Case], values: &[u64]) -> LinearModel {
+    LinearModel::from_values(LinearModel::KEYS.map(|key| {
+        cases
+            .iter()
+            .position(|c| c.key == key)
+            .map_or(0, |i| values[i])
+    }))
 }
 
 /// Why the device must not be overwritten, if it must not.
@@ -244,20 +288,22 @@ pub fn profile(o: &ProfileOptions) -> Result<(String, Vec<String>)> {
                 String::from_utf8_lossy(&out.stderr).trim()
             );
         }
-        let bw = parse_fio_bw(&String::from_utf8_lossy(&out.stdout), c.is_write())?;
-        let v = c.value(bw);
+        let r = parse_fio(&String::from_utf8_lossy(&out.stdout), c.is_write())?;
+        let v = c.value(r.bytes_per_second);
         report.push(format!(
-            "{:<10} {:<9} bs={:<10} qd={:<3} {:>12.1} MB/s  -> {}={v}",
+            "{:<10} {:<9} bs={:<10} qd={:<3} {:>12.1} MB/s {:>9} I/Os -> {}={v}",
             c.key,
             c.rw,
             c.block_size,
             c.iodepth,
-            bw / 1e6,
+            r.bytes_per_second / 1e6,
+            r.ios,
             c.key
         ));
+        report.extend(too_few_blocks(c, &r, o.runtime).map(|w| format!("warning: {w}")));
         values.push(v.max(1));
     }
-    Ok((model_line(&o.devnum, &cases, &values), report))
+    Ok((measured_model(&cases, &values).line(&o.devnum), report))
 }
 
 #[cfg(test)]
@@ -282,27 +328,49 @@ mod tests {
         assert_eq!(
             keys,
             [
-                "rbps",
-                "rseqiops",
-                "rrandiops",
                 "wbps",
+                "rbps",
                 "wseqiops",
-                "wrandiops"
+                "rseqiops",
+                "wrandiops",
+                "rrandiops"
             ]
         );
-        assert_eq!((c[0].block_size, c[0].iodepth), (128 << 20, 1));
         assert_eq!(
-            (c[2].rw, c[2].block_size, c[2].iodepth),
+            (c[1].rw, c[1].block_size, c[1].iodepth),
+            ("read", 128 << 20, 1)
+        );
+        assert_eq!(
+            (c[5].rw, c[5].block_size, c[5].iodepth),
             ("randread", 4096, 64)
         );
-        assert!(c[3].is_write() && !c[1].is_write());
-        assert_eq!(c[0].value(1e9), 1_000_000_000);
-        assert_eq!(c[1].value(4096.0 * 1000.4), 1000);
+        assert!(c[0].is_write() && !c[3].is_write());
+        assert_eq!(c[1].value(1e9), 1_000_000_000);
+        assert_eq!(c[3].value(4096.0 * 1000.4), 1000);
+    }
+
+    #[test]
+    fn a_bandwidth_case_of_few_blocks_says_how_long_to_run() {
+        let c = cases(128 << 20);
+        let two = FioResult {
+            bytes_per_second: 56.1e6,
+            ios: 2,
+        };
+        let w = too_few_blocks(&c[1], &two, Duration::from_secs(4)).unwrap();
+        // 134 MB at 56.1 MB/s is 2.39 s a block; seven of them 16.7 s.
+        assert_eq!(
+            w,
+            "rbps: only 2 blocks of 128 MiB completed in 4s, too few for a steady rate; use --duration 17s or more"
+        );
+        let six = FioResult { ios: 6, ..two };
+        assert_eq!(too_few_blocks(&c[1], &six, Duration::from_secs(12)), None);
+        // The IOPS cases count 4 KiB requests, never blocks.
+        assert_eq!(too_few_blocks(&c[5], &two, Duration::from_secs(4)), None);
     }
 
     #[test]
     fn fio_args_bound_the_region() {
-        let c = cases(1 << 20)[5];
+        let c = cases(1 << 20)[4];
         let a = fio_args(
             Path::new("/dev/loop3"),
             &c,
@@ -326,18 +394,24 @@ mod tests {
 
     #[test]
     fn parses_fio_json_and_formats_a_model_the_parser_accepts() {
-        let json = r#"{"jobs":[{"read":{"bw_bytes":409600},"write":{"bw_bytes":8192}}]}"#;
-        assert_eq!(parse_fio_bw(json, false).unwrap(), 409600.0);
-        assert_eq!(parse_fio_bw(json, true).unwrap(), 8192.0);
-        assert!(parse_fio_bw("{}", false)
+        let json = r#"{"jobs":[{"read":{"bw_bytes":409600,"total_ios":100},"write":{"bw_bytes":8192,"total_ios":2}}]}"#;
+        let read = parse_fio(json, false).unwrap();
+        assert_eq!((read.bytes_per_second, read.ios), (409600.0, 100));
+        assert_eq!(parse_fio(json, true).unwrap().ios, 2);
+        assert!(parse_fio("{}", false)
             .unwrap_err()
             .to_string()
             .contains("no job"));
-        assert!(parse_fio_bw("not json", false).is_err());
-        let line = model_line("259:0", &cases(1 << 20), &[1, 2, 3, 4, 5, 6]);
+        assert!(parse_fio(r#"{"jobs":[{"read":{"bw_bytes":1}}]}"#, false)
+            .unwrap_err()
+            .to_string()
+            .contains("no read.total_ios"));
+        assert!(parse_fio("not json", false).is_err());
+        // Measured in run order, written in io.cost.model's.
+        let line = measured_model(&cases(1 << 20), &[1, 2, 3, 4, 5, 6]).line("259:0");
         assert_eq!(
             line,
-            "259:0 ctrl=user model=linear rbps=1 rseqiops=2 rrandiops=3 wbps=4 wseqiops=5 wrandiops=6"
+            "259:0 ctrl=user model=linear rbps=2 rseqiops=4 rrandiops=6 wbps=1 wseqiops=3 wrandiops=5"
         );
         crate::knobs::KnobKind::CostModel
             .check_write(&line)

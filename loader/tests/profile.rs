@@ -8,7 +8,7 @@ mod fixtures;
 use std::process::Command;
 
 use fixtures::*;
-use iowarden::knobs::cost_model::CostModel;
+use iowarden::knobs::cost_model::{CostModel, COEFS};
 
 const BIN: &str = env!("CARGO_BIN_EXE_iowarden");
 
@@ -33,15 +33,7 @@ fn measures_a_model_from_fio_that_the_kernel_format_accepts() {
         "{line}"
     );
     let m = CostModel::parse(&line).unwrap();
-    let keys = [
-        "rbps",
-        "rseqiops",
-        "rrandiops",
-        "wbps",
-        "wseqiops",
-        "wrandiops",
-    ];
-    for key in keys {
+    for key in COEFS {
         let v = m
             .coef(key)
             .unwrap_or_else(|| panic!("{key} missing in {line}"));
@@ -55,6 +47,15 @@ fn measures_a_model_from_fio_that_the_kernel_format_accepts() {
             case.ends_with(&format!("-> {key}={v}")),
             "{case} vs {key}={v}"
         );
+    }
+    // Each write case ran before its read, so the reads found written blocks.
+    let at = |key: &str| err.find(&format!("-> {key}=")).unwrap();
+    for (w, r) in [
+        ("wbps", "rbps"),
+        ("wseqiops", "rseqiops"),
+        ("wrandiops", "rrandiops"),
+    ] {
+        assert!(at(w) < at(r), "{w} after {r}: {err}");
     }
     // 16 MiB sequential blocks (a quarter of the region) move more bytes than 4 KiB random reads.
     let (rbps, rrand) = (m.coef("rbps").unwrap(), m.coef("rrandiops").unwrap());

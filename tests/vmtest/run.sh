@@ -6,8 +6,8 @@
 #   VMTEST_TIMEOUT=900        seconds before a hung guest is killed
 #   IOWARDEN_BIN=...          the binary the guest tests run
 #   VMTEST_ONLY='40-*'        run only the guest tests t-<glob>.sh
-#   VMTEST_ONLY='m-47-model'  run a measurement script (guest/m-*.sh: proofs whose
-#                             target is not met yet, so not part of make test)
+#   VMTEST_ONLY='m-47-model'  run a measurement script (guest/m-*.sh: proofs too
+#                             long, or too close to their bound, for make test)
 #   VMTEST_CACHE=dir          where the venv, NVMe image and log live
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -29,10 +29,11 @@
 # (session notes, issue 15). QEMU's two caps act as max(1/iops,
 # bytes/bps), not iocost's sum; at 64 MiB/s the 1/iops term is 6 % of a
 # 512 KiB request, which bounds how far that bends the fitted bps terms.
-# On this capped device profile's rbps is itself low: 128 MiB reads at QD1
-# measured 56.6 MB/s where 1 MiB reads at QD16 sustain 68.6 (writes: 68.2 at
-# QD1), so the fit's rbps lands ~28 % above the profile and ~5 % above
-# what the device sustains; that check fails.
+# profile runs 14 s per case here: its 128 MiB QD1 blocks take 2 s each on
+# this device, and 128 MiB reads for 4 s (two blocks) measured 56 MB/s, for
+# 12 s (six) 64 MB/s, where 1 MiB reads at QD16 sustain 67.6 (the first
+# block's set-up and each read block's submission, ~130 ms under TCG, are
+# idle device time; profile warns below six blocks).
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 IW=$IOWARDEN_BIN
@@ -54,9 +55,9 @@ echo "  before: qos '$pre_qos' model '$pre_model'"
 
 # (1) the reference model, on the region the workload writes.
 profile() { # NAME
-  "$IW" profile $DEV --duration 4s --offset 1G --size 512M > $T/$1.txt 2> $T/$1.log
+  "$IW" profile $DEV --duration 14s --offset 1G --size 512M > $T/$1.txt 2> $T/$1.log
   local rc=$?
-  sed 's/^/  /' $T/$1.log | grep -E 'MB/s|error' | cut -c1-160
+  sed 's/^/  /' $T/$1.log | grep -E 'MB/s|error|warning' | cut -c1-200
   echo "  $1: rc $rc: $(cat $T/$1.txt)"
   return $rc
 }
@@ -168,15 +169,19 @@ ok "model runs exit on their own (rc $(cat $T/optimistic.rc) $(cat $T/pessimisti
 
 # (3) from iocost off. The hog alternates 4 KiB and 128 KiB random reads
 # (4 s each). The SLO is derived as in t-45: 2 x the p99 under the tightest
-# fixed QoS (vrate 20 %), with its aggregate throughput to beat.
+# fixed QoS (vrate 20 %), with its aggregate throughput to beat. That QoS
+# runs on the profiled model: on the kernel's default SSD model (488 MB/s,
+# 8518 random reads/s) vrate 20 % is still above this capped device and
+# holds nothing back.
 HOG=("randread 4k 32" "randread 128k 32")
-echo "$MM enable=1 ctrl=user rpct=0 wpct=0 min=20 max=20" > $CG/io.cost.qos
+echo "$REF" > $CG/io.cost.model
+echo "$MM enable=1 ctrl=user rpct=100 wpct=100 min=20 max=20" > $CG/io.cost.qos  # as the tuner pins it
 cycle 40 "${HOG[@]}" & hog=$!; sleep 2; b0=$(dev_bytes); lc 24 0 tight; b1=$(dev_bytes); stop_hog $hog
 tight_tot=$(python3 -c "print(f'{($b1 - $b0) / 24e6:.1f}')")
 tight=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["jobs"][0]["read"]; print(r["clat_ns"]["percentile"]["99.000000"]/1e6)' $T/tight.json)
 echo "$MM enable=0 ctrl=auto" > $CG/io.cost.qos; echo "$MM ctrl=auto" > $CG/io.cost.model
 SLO_MS=$(python3 -c "import math; print(max(1, math.ceil(2 * $tight)))")
-echo "  tightest fixed QoS: LC p99 $tight ms -> SLO read-p99=${SLO_MS}ms"
+echo "  tightest fixed QoS (profiled model, vrate 20 %): LC p99 $tight ms, $tight_tot MB/s -> SLO read-p99=${SLO_MS}ms"
 t0=$(date +%s)
 cycle 150 "${HOG[@]}" & hog=$!
 lc 80 60 tuned & l=$!
