@@ -13,9 +13,17 @@ use super::{DevNum, KnobError};
 
 const KNOB: &str = "io.cost.model";
 
-/// The six coefficients, in the order the kernel prints them (the names of
-/// the model type's fields).
-pub const COEFS: [&str; 6] = iowarden_exporters::LinearModel::KEYS;
+/// The six coefficients, in the order the kernel prints them. The knob
+/// parsers stand alone (the fuzz crate compiles them by themselves), so the
+/// model type's `LinearModel::KEYS` is a second list, held equal by a test.
+pub const COEFS: [&str; 6] = [
+    "rbps",
+    "rseqiops",
+    "rrandiops",
+    "wbps",
+    "wseqiops",
+    "wrandiops",
+];
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CostModel {
@@ -115,6 +123,11 @@ pub fn parse_all(content: &str) -> Result<Vec<CostModel>, KnobError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_model_type_names_the_coefficients_as_the_kernel_does() {
+        assert_eq!(COEFS, iowarden_exporters::LinearModel::KEYS);
+    }
     use crate::knobs::fields::format_lines;
 
     const KERNEL: &str = "259:0 ctrl=auto model=linear rbps=2706339840 rseqiops=89698 rrandiops=110036 wbps=1063126016 wseqiops=135560 wrandiops=130734\n";
