@@ -35,14 +35,42 @@ struct rq_qos___old {
 	struct request_queue *q;
 } __attribute__((preserve_access_index));
 
+/* Kernels before 6.8 embed a kobject in the queue. */
+struct request_queue___kobj {
+	struct kobject kobj;
+} __attribute__((preserve_access_index));
+
+/*
+ * dev_t of a queue before request_queue->disk (5.15): the queue's kobject
+ * is a child of its disk's device (blk_register_queue), whose dev_t is
+ * the kernel's MKDEV(major, minor) = major << 20 | minor.
+ */
+static __always_inline __u32 queue_devt_from_kobject(struct request_queue *q)
+{
+	struct kobject *parent = BPF_CORE_READ((struct request_queue___kobj *)q, kobj.parent);
+	struct device *dev;
+
+	if (!parent)
+		return 0;
+	dev = (void *)parent - bpf_core_field_offset(struct device, kobj);
+	return BPF_CORE_READ(dev, devt);
+}
+
 static __always_inline __u32 ioc_devt(struct ioc *ioc)
 {
+	struct request_queue *q;
 	struct gendisk *disk;
 
-	if (bpf_core_field_exists(ioc->rqos.disk))
+	if (bpf_core_field_exists(ioc->rqos.disk)) {
 		disk = BPF_CORE_READ(ioc, rqos.disk);
-	else
-		disk = BPF_CORE_READ((struct rq_qos___old *)&ioc->rqos, q, disk);
+	} else {
+		q = BPF_CORE_READ((struct rq_qos___old *)&ioc->rqos, q);
+		if (!q)
+			return 0;
+		if (!bpf_core_field_exists(q->disk))
+			return queue_devt_from_kobject(q);
+		disk = BPF_CORE_READ(q, disk);
+	}
 	if (!disk)
 		return 0;
 	return ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
@@ -159,10 +187,14 @@ int BPF_PROG(iocost_iocg_forgive_debt, struct ioc_gq *iocg, const char *path, st
 	return 0;
 }
 
+/* (ioc, new_vrate, missed_ppm, rq_wait_pct, nr_lagging, nr_shortages) */
 SEC("tp_btf/iocost_ioc_vrate_adj")
-int BPF_PROG(iocost_ioc_vrate_adj, struct ioc *ioc, __u64 new_vrate, __u32 *missed_ppm,
-	     __u32 rq_wait_pct, int nr_lagging, int nr_shortages)
+int iocost_ioc_vrate_adj(__u64 *ctx)
 {
+	struct ioc *ioc = (struct ioc *)ctx[0];
+	__u64 new_vrate = ctx[1], missed_ppm = 0;
+	__u32 rq_wait_pct = ctx[3];
+	int nr_lagging = ctx[4], nr_shortages = ctx[5];
 	__u32 devt = ioc_devt(ioc);
 	struct iocost_iow_dev *d = dev_state(ioc, devt);
 
@@ -177,8 +209,10 @@ int BPF_PROG(iocost_ioc_vrate_adj, struct ioc *ioc, __u64 new_vrate, __u32 *miss
 	 */
 	if (!(d->busy_level == 0 || (d->busy_level < 0 && nr_lagging)))
 		d->vrate = new_vrate;
-	/* A pointer to an int argument is a plain scalar to the verifier. */
-	bpf_probe_read_kernel(d->missed_ppm, sizeof(d->missed_ppm), missed_ppm);
+	/* The u32 * argument is copied out of the context, not loaded: before
+	 * 5.16 the verifier refuses loads of pointer-to-int arguments. */
+	bpf_probe_read_kernel(&missed_ppm, sizeof(missed_ppm), &ctx[2]);
+	bpf_probe_read_kernel(d->missed_ppm, sizeof(d->missed_ppm), (void *)missed_ppm);
 	d->rq_wait_pct = rq_wait_pct;
 	d->nr_lagging = nr_lagging;
 	d->nr_shortages = nr_shortages;

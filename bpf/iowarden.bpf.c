@@ -16,6 +16,11 @@
  * Counters live in arrays split in a few shards by CPU: memory is series x
  * shards, never series x CPUs. Where CPUs share a shard the adds are
  * atomic (see add()). User space reads them through mmap and keeps deltas.
+ *
+ * Every program comes twice (IOW_PROGRAM): as is, and as <name>_nocas for
+ * kernels whose BPF has no compare-and-swap (before 5.12), which claim
+ * table entries through the `claims` hash map instead (table.bpf.h). The
+ * loader probes the kernel and loads one set.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -47,6 +52,10 @@ const volatile bool exclusive_shards = false;
 const volatile __u32 queue_flag_stats_bit = 64;
 /* Off: act as if no queue stamped io_start_time_ns (tests of the fallback). */
 const volatile bool use_kernel_issue_stamps = true;
+/* block_rq_insert, _issue, _merge and _requeue pass the request_queue before
+ * the request (before 5.11, unless backported); the loader reads it from
+ * the tracepoints' BTF. */
+const volatile bool rq_after_queue_arg = false;
 
 struct iow_tables tables;
 
@@ -94,6 +103,18 @@ struct {
 	__type(value, struct iow_drops);
 } drops SEC(".maps");
 
+/* Claims of table entries by the _nocas programs (table.bpf.h take_entry):
+ * series slot s under id s, device entry d under IOW_MAX_SLOTS + d. Sized
+ * by the loader (one entry where the kernel has compare-and-swap); entries
+ * are allocated on claim, so memory follows the series in use. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, IOW_MAX_SLOTS + IOW_MAX_DEVS);
+	__type(key, __u32);
+	__type(value, __u64);
+} claims SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, IOW_STAMP_SLOTS);
@@ -134,9 +155,8 @@ static __always_inline __u32 shard(void)
 /*
  * Index of the device in tables.dev_devt, claiming a free entry the first
  * time a device is seen. Returns IOW_MAX_DEVS when the table is full.
- * Global, for the verifier (see series_slot()).
  */
-__noinline __u32 dev_index(__u32 devt)
+static __always_inline __u32 dev_index(__u32 devt, const bool cas)
 {
 	__u32 start = hash64(devt) >> (64 - IOW_DEV_BITS);
 
@@ -146,13 +166,22 @@ __noinline __u32 dev_index(__u32 devt)
 
 		if (cur == devt)
 			return idx;
-		if (cur == 0) {
-			cur = __sync_val_compare_and_swap(&tables.dev_devt[idx], 0, devt);
-			if (cur == 0 || cur == devt)
-				return idx;
-		}
+		if (cur == 0 && take_entry(&tables.dev_devt[idx], devt, &claims,
+					   IOW_MAX_SLOTS + idx, cas))
+			return idx;
 	}
 	return IOW_MAX_DEVS;
+}
+
+/* Global, for the verifier (see series_slot()); one per claim method. */
+__noinline __u32 dev_index_cas(__u32 devt)
+{
+	return dev_index(devt, true);
+}
+
+__noinline __u32 dev_index_nocas(__u32 devt)
+{
+	return dev_index(devt, false);
 }
 
 static __always_inline __u32 rq_op(struct request *rq)
@@ -180,9 +209,15 @@ static __always_inline __u32 rq_op(struct request *rq)
  * instead of the rest of each program once per state the loop can end in
  * (seconds of load time with inlining).
  */
-__noinline __u32 series_slot(__u64 k)
+__noinline __u32 series_slot_cas(__u64 k)
 {
-	return claim_slot(tables.slot_key, IOW_MAX_SLOTS, slot_mask, IOW_SLOT_PROBES, k);
+	return claim_slot(tables.slot_key, IOW_MAX_SLOTS, slot_mask, IOW_SLOT_PROBES, k, NULL, true);
+}
+
+__noinline __u32 series_slot_nocas(__u64 k)
+{
+	return claim_slot(tables.slot_key, IOW_MAX_SLOTS, slot_mask, IOW_SLOT_PROBES, k, &claims,
+			  false);
 }
 
 /*
@@ -190,7 +225,8 @@ __noinline __u32 series_slot(__u64 k)
  * slot on first sight; NULL (and a counted drop) when the table has no
  * room. *key receives the series key.
  */
-static __always_inline struct iow_series *series_of(struct request *rq, __u32 dev_idx, __u64 *key)
+static __always_inline struct iow_series *series_of(struct request *rq, __u32 dev_idx, __u64 *key,
+						     const bool cas)
 {
 	__u64 k = (rq_cgroup_id(rq) << IOW_KEY_CGID_SHIFT) |
 		  ((__u64)dev_idx << IOW_KEY_DEV_SHIFT) |
@@ -198,7 +234,7 @@ static __always_inline struct iow_series *series_of(struct request *rq, __u32 de
 	__u32 slot, idx;
 
 	*key = k;
-	slot = series_slot(k);
+	slot = cas ? series_slot_cas(k) : series_slot_nocas(k);
 	if (slot >= IOW_MAX_SLOTS) {
 		count_drop(IOW_DROP_SLOT_FULL);
 		return NULL;
@@ -260,6 +296,16 @@ static __always_inline __u64 rq_ident(struct request *rq, __u32 dev_idx)
 	return ((__u64)dev_idx << 48) | ((__u64)(q & 0xffff) << 32) | (__u32)rq->tag;
 }
 
+/* The request argument of block_rq_insert, _issue, _merge and _requeue.
+ * Two loads in two branches: the verifier rejects a read of an argument
+ * the tracepoint does not have, and prunes the branch not taken. */
+static __always_inline struct request *rq_arg(__u64 *ctx)
+{
+	if (rq_after_queue_arg)
+		return (struct request *)ctx[1];
+	return (struct request *)ctx[0];
+}
+
 static __always_inline struct iow_stamp *stamp_slot(__u64 ident)
 {
 	__u32 idx = (hash64(ident) >> 32) & (IOW_STAMP_SLOTS - 1);
@@ -268,32 +314,46 @@ static __always_inline struct iow_stamp *stamp_slot(__u64 ident)
 }
 
 /* The device index of a traced request, or IOW_MAX_DEVS to skip it. */
-static __always_inline __u32 traced_dev(struct request *rq)
+static __always_inline __u32 traced_dev(struct request *rq, const bool cas)
 {
 	__u32 devt = rq_devt(rq);
 	__u32 idx;
 
 	if (!devt || (filter_devt && devt != filter_devt))
 		return IOW_MAX_DEVS;
-	idx = dev_index(devt);
+	idx = cas ? dev_index_cas(devt) : dev_index_nocas(devt);
 	if (idx >= IOW_MAX_DEVS)
 		count_drop(IOW_DROP_DEV_FULL);
 	return idx;
 }
 
-/* Does the request's queue collect stats (QUEUE_FLAG_STATS), so that the
- * kernel stamps io_start_time_ns on every request it issues? */
-static __always_inline bool queue_stamps(struct request *rq)
+/*
+ * Does the request's queue collect stats, so that blk_mq_start_request()
+ * stamps io_start_time_ns on every request it issues? 1 yes, 0 no, -1
+ * unknown: before 6.11 QUEUE_FLAG_STATS is a macro, absent from BTF.
+ */
+static __always_inline int queue_stamps(struct request *rq)
 {
-	return use_kernel_issue_stamps && queue_flag_stats_bit < 64 &&
-	       (rq->q->queue_flags & (1ULL << (queue_flag_stats_bit & 63)));
+	if (queue_flag_stats_bit >= 64)
+		return -1;
+	return (rq->q->queue_flags & (1ULL << (queue_flag_stats_bit & 63))) != 0;
+}
+
+/*
+ * Should block_rq_issue stamp this request? Only where the kernel will
+ * not (it stamps right after that tracepoint): every request when the
+ * queue's stats flag is unknown.
+ */
+static __always_inline bool needs_own_stamp_at_issue(struct request *rq)
+{
+	return !use_kernel_issue_stamps || queue_stamps(rq) != 1;
 }
 
 /* Attached only with --hwq-events. */
-SEC("tp_btf/block_rq_insert")
-int BPF_PROG(block_rq_insert, struct request *rq)
+static __always_inline int on_insert(__u64 *ctx, const bool cas)
 {
-	__u32 dev = traced_dev(rq);
+	struct request *rq = rq_arg(ctx);
+	__u32 dev = traced_dev(rq, cas);
 	struct iow_hwq_stats *h;
 
 	if (dev >= IOW_MAX_DEVS || !enable_hwq_events)
@@ -304,12 +364,12 @@ int BPF_PROG(block_rq_insert, struct request *rq)
 	return 0;
 }
 
-/* Attached where a queue does not stamp io_start_time_ns (see the top of
- * this file), or with --hwq-events. */
-SEC("tp_btf/block_rq_issue")
-int BPF_PROG(block_rq_issue, struct request *rq)
+/* Attached once a completed request lacked the kernel's issue stamp (see
+ * issue_time()), or with --hwq-events. */
+static __always_inline int on_issue(__u64 *ctx, const bool cas)
 {
-	__u32 dev = traced_dev(rq);
+	struct request *rq = rq_arg(ctx);
+	__u32 dev = traced_dev(rq, cas);
 
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
@@ -319,10 +379,7 @@ int BPF_PROG(block_rq_issue, struct request *rq)
 		if (h)
 			add(&h->issued, 1);
 	}
-	/* blk_mq_start_request() stamps io_start_time_ns right after this
-	 * tracepoint when the queue collects stats (iocost, wbt, ...). Only
-	 * when it will not do we keep a stamp of our own. */
-	if (!queue_stamps(rq)) {
+	if (needs_own_stamp_at_issue(rq)) {
 		__u64 ident = rq_ident(rq, dev);
 		struct iow_stamp *st = stamp_slot(ident);
 
@@ -334,26 +391,37 @@ int BPF_PROG(block_rq_issue, struct request *rq)
 	return 0;
 }
 
+/*
+ * Can a request the kernel did not stamp be timed by a stamp of our own?
+ * Not the flush machinery's or passthrough requests (the kernel times
+ * neither), nor one on a queue known to stamp (it bypassed the stats).
+ */
+static __always_inline bool own_stamp_can_time(struct request *rq)
+{
+	__u32 op = rq->cmd_flags & 0xff; /* REQ_OP_MASK */
+
+	if (!use_kernel_issue_stamps)
+		return true;
+	/* REQ_OP_SCSI_IN (32, until 5.18) and REQ_OP_DRV_IN/OUT (34, 35) */
+	if (op == REQ_OP_FLUSH || op >= 32)
+		return false;
+	return queue_stamps(rq) != 1;
+}
+
 /* When was this request issued to the driver? 0 if unknown. */
 static __always_inline __u64 issue_time(struct request *rq, __u32 dev_idx)
 {
+	/* blk_mq_rq_ctx_init() zeroes it; blk_mq_start_request() stamps it
+	 * where the queue collects stats (iocost, wbt, ...). */
 	__u64 kts = rq->io_start_time_ns;
-	__u32 stats_flag = 0;
 
 	/* Keep the kernel stamp's load apart from the map value's below:
 	 * the verifier refuses one instruction reading two kinds of pointer. */
 	barrier_var(kts);
-	if (bpf_core_enum_value_exists(enum rqf_flags, __RQF_STATS))
-		stats_flag = 1U << bpf_core_enum_value(enum rqf_flags, __RQF_STATS);
-	if (use_kernel_issue_stamps) {
-		if ((rq->rq_flags & stats_flag) && kts)
-			return kts;
-		/* A queue that collects stats stamps every request it issues:
-		 * this one never reached the driver (an empty flush's original
-		 * request) or bypassed the stats (passthrough). */
-		if (queue_stamps(rq))
-			return 0;
-	}
+	if (use_kernel_issue_stamps && kts)
+		return kts;
+	if (!own_stamp_can_time(rq))
+		return 0;
 	if (!tables.need_issue_stamps)
 		tables.need_issue_stamps = 1;
 
@@ -444,16 +512,18 @@ static __always_inline void sample_cost_class(__u32 class, __u64 cost, __u32 nr_
 	add(&c->cost, cost);
 }
 
-SEC("tp_btf/block_rq_complete")
-int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+/* block_rq_complete(rq, error, nr_bytes), the same on every kernel. */
+static __always_inline int on_complete(__u64 *ctx, const bool cas)
 {
-	__u32 dev = traced_dev(rq), class = IOW_COST_CLASSES;
+	struct request *rq = (struct request *)ctx[0];
+	__u32 nr_bytes = (__u32)ctx[2];
+	__u32 dev = traced_dev(rq, cas), class = IOW_COST_CLASSES;
 	struct iow_series *s;
 	__u64 key, cost = 0, now, issued, start;
 
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
-	s = series_of(rq, dev, &key);
+	s = series_of(rq, dev, &key, cas);
 	if (!s)
 		return 0;
 	add(&s->bytes, nr_bytes);
@@ -496,16 +566,16 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 	return 0;
 }
 
-SEC("tp_btf/block_rq_requeue")
-int BPF_PROG(block_rq_requeue, struct request *rq)
+static __always_inline int on_requeue(__u64 *ctx, const bool cas)
 {
-	__u32 dev = traced_dev(rq);
+	struct request *rq = rq_arg(ctx);
+	__u32 dev = traced_dev(rq, cas);
 	struct iow_series *s;
 	__u64 key;
 
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
-	s = series_of(rq, dev, &key);
+	s = series_of(rq, dev, &key, cas);
 	if (s)
 		add(&s->requeued, 1);
 	if (enable_hwq) {
@@ -519,20 +589,39 @@ int BPF_PROG(block_rq_requeue, struct request *rq)
 
 /* rq is merged into another request and freed without completing: its bytes
  * complete with the surviving request. */
-SEC("tp_btf/block_rq_merge")
-int BPF_PROG(block_rq_merge, struct request *rq)
+static __always_inline int on_merge(__u64 *ctx, const bool cas)
 {
-	__u32 dev = traced_dev(rq);
+	struct request *rq = rq_arg(ctx);
+	__u32 dev = traced_dev(rq, cas);
 	struct iow_series *s;
 	__u64 key;
 
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
-	s = series_of(rq, dev, &key);
+	s = series_of(rq, dev, &key, cas);
 	if (s)
 		add(&s->merged, 1);
 	return 0;
 }
+
+/* Each program as is and as <name>_nocas (see the top of this file). */
+#define IOW_PROGRAM(tp, body)                                              \
+	SEC("tp_btf/" #tp)                                                 \
+	int tp(__u64 *ctx)                                                 \
+	{                                                                  \
+		return body(ctx, true);                                    \
+	}                                                                  \
+	SEC("tp_btf/" #tp)                                                 \
+	int tp##_nocas(__u64 *ctx)                                         \
+	{                                                                  \
+		return body(ctx, false);                                   \
+	}
+
+IOW_PROGRAM(block_rq_complete, on_complete)
+IOW_PROGRAM(block_rq_requeue, on_requeue)
+IOW_PROGRAM(block_rq_merge, on_merge)
+IOW_PROGRAM(block_rq_insert, on_insert)
+IOW_PROGRAM(block_rq_issue, on_issue)
 
 /* Not attached: run on demand (BPF_PROG_RUN) by the tests. */
 SEC("syscall")

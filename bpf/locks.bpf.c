@@ -237,7 +237,8 @@ static __always_inline __u64 task_io_cgroup(struct task_struct *task)
 /* Slot of the key, claiming one on first sight; LK_MAX_SLOTS when full. */
 static __always_inline __u32 series_slot(__u64 k)
 {
-	return claim_slot(tables.slot_key, LK_MAX_SLOTS, LK_MAX_SLOTS - 1, LK_SLOT_PROBES, k);
+	/* contention_begin arrived in 5.19, after BPF compare-and-swap (5.12) */
+	return claim_slot(tables.slot_key, LK_MAX_SLOTS, LK_MAX_SLOTS - 1, LK_SLOT_PROBES, k, NULL, true);
 }
 
 SEC("tp_btf/contention_end")

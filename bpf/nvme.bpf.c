@@ -94,9 +94,14 @@ int BPF_PROG(nvme_setup_cmd, struct request *rq, void *cmd)
 	struct nvme_iow_qcg_key k = {};
 	struct nvme_iow_q_key qk = {};
 	struct nvme_iow_cmd *c;
-	__u32 qid = rq_qid(rq), bytes, flags = 0, large_idx = NVME_IOW_HOL_CULPRITS;
+	__u32 qid, bytes, flags = 0, large_idx = NVME_IOW_HOL_CULPRITS;
 	__u64 culprit = 0;
 
+	/* 6.12 marks this argument as possibly NULL (the verifier then
+	 * refuses an unchecked dereference). */
+	if (!rq)
+		return 0;
+	qid = rq_qid(rq);
 	if (!qid)
 		return 0;
 	k.devt = rq_devt(rq);
@@ -169,9 +174,12 @@ int BPF_PROG(nvme_complete_rq, struct request *rq)
 	struct nvme_iow_q_key qk = {};
 	struct nvme_iow_q_state *q;
 	struct nvme_iow_cmd *c;
-	__u32 qid = rq_qid(rq), flags, large_idx;
+	__u32 qid, flags, large_idx;
 	__u64 ident, submit, now;
 
+	if (!rq)
+		return 0;
+	qid = rq_qid(rq);
 	if (!qid)
 		return 0;
 	k.devt = rq_devt(rq);
@@ -224,9 +232,12 @@ int BPF_PROG(nvme_sq, struct request *rq, __le16 sq_head, int sq_tail)
 {
 	struct nvme_iow_q_key qk = {};
 	struct nvme_iow_q_state *q;
-	__u32 qid = rq_qid(rq), occ;
+	__u32 qid, occ;
 	__s32 d;
 
+	if (!rq)
+		return 0;
+	qid = rq_qid(rq);
 	if (!qid)
 		return 0;
 	qk.devt = rq_devt(rq);

@@ -15,7 +15,10 @@ static __always_inline struct gendisk *rq_disk(struct request *rq)
 {
 	if (bpf_core_field_exists(rq->q->disk))
 		return rq->q->disk;
-	return BPF_CORE_READ((struct request___old *)rq, rq_disk);
+	/* A direct load, not BPF_CORE_READ: the verifier then knows the
+	 * result is a gendisk pointer (a bpf_probe_read result is a plain
+	 * number it refuses to dereference). */
+	return ((struct request___old *)rq)->rq_disk;
 }
 
 static __always_inline __u32 rq_devt(struct request *rq)

@@ -277,6 +277,11 @@ impl Monitor {
         }
     }
 
+    /// Every probe's status (block programs, optional objects).
+    pub fn probes(&self) -> &[ProbeStatus] {
+        &self.probes
+    }
+
     /// One line per optional probe that is not active, saying why.
     pub fn probe_report(&self) -> Vec<String> {
         self.probes

@@ -1,14 +1,18 @@
 #!/bin/bash
-# make vmtest: boots a guest kernel under QEMU with an emulated 4-queue NVMe
-# device and a pure cgroup v2 hierarchy, and runs guest/t-*.sh inside it.
+# make vmtest: boots guest kernels under QEMU with an emulated 4-queue NVMe
+# device and a pure cgroup v2 hierarchy, and runs guest/t-*.sh inside them.
 # The guest sees the host's root read-only (9p); scratch goes to /run.
-#   KERNEL=/path/to/bzImage   a kernel of your own (default: Debian's linux-image-amd64)
+#   KERNELS='6.1 5.10 6.12'   Debian kernel lines to run (kernel.sh fetches
+#                             them); each script says on which it runs
+#                             ("# vmtest-kernels: 6.1" in its lines 2-4;
+#                             none: every line)
+#   KERNEL=/path/to/bzImage   one kernel of your own instead: every script
 #   VMTEST_TIMEOUT=900        seconds before a hung guest is killed
 #   IOWARDEN_BIN=...          the binary the guest tests run
 #   VMTEST_ONLY='40-*'        run only the guest tests t-<glob>.sh
 #   VMTEST_ONLY='m-47-model'  run a measurement script (guest/m-*.sh: proofs too
 #                             long, or too close to their bound, for make test)
-#   VMTEST_CACHE=dir          where the venv, NVMe image and log live
+#   VMTEST_CACHE=dir          where the venv, NVMe image and logs live
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 TOP=$PWD
@@ -16,33 +20,64 @@ CACHE=${VMTEST_CACHE:-/var/cache/iowarden-vmtest}
 TIMEOUT=${VMTEST_TIMEOUT:-900}
 export IOWARDEN_BIN=${IOWARDEN_BIN:-$TOP/target/release/iowarden}
 
-# The selection and how many checks it must report, before anything is
-# installed or booted: a VMTEST_ONLY that matches nothing is an error.
-# 't-45*' and '45-tune.sh' name the same script as '45*'.
+# header SCRIPT checks|kernels|append|drive: a "# vmtest-KEY: value" line
+# (checks: line 1; the others: lines 2-4).
+header() {
+  case $2 in
+    checks) sed -n '1s/^# vmtest-checks: \([0-9][0-9]*\)$/\1/p' "$1" ;;
+    kernels) sed -n '2,4s/^# vmtest-kernels: \([0-9. ]*\)$/\1/p' "$1" ;;
+    append) sed -n '2,4s/^# vmtest-append: \(.*\)$/\1/p' "$1" ;;
+    drive) sed -n '2,4s/^# vmtest-drive: \([a-z0-9.=,-]*\)$/\1/p' "$1" ;;
+  esac
+}
+
+# The selection, before anything is installed or booted: a VMTEST_ONLY
+# that matches nothing is an error. 't-45*' and '45-tune.sh' name the same
+# script as '45*'.
 only=${VMTEST_ONLY:-*}; only=${only%.sh}
-shopt -s nullglob
 if [[ $only == m-* ]]; then
-  selected=(tests/vmtest/guest/$only.sh)
+  pattern=tests/vmtest/guest/$only.sh
 else
   only=${only#t-}
-  selected=(tests/vmtest/guest/t-$only.sh)
+  pattern=tests/vmtest/guest/t-$only.sh
 fi
-shopt -u nullglob
+selected=()
+for t in $pattern; do [[ -f $t ]] && selected+=("$t"); done
 if ((${#selected[@]} == 0)); then
   echo "vmtest: VMTEST_ONLY='${VMTEST_ONLY:-}' matches no script in tests/vmtest/guest; nothing would run" >&2
   exit 1
 fi
-expected=0
 for t in "${selected[@]}"; do
-  n=$(sed -n '1s/^# vmtest-checks: \([0-9][0-9]*\)$/\1/p' "$t")
-  [[ -n $n ]] || { echo "vmtest: $t lacks its '# vmtest-checks: N' first line" >&2; exit 1; }
-  expected=$((expected + n))
+  [[ -n $(header "$t" checks) ]] || { echo "vmtest: $t lacks its '# vmtest-checks: N' first line" >&2; exit 1; }
 done
-echo "vmtest: ${#selected[@]} scripts, $expected checks expected"
+if [[ -n ${KERNEL:-} ]]; then
+  lines=(custom)
+else
+  read -r -a lines <<< "${KERNELS:-6.1 5.10 6.12}"
+fi
+for l in "${lines[@]}"; do
+  [[ $l == custom || $l == 5.10 || $l == 6.1 || $l == 6.12 ]] ||
+    { echo "vmtest: unknown kernel line '$l' in KERNELS (use 5.10, 6.1, 6.12)" >&2; exit 1; }
+done
+# The scripts of the selection that run on kernel line $1.
+scripts_for() {
+  local t k
+  for t in "${selected[@]}"; do
+    k=$(header "$t" kernels)
+    [[ $1 == custom || -z $k || " $k " == *" $1 "* ]] && echo "$t"
+  done
+  return 0
+}
+expected=0
+for l in "${lines[@]}"; do
+  for t in $(scripts_for "$l"); do expected=$((expected + $(header "$t" checks))); done
+done
+((expected > 0)) || { echo "vmtest: VMTEST_ONLY='${VMTEST_ONLY:-}' selects no script for kernel lines ${lines[*]}" >&2; exit 1; }
+echo "vmtest: ${#selected[@]} scripts on kernel lines ${lines[*]}, $expected checks expected"
 mkdir -p "$CACHE"
 
 need=()
-for p in qemu-system-x86 linux-image-amd64 busybox-static python3-venv fio; do
+for p in qemu-system-x86 linux-image-amd64 busybox-static python3-venv fio kmod; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
 if ((${#need[@]})); then
@@ -52,11 +87,11 @@ fi
 [[ -x $CACHE/venv/bin/vng ]] || { python3 -m venv "$CACHE/venv" && "$CACHE/venv/bin/pip" install -q virtme-ng; }
 export PATH=$CACHE/venv/bin:$PATH   # vng runs virtme-run by name
 
-if [[ -z ${KERNEL:-} ]]; then
-  kver=$(ls /lib/modules | grep -- '-amd64$' | sort -V | tail -1)
-  KERNEL=/boot/vmlinuz-$kver
-fi
-[[ -r $KERNEL ]] || { echo "vmtest: kernel $KERNEL not readable" >&2; exit 1; }
+declare -A image
+for l in "${lines[@]}"; do
+  if [[ $l == custom ]]; then image[$l]=$KERNEL; else image[$l]=$(tests/vmtest/kernel.sh "$l"); fi
+  [[ -r ${image[$l]} ]] || { echo "vmtest: kernel ${image[$l]} not readable" >&2; exit 1; }
+done
 
 # This workplace's /dev/kvm is a PVM-style KVM on which a stock kernel hangs
 # silently: use KVM only where its module is the ordinary kvm_intel/kvm_amd.
@@ -71,48 +106,57 @@ img=$CACHE/nvme.img
 # the emulation serves reads from the host page cache so fast that large
 # requests are hardly ever in flight, and no controller sees contention.
 [[ -f $img ]] || truncate -s 2G "$img"
-# One guest boot per kernel command line and NVMe drive: a script may ask
-# for more in its lines 2-3, for the command line ("# vmtest-append:
+# One guest boot per kernel line, command line and NVMe drive: a script
+# may ask for more in its lines 2-4, for the command line ("# vmtest-append:
 # possible_cpus=192") or QEMU's drive options ("# vmtest-drive:
 # throttling.iops-total=2000"; a throttling.bps-total there replaces the
 # default), and runs in a guest of its own with them.
-declare -A group_scripts group_checks
-for t in "${selected[@]}"; do
-  extra=$(sed -n '2,3s/^# vmtest-append: \(.*\)$/\1/p' "$t")
-  drive=$(sed -n '2,3s/^# vmtest-drive: \([a-z0-9.=,-]*\)$/\1/p' "$t")
-  key="${extra}|${drive}"   # never empty: bash keys cannot be
-  group_scripts[$key]+="$(basename "$t") "
-  group_checks[$key]=$(( ${group_checks[$key]:-0} + $(sed -n '1s/^# vmtest-checks: \([0-9][0-9]*\)$/\1/p' "$t") ))
-done
-boot() {  # extra-cmdline extra-drive-options scripts expected log
-  local extra=$1 drive=$2 list=$3 want=$4 log=$5 rc summary start drive_opts=throttling.bps-total=268435456
+boot() {  # line extra-cmdline extra-drive-options scripts expected log
+  local line=$1 extra=$2 drive=$3 list=$4 want=$5 log=$6 rc summary start kernel=${image[$1]}
+  local drive_opts=throttling.bps-total=268435456
   [[ $drive == *throttling.bps-total=* ]] && drive_opts=""
   drive_opts=$drive_opts${drive_opts:+${drive:+,}}$drive
   start=$(date +%s)
-  echo "vmtest: booting $KERNEL (${accel[*]:-KVM}) ${extra:+with '$extra' }for $list; drive $drive_opts; timeout ${TIMEOUT}s; log in $log"
+  echo "vmtest: [$line] booting $kernel (${accel[*]:-KVM}) ${extra:+with '$extra' }for $list; drive $drive_opts; timeout ${TIMEOUT}s; log in $log"
   set +e
   # "| cat": QEMU's file chardev truncates a regular file given as stdout.
-  timeout --kill-after=10 "$TIMEOUT" vng --run "$KERNEL" "${accel[@]}" --cpus 2 --memory 2G \
+  timeout --kill-after=10 "$TIMEOUT" vng --run "$kernel" "${accel[@]}" --cpus 2 --memory 2G \
     --append "cgroup_no_v1=all $extra" \
     --qemu-opts="$qaccel -drive file=$img,if=none,id=nvm,format=raw,$drive_opts -device nvme,serial=iowarden,drive=nvm,max_ioqpairs=4" \
-    --exec "IOWARDEN_BIN=$IOWARDEN_BIN VMTEST_LIST='$list' $TOP/tests/vmtest/guest/run-all.sh" 2>&1 | cat > "$log"
+    --exec "IOWARDEN_BIN=$IOWARDEN_BIN VMTEST_KERNEL_LINE=$line VMTEST_LIST='$list' $TOP/tests/vmtest/guest/run-all.sh" 2>&1 | cat > "$log"
   rc=${PIPESTATUS[0]}
   set -e
   grep -E 'PASS|FAIL|^  |^(OK|BAD) |passed, |guest:' "$log" || true
-  echo "vmtest: boot + tests took $(( $(date +%s) - start )) s"
+  echo "vmtest: [$line] boot + tests took $(( $(date +%s) - start )) s"
   if [[ $rc -eq 124 || $rc -eq 137 ]]; then
-    echo "vmtest: the guest did not finish within ${TIMEOUT}s and was killed (see $log)" >&2
+    echo "vmtest: [$line] the guest did not finish within ${TIMEOUT}s and was killed (see $log)" >&2
     return 1
   fi
   summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ expected$' "$log" | tail -1)
   if [[ $summary != "$want passed, 0 failed, $want expected" ]]; then
-    echo "vmtest: guest tests failed (rc $rc): '${summary:-no summary line}', want $want passed of $want; see $log" >&2
+    echo "vmtest: [$line] guest tests failed (rc $rc): '${summary:-no summary line}', want $want passed of $want; see $log" >&2
     return 1
   fi
+  ran[$line]+="$list"
+  passed[$line]=$(( ${passed[$line]:-0} + want ))
 }
-n=0
-for key in "${!group_scripts[@]}"; do
-  IFS='|' read -r extra drive <<< "$key"
-  boot "$extra" "$drive" "${group_scripts[$key]}" "${group_checks[$key]}" "$CACHE/vmtest${n/#0/}.log"
-  n=$((n + 1))
+declare -A ran passed
+for line in "${lines[@]}"; do
+  declare -A group_scripts=() group_checks=()
+  for t in $(scripts_for "$line"); do
+    key="$(header "$t" append)|$(header "$t" drive)"   # never empty: bash keys cannot be
+    group_scripts[$key]+="$(basename "$t") "
+    group_checks[$key]=$(( ${group_checks[$key]:-0} + $(header "$t" checks) ))
+  done
+  n=0
+  for key in "${!group_scripts[@]}"; do
+    IFS='|' read -r extra drive <<< "$key"
+    boot "$line" "$extra" "$drive" "${group_scripts[$key]}" "${group_checks[$key]}" "$CACHE/vmtest-$line${n/#0/}.log"
+    n=$((n + 1))
+  done
 done
+echo "vmtest: per kernel line, what ran (every check passed):"
+for line in "${lines[@]}"; do
+  echo "  $line ($(basename "${image[$line]}")): ${passed[$line]:-0} checks: ${ran[$line]:-nothing}"
+done
+tests/vmtest/support-table.sh "$CACHE" "${lines[@]}"

@@ -127,6 +127,11 @@ pub fn start_monitor(trace: &TraceArgs) -> Result<Monitor> {
     for p in monitor.probe_report() {
         eprintln!("iowarden: {p}");
     }
+    eprintln!(
+        "iowarden: on Linux {}: {}",
+        iowarden::host::sysinfo::kernel_release(),
+        iowarden::views::support::row(monitor.probes())
+    );
     Ok(monitor)
 }
 

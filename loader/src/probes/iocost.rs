@@ -77,7 +77,10 @@ impl IocostProbe {
             Err(e) => {
                 return Ok((
                     None,
-                    status(false, format!("loading the iocost programs failed: {e}")),
+                    status(
+                        false,
+                        format!("{}", crate::probes::load_error("the iocost", e)),
+                    ),
                 ))
             }
         };

@@ -19,6 +19,7 @@ use crate::host::cgroups::CgroupResolver;
 use crate::host::devices::DeviceNames;
 
 pub mod block;
+pub mod features;
 pub mod iocost;
 pub mod locks;
 pub mod mapped;
@@ -71,6 +72,21 @@ pub(crate) fn tracepoint_available(btf: &Btf<'_>, tp: &str) -> bool {
     btf.type_by_name::<libbpf_rs::btf::types::Typedef<'_>>(&format!("btf_trace_{tp}"))
         .is_some()
         && !hidden.split(',').any(|h| h.trim() == tp)
+}
+
+/// The error for a BPF object the kernel refused to load. Privileges are
+/// checked before (host::preflight), so the cause is the kernel: its
+/// verifier or a feature it lacks, which libbpf's log above names.
+pub(crate) fn load_error(object: &str, e: libbpf_rs::Error) -> anyhow::Error {
+    // EPERM (not the verifier's EACCES): the memory limit of old kernels.
+    let memlock = if e.to_string().contains("(os error 1)") {
+        " (before 5.11 BPF memory counts against RLIMIT_MEMLOCK: raise it, e.g. LimitMEMLOCK=infinity)"
+    } else {
+        ""
+    };
+    anyhow::anyhow!(
+        "the kernel refused {object} BPF programs: {e}{memlock}; libbpf's log above names the program and the instruction"
+    )
 }
 
 pub(crate) fn status(name: &str, active: bool, reason: impl Into<String>) -> ProbeStatus {

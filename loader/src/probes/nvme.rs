@@ -63,6 +63,28 @@ fn sq_size() -> u32 {
     0
 }
 
+/// Why the nvme programs cannot load here, if they cannot: they read the
+/// driver's tracepoints through its module BTF and claim culprit entries
+/// by compare-and-swap.
+fn missing_requirement(
+    module_loaded: bool,
+    module_btf: bool,
+    has_cmpxchg: impl Fn() -> bool,
+) -> Option<&'static str> {
+    if !module_loaded {
+        Some("the nvme_core module is not loaded: no NVMe queue metrics")
+    } else if !module_btf {
+        Some(
+            "the kernel has no BTF for modules (/sys/kernel/btf/nvme_core; \
+             CONFIG_DEBUG_INFO_BTF_MODULES, Linux 5.11+): no NVMe queue metrics",
+        )
+    } else if !has_cmpxchg() {
+        Some("the kernel's BPF has no compare-and-swap (Linux 5.12+): no NVMe queue metrics")
+    } else {
+        None
+    }
+}
+
 impl NvmeProbe {
     /// Ok(None) with the reason when the nvme driver is not here.
     pub fn start(cfg: &NvmeConfig) -> Result<(Option<NvmeProbe>, ProbeStatus)> {
@@ -71,14 +93,12 @@ impl NvmeProbe {
             active,
             reason,
         };
-        if !std::path::Path::new("/sys/kernel/btf/nvme_core").exists() {
-            return Ok((
-                None,
-                status(
-                    false,
-                    "the nvme_core module (or its BTF, /sys/kernel/btf/nvme_core) is not loaded: no NVMe queue metrics".into(),
-                ),
-            ));
+        if let Some(why) = missing_requirement(
+            std::path::Path::new("/sys/module/nvme_core").exists(),
+            std::path::Path::new("/sys/kernel/btf/nvme_core").exists(),
+            crate::probes::features::bpf_has_cmpxchg,
+        ) {
+            return Ok((None, status(false, why.into())));
         }
         let mut open = NvmeSkelBuilder::default()
             .open(open_object())
@@ -94,10 +114,8 @@ impl NvmeProbe {
         let skel = match open.load() {
             Ok(s) => s,
             Err(e) => {
-                return Ok((
-                    None,
-                    status(false, format!("loading the nvme programs failed: {e}")),
-                ))
+                let why = crate::probes::load_error("the nvme", e);
+                return Ok((None, status(false, format!("{why}"))));
             }
         };
         let mut links = Vec::new();
@@ -211,5 +229,24 @@ fn queue_of(
         },
         sq_occupancy_last: v.sq_occupancy_last,
         sq_occupancy_max: v.sq_occupancy_max,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::missing_requirement;
+
+    #[test]
+    fn names_the_first_missing_requirement() {
+        assert!(missing_requirement(false, false, || true)
+            .unwrap()
+            .contains("not loaded"));
+        assert!(missing_requirement(true, false, || true)
+            .unwrap()
+            .contains("BTF for modules"));
+        assert!(missing_requirement(true, true, || false)
+            .unwrap()
+            .contains("compare-and-swap"));
+        assert_eq!(missing_requirement(true, true, || true), None);
     }
 }

@@ -2,5 +2,6 @@
 
 pub mod cost;
 pub mod locks;
+pub mod support;
 pub mod top;
 pub mod tui;

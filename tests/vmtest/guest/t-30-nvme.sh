@@ -1,4 +1,5 @@
 # vmtest-checks: 7
+# vmtest-kernels: 6.1 6.12
 # NVMe programs: per-qid completions add up to the block layer's count;
 # pinned fio lands on the qid of its CPU; head-of-line interference names
 # the large-request cgroup sharing the victim's queue, and vanishes when the

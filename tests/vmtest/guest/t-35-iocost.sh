@@ -39,6 +39,7 @@ grep -E '^(iocost|  /ic-)' $SCRATCH/ic-top.txt | tail -3
 # A top started in steady state (no iocost events) still shows the device.
 "$IOWARDEN_BIN" top --device $DEV --interval 1s --duration 1500ms > $SCRATCH/ic-top2.txt 2>&1 || true
 ok "iocost: top started in steady state shows the device from its files" "grep -q '^iocost nvme0n1: vrate 100.0% \[100%..100%\]' $SCRATCH/ic-top2.txt"
+grep -q '^iocost nvme0n1: vrate 100.0% \[100%..100%\]' $SCRATCH/ic-top2.txt || sed 's/^/  top: /' $SCRATCH/ic-top2.txt | head -20
 ok "iocost: top shows the iocost panel" "grep -q '^iocost nvme0n1: vrate' $SCRATCH/ic-top.txt && grep -q '/ic-b .*weight *500' $SCRATCH/ic-top.txt"
 python3 - $SCRATCH > $SCRATCH/iocost-check 2>&1 <<'PY'
 import json, sys

@@ -1,5 +1,6 @@
 # vmtest-checks: 4
 # vmtest-append: possible_cpus=192
+# vmtest-kernels: 6.1
 # Kernel memory at a fleet host's CPU count: this guest boots with 192
 # possible CPUs (2 online), so per-CPU maps would be allocated 192 times.
 # iowarden run with defaults must hold >= 4096 series in <= 32 MiB of BPF

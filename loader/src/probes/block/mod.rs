@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use iowarden_exporters::{BpfProgramStats, ProbeStatus, TableFill};
 use libbpf_rs::btf::types::Enum;
 use libbpf_rs::btf::Btf;
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags};
 
 use crate::probes::block::capacity::Capacity;
@@ -86,6 +86,33 @@ enum Attach {
     IssueStamps,
 }
 
+/// How the programs claim table entries: by compare-and-swap, or, where the
+/// kernel's BPF has none (before 5.12), through the `claims` hash map (the
+/// `_nocas` set of programs; bpf/table.bpf.h take_entry).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Claims {
+    CompareAndSwap,
+    MapInsert,
+}
+
+impl Claims {
+    fn probe() -> Claims {
+        if crate::probes::features::bpf_has_cmpxchg() {
+            Claims::CompareAndSwap
+        } else {
+            Claims::MapInsert
+        }
+    }
+
+    /// The name of `prog`'s variant for this claim method.
+    fn program(self, prog: &str) -> String {
+        match self {
+            Claims::CompareAndSwap => prog.to_string(),
+            Claims::MapInsert => format!("{prog}_nocas"),
+        }
+    }
+}
+
 /// The programs, by name, with their tracepoint and when they attach.
 const PROGRAMS: &[(&str, &str, Attach)] = &[
     ("block_rq_complete", "block_rq_complete", Attach::Required),
@@ -155,6 +182,7 @@ pub struct BlockProbe {
     cap: Capacity,
     counters: Counters,
     hwq_events: bool,
+    claims: Claims,
 }
 
 fn write_cost_coefs(map: &dyn MapCore, idx: u32, lcoef: [u64; 6]) -> Result<()> {
@@ -203,7 +231,8 @@ impl BlockProbe {
     /// tracepoints missing from the kernel are skipped and reported in
     /// [`BlockProbe::probes`]; a missing required one is an error.
     pub fn start(cfg: &BlockConfig) -> Result<BlockProbe> {
-        let (skel, mut probes) = Self::load(cfg)?;
+        let claims = Claims::probe();
+        let (skel, mut probes) = Self::load(cfg, claims)?;
         let counters = Counters::map(&skel, cfg.capacity)?;
         let mut probe = BlockProbe {
             skel,
@@ -212,6 +241,7 @@ impl BlockProbe {
             cap: cfg.capacity,
             counters,
             hwq_events: cfg.hwq_events,
+            claims,
         };
         for &(prog, _, when) in PROGRAMS {
             let wanted = match when {
@@ -223,6 +253,13 @@ impl BlockProbe {
             }
         }
         probes.extend(Self::switched_off(cfg));
+        if claims == Claims::MapInsert {
+            if let Some(p) = probes.iter_mut().find(|p| p.name == "block_rq_complete") {
+                p.reason = "series claimed through a hash map: the kernel's BPF has no \
+                            compare-and-swap (Linux 5.12+)"
+                    .into();
+            }
+        }
         probe.probes = probes;
         Ok(probe)
     }
@@ -230,21 +267,22 @@ impl BlockProbe {
     /// Opens, configures and loads the object, and gives the default cost
     /// model and the preclaimed devices their coefficients. Returns the
     /// statuses of the programs left out.
-    fn load(cfg: &BlockConfig) -> Result<(IowardenSkel<'static>, Vec<ProbeStatus>)> {
+    fn load(
+        cfg: &BlockConfig,
+        claims: Claims,
+    ) -> Result<(IowardenSkel<'static>, Vec<ProbeStatus>)> {
         let btf = Btf::from_vmlinux().context(
             "cannot read kernel BTF (/sys/kernel/btf/vmlinux): iowarden needs a kernel built with CONFIG_DEBUG_INFO_BTF=y",
         )?;
         let mut open = IowardenSkelBuilder::default()
             .open(open_object())
             .context("opening the BPF object")?;
-        Self::configure(&mut open, cfg, &btf)?;
+        Self::configure(&mut open, cfg, &btf, claims)?;
         let preclaimed = Self::preclaim_devices(&mut open, cfg)?;
-        let probes = Self::skip_missing(&mut open, &btf)?;
-        let skel = open.load().map_err(|e| {
-            anyhow::anyhow!(
-                "loading the BPF programs failed: {e}. Run as root (or with CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE)"
-            )
-        })?;
+        let probes = Self::select_programs(&mut open, &btf, claims)?;
+        let skel = open
+            .load()
+            .map_err(|e| crate::probes::load_error("the block", e))?;
         let default = crate::costmodel::lcoefs(&crate::costmodel::default_model(cfg.cost_model));
         for &(idx, lcoef) in preclaimed.iter().chain([&(COST_DEFAULT, default)]) {
             write_cost_coefs(&skel.maps.cost_coefs, idx, lcoef)?;
@@ -266,7 +304,12 @@ impl BlockProbe {
     }
 
     /// Load-time switches and the sizes of the sharded arrays.
-    fn configure(open: &mut OpenSkelT, cfg: &BlockConfig, btf: &Btf<'_>) -> Result<()> {
+    fn configure(
+        open: &mut OpenSkelT,
+        cfg: &BlockConfig,
+        btf: &Btf<'_>,
+        claims: Claims,
+    ) -> Result<()> {
         let cap = cfg.capacity;
         let rodata = open
             .maps
@@ -289,6 +332,11 @@ impl BlockProbe {
             .and_then(|v| u32::try_from(v).ok())
             .filter(|&v| v < 64)
             .unwrap_or(64);
+        rodata.rq_after_queue_arg =
+            crate::probes::features::tracepoint_arg_count(btf, "block_rq_issue") == Some(2);
+        if claims == Claims::CompareAndSwap {
+            open.maps.claims.set_max_entries(1)?;
+        }
         open.maps.series.set_max_entries(cap.slots * cap.shards)?;
         open.maps
             .hwq_stats
@@ -313,25 +361,33 @@ impl BlockProbe {
             .collect())
     }
 
-    /// Leaves out the programs whose tracepoint the kernel lacks (or that
-    /// IOWARDEN_HIDE_TRACEPOINTS hides: how tests exercise the degraded
-    /// mode on a kernel that has them all); the selftest is never loaded.
-    fn skip_missing(open: &mut OpenSkelT, btf: &Btf<'_>) -> Result<Vec<ProbeStatus>> {
-        open.progs.hist_bucket_selftest.set_autoload(false);
+    /// Loads the programs of the claim method's set whose tracepoint the
+    /// kernel has (and IOWARDEN_HIDE_TRACEPOINTS does not hide: how tests
+    /// exercise the degraded mode on a kernel that has them all); the
+    /// selftest is never loaded. Returns the statuses of those left out.
+    fn select_programs(
+        open: &mut OpenSkelT,
+        btf: &Btf<'_>,
+        claims: Claims,
+    ) -> Result<Vec<ProbeStatus>> {
+        let mut wanted = Vec::new();
         let mut probes = Vec::new();
         for &(prog, tp, when) in PROGRAMS {
             if tracepoint_available(btf, tp) {
-                continue;
-            }
-            if when == Attach::Required {
+                wanted.push(claims.program(prog));
+            } else if when == Attach::Required {
                 anyhow::bail!("the kernel has no {tp} tracepoint in its BTF; iowarden cannot account block I/O on it");
+            } else {
+                probes.push(status(
+                    prog,
+                    false,
+                    format!("kernel has no tracepoint {tp}"),
+                ));
             }
-            probes.push(status(
-                prog,
-                false,
-                format!("kernel has no tracepoint {tp}"),
-            ));
-            Self::prog_mut(open, prog).set_autoload(false);
+        }
+        for mut p in open.open_object_mut().progs_mut() {
+            let load = wanted.iter().any(|w| p.name() == w.as_str());
+            p.set_autoload(load);
         }
         Ok(probes)
     }
@@ -342,7 +398,11 @@ impl BlockProbe {
         required: bool,
         probes: &mut Vec<ProbeStatus>,
     ) -> Result<()> {
-        match Self::prog(&self.skel, prog).attach() {
+        let attached = self
+            .program(prog)
+            .with_context(|| format!("the BPF object has no program {prog}"))?
+            .attach();
+        match attached {
             Ok(l) => {
                 self.links.push((prog, l));
                 probes.push(ProbeStatus {
@@ -376,35 +436,25 @@ impl BlockProbe {
         self.probes = probes;
         r?;
         Ok(Some(
-            "a traced queue does not stamp requests with their issue time (no QUEUE_FLAG_STATS: \
-             bfq, or wbt and iocost off); attached block_rq_issue to stamp them"
+            "a traced request completed without the kernel's issue stamp (its queue collects no \
+             stats: bfq, or wbt and iocost off; or the kernel does not say whether it does, \
+             before 6.11); attached block_rq_issue to stamp requests"
                 .into(),
         ))
     }
 
-    fn prog_mut<'a>(
-        open: &'a mut OpenSkelT,
-        name: &str,
-    ) -> &'a mut libbpf_rs::OpenProgramMut<'static> {
-        let p = &mut open.progs;
-        match name {
-            "block_rq_issue" => &mut p.block_rq_issue,
-            "block_rq_complete" => &mut p.block_rq_complete,
-            "block_rq_insert" => &mut p.block_rq_insert,
-            "block_rq_requeue" => &mut p.block_rq_requeue,
-            _ => &mut p.block_rq_merge,
-        }
+    /// The loaded program of this claim method's set for `prog`.
+    fn program(&self, prog: &str) -> Option<libbpf_rs::ProgramMut<'_>> {
+        let name = self.claims.program(prog);
+        self.skel
+            .object()
+            .progs_mut()
+            .find(|p| p.name() == name.as_str())
     }
 
-    fn prog<'a>(skel: &'a IowardenSkel<'static>, name: &str) -> &'a libbpf_rs::ProgramMut<'static> {
-        let p = &skel.progs;
-        match name {
-            "block_rq_issue" => &p.block_rq_issue,
-            "block_rq_complete" => &p.block_rq_complete,
-            "block_rq_insert" => &p.block_rq_insert,
-            "block_rq_requeue" => &p.block_rq_requeue,
-            _ => &p.block_rq_merge,
-        }
+    /// How the programs claim table entries on this kernel.
+    pub fn claims(&self) -> Claims {
+        self.claims
     }
 
     pub fn probes(&self) -> &[ProbeStatus] {
@@ -503,6 +553,11 @@ impl BlockProbe {
         // SAFETY: an aligned u64 in the mmapped .bss, also read and
         // compare-and-swapped by the BPF side: a volatile store, never torn.
         unsafe { std::ptr::write_volatile(&mut tables.slot_key[slot as usize], 0) };
+        if self.claims == Claims::MapInsert {
+            // After the key: a claim racing with the release then finds
+            // the slot taken, never a key it would overwrite.
+            let _ = self.skel.maps.claims.delete(&slot.to_ne_bytes());
+        }
         Ok(())
     }
 
@@ -524,7 +579,7 @@ impl BlockProbe {
     pub fn prog_stats(&self) -> Vec<BpfProgramStats> {
         self.links
             .iter()
-            .filter_map(|&(name, _)| prog_stats_of(name, Self::prog(&self.skel, name)))
+            .filter_map(|&(name, _)| prog_stats_of(name, &self.program(name)?))
             .collect()
     }
 

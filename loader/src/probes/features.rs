@@ -1,0 +1,64 @@
+//! What the running kernel's BPF can do, probed rather than inferred from
+//! its version (distributions backport BPF features, and the reverse):
+//! compare-and-swap, and the argument shapes of the block tracepoints.
+
+use libbpf_rs::btf::types::{FuncProto, Ptr, Typedef};
+use libbpf_rs::btf::{Btf, ReferencesType};
+use libbpf_rs::libbpf_sys;
+
+/// Whether BPF programs may use compare-and-swap (BPF_ATOMIC | BPF_CMPXCHG,
+/// Linux 5.12): loads a five-instruction program that does one on its
+/// stack. IOWARDEN_NO_BPF_CAS makes it answer no, so that tests exercise
+/// the fallback on a kernel that has it.
+pub fn bpf_has_cmpxchg() -> bool {
+    if std::env::var_os("IOWARDEN_NO_BPF_CAS").is_some() {
+        return false;
+    }
+    // *(u64 *)(r10 - 8) = 0; r0 = 0; r1 = 1;
+    // r0 = cmpxchg_64(r10 - 8, r0, r1); r0 = 0; exit
+    let insns = [
+        insn(0x7a, 10, 0, -8, 0),
+        insn(0xb7, 0, 0, 0, 0),
+        insn(0xb7, 1, 0, 0, 1),
+        insn(0xdb, 10, 1, -8, 0xf1),
+        insn(0xb7, 0, 0, 0, 0),
+        insn(0x95, 0, 0, 0, 0),
+    ];
+    // SAFETY: the instruction array outlives the call, the names are
+    // NUL-terminated literals, and NULL options are allowed; the returned
+    // descriptor is ours to close.
+    unsafe {
+        let fd = libbpf_sys::bpf_prog_load(
+            libbpf_sys::BPF_PROG_TYPE_SOCKET_FILTER,
+            c"iow_cas_probe".as_ptr(),
+            c"GPL".as_ptr(),
+            insns.as_ptr(),
+            insns.len() as _,
+            std::ptr::null_mut(),
+        );
+        if fd >= 0 {
+            libc::close(fd);
+        }
+        fd >= 0
+    }
+}
+
+fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> libbpf_sys::bpf_insn {
+    libbpf_sys::bpf_insn {
+        code,
+        _bitfield_align_1: [],
+        _bitfield_1: libbpf_sys::bpf_insn::new_bitfield_1(dst, src),
+        off,
+        imm,
+    }
+}
+
+/// Number of arguments tracepoint `tp` passes to a BPF program (its
+/// btf_trace_ typedef's parameters less the leading `void *`); None when
+/// the kernel's BTF lacks it.
+pub fn tracepoint_arg_count(btf: &Btf<'_>, tp: &str) -> Option<usize> {
+    let td = btf.type_by_name::<Typedef<'_>>(&format!("btf_trace_{tp}"))?;
+    let ptr = Ptr::try_from(td.referenced_type()).ok()?;
+    let proto = FuncProto::try_from(ptr.referenced_type()).ok()?;
+    Some(proto.len().saturating_sub(1))
+}

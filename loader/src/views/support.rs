@@ -1,0 +1,107 @@
+//! What works on the running kernel, as one row of the README's kernel
+//! support table (the guest tests build that table from the rows iowarden
+//! prints on each kernel line): per column, ✓, "degraded: what is
+//! missing", or "✗ why".
+
+use iowarden_exporters::ProbeStatus;
+
+/// The table's columns after the kernel's, and the probe statuses each
+/// summarises.
+pub const COLUMNS: &[(&str, &[&str])] = &[
+    ("block I/O", &["block_rq_complete"]),
+    ("requeue, merge", &["block_rq_requeue", "block_rq_merge"]),
+    ("nvme", &["nvme"]),
+    ("iocost", &["iocost"]),
+    ("locks", &["locks"]),
+];
+
+/// The Markdown header of the table (kernel column first).
+pub fn header() -> String {
+    let names: Vec<&str> = COLUMNS.iter().map(|(c, _)| *c).collect();
+    format!(
+        "| kernel | {} |\n|---|{}",
+        names.join(" | "),
+        "---|".repeat(names.len())
+    )
+}
+
+/// The cells of one kernel's row, as `| c1 | c2 | … |`.
+pub fn row(probes: &[ProbeStatus]) -> String {
+    let cells: Vec<String> = COLUMNS
+        .iter()
+        .map(|(_, names)| {
+            let of: Vec<&ProbeStatus> = names
+                .iter()
+                .filter_map(|n| probes.iter().find(|p| p.name == *n))
+                .collect();
+            cell(&of)
+        })
+        .collect();
+    format!("| {} |", cells.join(" | "))
+}
+
+fn cell(statuses: &[&ProbeStatus]) -> String {
+    if statuses.is_empty() {
+        return "—".into();
+    }
+    let inactive: Vec<&str> = statuses
+        .iter()
+        .filter(|p| !p.active)
+        .map(|p| p.reason.as_str())
+        .collect();
+    let caveats: Vec<&str> = statuses
+        .iter()
+        .filter(|p| p.active && !p.reason.is_empty())
+        .map(|p| p.reason.as_str())
+        .collect();
+    if !inactive.is_empty() {
+        format!("✗ {}", inactive.join("; ").replace('|', "/"))
+    } else if !caveats.is_empty() {
+        format!("degraded: {}", caveats.join("; ").replace('|', "/"))
+    } else {
+        "✓".into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn st(name: &str, active: bool, reason: &str) -> ProbeStatus {
+        ProbeStatus {
+            name: name.into(),
+            active,
+            reason: reason.into(),
+        }
+    }
+
+    #[test]
+    fn a_row_has_a_cell_per_column_saying_what_works() {
+        let probes = [
+            st("block_rq_complete", true, "claims through a map"),
+            st("block_rq_requeue", true, ""),
+            st("block_rq_merge", true, ""),
+            st("nvme", false, "no BTF for modules"),
+            st("iocost", true, ""),
+        ];
+        assert_eq!(
+            row(&probes),
+            "| degraded: claims through a map | ✓ | ✗ no BTF for modules | ✓ | — |"
+        );
+        let cols = header().lines().next().unwrap().matches('|').count();
+        assert_eq!(row(&probes).matches('|').count() + 1, cols);
+    }
+
+    #[test]
+    fn one_missing_tracepoint_of_a_column_marks_it_missing() {
+        let probes = [
+            st("block_rq_requeue", true, ""),
+            st(
+                "block_rq_merge",
+                false,
+                "kernel has no tracepoint block_rq_merge",
+            ),
+        ];
+        assert!(row(&probes).contains("| ✗ kernel has no tracepoint block_rq_merge |"));
+    }
+}

@@ -1,0 +1,29 @@
+#!/bin/bash
+# support-table.sh CACHE LINE...: the README's kernel support table rows,
+# built from the "SUPPORT" lines the guests printed (t-01-support.sh: the
+# row `iowarden run` itself prints on that kernel), into
+# CACHE/support-table.md. When the run covered every line the README lists
+# (5.10, 6.1, 6.12), the README's rows must be exactly these: the table is
+# generated, never written by hand.
+set -euo pipefail
+cache=$1; shift
+out=$cache/support-table.md
+: > "$out"
+for line in "$@"; do
+  row=$(cat "$cache"/vmtest-"$line"*.log 2>/dev/null | sed -n 's/^SUPPORT [^ ]* \(|.*|\)$/\1/p' | head -1)
+  [[ -n $row ]] && echo "| $line $row" >> "$out"
+done
+sort -t'|' -k2,2V -o "$out" "$out"
+[[ -s $out ]] || exit 0
+echo "vmtest: kernel support rows (README.md, 'Kernels'):"
+cat "$out"
+readme=$(dirname "$0")/../../README.md
+for line in 5.10 6.1 6.12; do grep -q "^| $line |" "$out" || exit 0; done
+documented=$(sed -n '/^<!-- kernel-support-rows -->$/,/^<!-- \/kernel-support-rows -->$/p' "$readme" | grep '^| ' || true)
+if [[ $documented != "$(cat "$out")" ]]; then
+  echo "vmtest: README.md's kernel support rows differ from what this run measured:" >&2
+  diff <(echo "$documented") "$out" >&2 || true
+  echo "vmtest: replace the rows between <!-- kernel-support-rows --> and <!-- /kernel-support-rows --> with $out" >&2
+  exit 1
+fi
+echo "vmtest: README.md's kernel support rows match this run"
