@@ -221,3 +221,56 @@ fn bad_web_configs_are_refused_before_listening() {
         "{err}"
     );
 }
+
+/// The shipped iowarden-k8s job from deploy/prometheus/prometheus.yml,
+/// its DNS discovery swapped for `target` and its Secret directory for `dir`.
+fn shipped_k8s_job(target: &str, dir: &str) -> String {
+    let shipped = std::fs::read_to_string(repo().join("deploy/prometheus/prometheus.yml")).unwrap();
+    let mut cfg: serde_yaml::Value = serde_yaml::from_str(&shipped).unwrap();
+    let jobs = cfg["scrape_configs"].as_sequence_mut().unwrap();
+    let mut job = jobs
+        .iter()
+        .find(|j| j["job_name"].as_str() == Some("iowarden-k8s"))
+        .expect("job iowarden-k8s")
+        .clone();
+    let m = job.as_mapping_mut().unwrap();
+    assert!(m.remove("dns_sd_configs").is_some(), "job changed shape");
+    m.insert(
+        "static_configs".into(),
+        serde_yaml::from_str(&format!("[{{targets: [\"{target}\"]}}]")).unwrap(),
+    );
+    m.insert("scrape_interval".into(), "1s".into());
+    let text = serde_yaml::to_string(&job).unwrap();
+    assert!(text.contains("/etc/prometheus/iowarden/"), "{text}");
+    let text = text.replace("/etc/prometheus/iowarden", dir);
+    format!(
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n{}",
+        text.lines()
+            .enumerate()
+            .map(|(i, l)| format!("{}{l}\n", if i == 0 { "  - " } else { "    " }))
+            .collect::<String>()
+    )
+}
+
+/// The DaemonSet's web config (deploy/kubernetes/web-config.yml) served to
+/// the shipped Prometheus job: mTLS through the Service name, scrape up.
+#[test]
+fn shipped_kubernetes_web_config_and_scrape_job_work_together() {
+    let c = Certs::new();
+    c.shipped_names();
+    let cfg = c.path("web.yml");
+    std::fs::copy(repo().join("deploy/kubernetes/web-config.yml"), &cfg).unwrap();
+    let (daemon, log) = Daemon::start_ephemeral(&["--web.config.file", cfg.to_str().unwrap()]);
+    assert!(daemon.url.starts_with("https://"), "{}", log.text());
+    let target = format!("127.0.0.1:{}", daemon.port());
+    let prom = PromServer::start(
+        free_port(),
+        &shipped_k8s_job(&target, c.dir.path().to_str().unwrap()),
+        &[],
+    );
+    prom.wait_for(r#"up{job="iowarden-k8s"}"#, 60, |v| v == 1.0);
+    prom.wait_for(r#"iowarden_polls_total{job="iowarden-k8s"}"#, 30, |v| {
+        v >= 1.0
+    });
+    assert_plain_http_gets_no_metrics(daemon.port());
+}

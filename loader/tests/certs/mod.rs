@@ -1,6 +1,7 @@
 //! Test certificates made at test time with the openssl CLI (no private
-//! key is ever committed): a CA, a server certificate for 127.0.0.1 and a
-//! client certificate, all signed by the CA, in a temporary directory.
+//! key is ever committed): a CA, a server certificate for 127.0.0.1 and
+//! the shipped DaemonSet's Service name, and a client certificate, all
+//! signed by the CA, in a temporary directory.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -56,7 +57,7 @@ impl Certs {
             d,
             "server",
             "127.0.0.1",
-            "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
+            "subjectAltName=IP:127.0.0.1,DNS:iowarden.iowarden.svc\nextendedKeyUsage=serverAuth\n",
         );
         leaf(d, "client", "prometheus", "extendedKeyUsage=clientAuth\n");
         Certs { dir }
@@ -64,6 +65,20 @@ impl Certs {
 
     pub fn path(&self, file: &str) -> PathBuf {
         self.dir.path().join(file)
+    }
+
+    /// Copies the certificates under the names the shipped configs use:
+    /// the DaemonSet's Secret (tls.crt, tls.key, ca.crt) and Prometheus'
+    /// (ca.crt, client.crt, client.key).
+    pub fn shipped_names(&self) {
+        for (from, to) in [
+            ("server.pem", "tls.crt"),
+            ("server.key", "tls.key"),
+            ("ca.pem", "ca.crt"),
+            ("client.pem", "client.crt"),
+        ] {
+            std::fs::copy(self.path(from), self.path(to)).unwrap();
+        }
     }
 
     /// `file`'s path as text, for configs.
