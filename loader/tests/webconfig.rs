@@ -89,7 +89,7 @@ fn prometheus_scrapes_over_mtls_with_basic_auth_and_nothing_else_gets_in() {
     let c = Certs::new();
     let cfg = c.path("web.yml");
     std::fs::write(&cfg, web_config(&c)).unwrap();
-    let (daemon, log) = Daemon::start_ephemeral(&["--web.config.file", cfg.to_str().unwrap()]);
+    let (daemon, log) = Daemon::start_ephemeral(&["--web.config.file", cfg.to_str().unwrap()], &[]);
     assert!(daemon.url.starts_with("https://"), "{}", log.text());
     let target = format!("127.0.0.1:{}", daemon.port());
     let prom = PromServer::start(free_port(), &prometheus_config(&c, &target), &[]);
@@ -260,7 +260,7 @@ fn shipped_kubernetes_web_config_and_scrape_job_work_together() {
     c.shipped_names();
     let cfg = c.path("web.yml");
     std::fs::copy(repo().join("deploy/kubernetes/web-config.yml"), &cfg).unwrap();
-    let (daemon, log) = Daemon::start_ephemeral(&["--web.config.file", cfg.to_str().unwrap()]);
+    let (daemon, log) = Daemon::start_ephemeral(&["--web.config.file", cfg.to_str().unwrap()], &[]);
     assert!(daemon.url.starts_with("https://"), "{}", log.text());
     let target = format!("127.0.0.1:{}", daemon.port());
     let prom = PromServer::start(

@@ -42,6 +42,10 @@ pub struct RunArgs {
     /// changed is restored at start
     #[arg(long, default_value = iowarden::knobs::writer::DEFAULT_STATE_DIR)]
     state_dir: std::path::PathBuf,
+    /// After loading and attaching (as root): become this unprivileged user.
+    /// Every capability is dropped in any case
+    #[arg(long, value_name = "NAME")]
+    user: Option<String>,
     #[command(flatten)]
     export: iowarden::exposition::ExportArgs,
 }
@@ -59,6 +63,9 @@ pub fn run(a: RunArgs) -> Result<()> {
     // Held until exit: the kernel stops timing when the fd closes.
     let _stats = a.bpf_stats.then(selfstats::enable_bpf_stats).transpose()?;
     let monitor = start_monitor(&a.trace)?;
+    // Before any thread starts: capabilities are per thread.
+    let kept = iowarden::host::privileges::drop_all(a.user.as_deref())?;
+    eprintln!("iowarden: {kept}");
     daemon::run(
         monitor,
         server,

@@ -124,6 +124,13 @@ pub fn tune(a: TuneArgs) -> Result<()> {
     let monitor = start_monitor(&trace)?;
     let stop = stop_flag()?;
     tuner.start()?;
+    eprintln!(
+        "iowarden: {}",
+        iowarden::host::privileges::keeping(
+            "tune",
+            "write io.cost.qos every period and restore it at exit"
+        )
+    );
     let result = daemon::run(
         monitor,
         server,
