@@ -38,7 +38,7 @@ vmtest: build
 	IOWARDEN_BIN=$(CURDIR)/$(BIN) KERNEL=$(KERNEL) tests/vmtest/run.sh
 
 # Fuzz targets for the knob parsers (fuzz/, own workspace; nightly + cargo-fuzz).
-FUZZ_TARGETS := cost_qos cost_model weight max latency stat pressure devnum
+FUZZ_TARGETS := cost_qos cost_model weight max latency stat pressure devnum web_config accept journal duration cost_model_arg slo
 FUZZ_SECS ?= 60
 fuzz-build: test-deps
 	cd fuzz && $(CARGO) +nightly fuzz build -O

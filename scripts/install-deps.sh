@@ -23,7 +23,7 @@ esac
 # headers' constants.
 PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make gcc libc6-dev fio util-linux protobuf-compiler libprotobuf-dev)
 BENCH_PKGS=(bpftool bpftrace libbpf-tools curl python3)
-TEST_PKGS=("${BENCH_PKGS[@]}" prometheus jq python3-yaml python3-venv systemd)
+TEST_PKGS=("${BENCH_PKGS[@]}" prometheus jq python3-yaml python3-venv systemd openssl)
 case $tier in
   bench) PKGS+=("${BENCH_PKGS[@]}") ;;
   test) PKGS+=("${TEST_PKGS[@]}") ;;

@@ -6,6 +6,52 @@
 #[path = "../../loader/src/knobs/mod.rs"]
 pub mod knobs;
 
+// Where else input arrives from outside: --web.config.file, durations on
+// the command line, --cost-model and --slo strings (the Accept header's
+// negotiation and the knob journal are fuzzed through their crates/modules).
+#[path = "../../loader/src/costmodel/mod.rs"]
+pub mod costmodel;
+#[path = "../../loader/src/duration.rs"]
+pub mod duration;
+#[path = "../../loader/src/tune/slo.rs"]
+pub mod slo;
+#[path = "../../loader/src/web/config.rs"]
+pub mod web_config;
+
+/// Inputs that arrive from outside the knob files: no panic on anything.
+pub fn check_input(kind: &str, data: &[u8]) {
+    if kind == "journal" {
+        let _ = knobs::journal::parse(data);
+        return;
+    }
+    let Ok(s) = std::str::from_utf8(data) else {
+        return;
+    };
+    match kind {
+        "web_config" => {
+            if let Ok(spec) = web_config::parse_web_config(s) {
+                // What parses holds only bcrypt hashes and allowed headers.
+                for hash in spec.users.values() {
+                    assert!(hash.parse::<bcrypt::HashParts>().is_ok(), "{hash:?}");
+                }
+            }
+        }
+        "accept" => {
+            let _ = iowarden_exporters::negotiate(Some(s));
+        }
+        "duration" => {
+            let _ = duration::parse_duration(s);
+        }
+        "cost_model_arg" => {
+            let _ = costmodel::parse_over(costmodel::AUTOP_SSD_DFL, s);
+        }
+        "slo" => {
+            let _ = slo::parse_slo(s);
+        }
+        _ => unreachable!(),
+    }
+}
+
 use knobs::fields::format_lines;
 use std::fmt::{Debug, Display};
 

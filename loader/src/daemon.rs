@@ -3,12 +3,11 @@
 //! Prometheus protobuf exposition with native histograms (/metrics), and as
 //! JSON (/snapshot.json).
 
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use iowarden_exporters::{
     encode_json, encode_openmetrics, encode_protobuf, negotiate, CgroupCap, Exposition,
     ExpositionOptions, RuntimeMetrics, SelfMetrics, Snapshot, OPENMETRICS_CONTENT_TYPE,
@@ -18,6 +17,7 @@ use iowarden_exporters::{
 use crate::host::container::{attribute_with, PodDirectory, StaticPodDirectory};
 
 use crate::monitor::Monitor;
+use crate::web::{Handler, Listener, Query, Reply};
 
 /// What the poll loop publishes and the HTTP thread serves. Snapshots are
 /// shared, never copied: a request takes a reference and encodes from it
@@ -57,26 +57,8 @@ fn cgroup_info(
         .collect()
 }
 
-/// Binds the HTTP listener, with a message that says what to do when the
-/// port is taken.
-pub fn bind(addr: SocketAddr) -> Result<tiny_http::Server> {
-    tiny_http::Server::http(addr).map_err(|e| {
-        let in_use = e
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::AddrInUse);
-        if in_use {
-            anyhow!("cannot listen on {addr}: the address is already in use (another iowarden?). Stop it or pick another port with --listen")
-        } else {
-            anyhow!("cannot listen on {addr}: {e}")
-        }
-    })
-}
-
 /// The latest exported snapshot in the exposition the request negotiates.
-fn metrics_response(
-    shared: &Shared,
-    req: &tiny_http::Request,
-) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
+fn metrics_response(shared: &Shared, accept: Option<&str>) -> Reply {
     shared.scrapes.fetch_add(1, Ordering::Relaxed);
     let snap = Arc::clone(&shared.exported.lock().unwrap());
     let mut runtime = shared.runtime.lock().unwrap().clone();
@@ -93,11 +75,6 @@ fn metrics_response(
         build_version: env!("CARGO_PKG_VERSION").to_string(),
         runtime,
     };
-    let accept = req
-        .headers()
-        .iter()
-        .find(|h| h.field.equiv("Accept"))
-        .map(|h| h.value.as_str());
     let encoded = match negotiate(accept) {
         Exposition::Protobuf => {
             encode_protobuf(&snap, &extra, &shared.exposition).map(|b| (b, PROTOBUF_CONTENT_TYPE))
@@ -107,49 +84,48 @@ fn metrics_response(
             .map_err(|e| e.to_string()),
     };
     match encoded {
-        Ok((body, content_type)) => tiny_http::Response::from_data(body).with_header(
-            tiny_http::Header::from_bytes("Content-Type", content_type).expect("static header"),
-        ),
-        Err(e) => {
-            tiny_http::Response::from_data(format!("encoding failed: {e}")).with_status_code(500)
-        }
+        Ok((body, content_type)) => Reply {
+            status: 200,
+            content_type,
+            body,
+        },
+        Err(e) => text(500, format!("encoding failed: {e}")),
     }
 }
 
-fn serve(server: tiny_http::Server, shared: Arc<Shared>, stop: Arc<AtomicBool>) {
-    while !stop.load(Ordering::Relaxed) {
-        let req = match server.recv_timeout(Duration::from_millis(200)) {
-            Ok(Some(r)) => r,
-            Ok(None) => continue,
-            Err(_) => break,
-        };
-        let header =
-            |v: &str| tiny_http::Header::from_bytes("Content-Type", v).expect("static header");
-        let path = req.url().split('?').next().unwrap_or("").to_string();
-        let t0 = Instant::now();
-        let resp = match path.as_str() {
-            "/metrics" => metrics_response(&shared, &req),
-            "/snapshot.json" => {
-                let snap = Arc::clone(&shared.snapshot.lock().unwrap());
-                tiny_http::Response::from_string(encode_json(&snap))
-                    .with_header(header("application/json"))
-            }
-            "/" => tiny_http::Response::from_string(
-                "iowarden: /metrics (OpenMetrics), /snapshot.json\n",
-            ),
-            _ => tiny_http::Response::from_string("not found\n").with_status_code(404),
-        };
-        let _ = req.respond(resp);
-        if path == "/metrics" {
+fn text(status: u16, body: impl Into<String>) -> Reply {
+    Reply {
+        status,
+        content_type: "text/plain; charset=utf-8",
+        body: body.into().into_bytes(),
+    }
+}
+
+/// Answers one GET or HEAD the server let through (authenticated, method checked).
+fn handle(shared: &Shared, query: &Query) -> Reply {
+    let t0 = Instant::now();
+    match query.path.as_str() {
+        "/metrics" => {
+            let reply = metrics_response(shared, query.accept.as_deref());
             shared
                 .scrape_duration_ns
                 .store(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            reply
         }
+        "/snapshot.json" => {
+            let snap = Arc::clone(&shared.snapshot.lock().unwrap());
+            Reply {
+                status: 200,
+                content_type: "application/json",
+                body: encode_json(&snap).into_bytes(),
+            }
+        }
+        "/" => text(200, "iowarden: /metrics (OpenMetrics), /snapshot.json\n"),
+        _ => text(404, "not found\n"),
     }
 }
 
 pub struct RunOptions {
-    pub listen: SocketAddr,
     pub interval: Duration,
     pub duration: Option<Duration>,
     /// BPF run-time stats were enabled (--bpf-stats).
@@ -169,7 +145,7 @@ pub type PollHook<'a> = &'a mut dyn FnMut(&mut Snapshot) -> Result<()>;
 /// Runs until `stop` is set or `duration` elapses.
 pub fn run(
     mut monitor: Monitor,
-    server: tiny_http::Server,
+    listener: Listener,
     opts: &RunOptions,
     stop: Arc<AtomicBool>,
     hook: PollHook,
@@ -200,14 +176,20 @@ pub fn run(
     hook(&mut first)?;
     publish(first, &mut cap);
     refresh_runtime(&monitor);
-    let http = {
-        let (shared, stop) = (shared.clone(), stop.clone());
-        std::thread::spawn(move || serve(server, shared, stop))
-    };
     eprintln!(
-        "iowarden: serving http://{}/metrics and /snapshot.json, polling every {:?}",
-        opts.listen, opts.interval
+        "iowarden: serving {}://{}/metrics and /snapshot.json, polling every {:?}",
+        listener.scheme(),
+        listener.local_addr(),
+        opts.interval
     );
+    let http = {
+        let stop = stop.clone();
+        let handler: Handler = {
+            let shared = shared.clone();
+            Arc::new(move |q: &Query| handle(&shared, q))
+        };
+        std::thread::spawn(move || crate::web::serve(listener, handler, stop))
+    };
     let started = Instant::now();
     let mut next = Instant::now() + opts.interval;
     let result = loop {
@@ -233,8 +215,10 @@ pub fn run(
         return_freed_memory();
     };
     stop.store(true, Ordering::Relaxed);
-    let _ = http.join();
-    result
+    match http.join() {
+        Ok(Err(e)) if result.is_ok() => Err(e.context("HTTP server")),
+        _ => result,
+    }
 }
 
 /// Hands the heap pages freed since the last poll back to the kernel. Each

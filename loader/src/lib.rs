@@ -42,3 +42,4 @@ pub mod probes;
 pub mod profile;
 pub mod tune;
 pub mod views;
+pub mod web;

@@ -4,6 +4,7 @@
 //! OpenAPI schemas, offline), and the unit's capability set on the real
 //! kernel. scripts/install-deps.sh installs every tool.
 
+mod certs;
 mod fixtures;
 
 use std::path::{Path, PathBuf};
@@ -30,14 +31,24 @@ fn assert_ok(cmd: &mut Command) -> String {
     text
 }
 
+/// promtool loads the TLS files a config names: the shipped paths of the
+/// iowarden-k8s job's Secret point at certificates made for the test.
 #[test]
 fn promtool_accepts_shipped_prometheus_configs() {
     let dir = repo().join("deploy/prometheus");
+    let certs = certs::Certs::new();
+    certs.shipped_names();
     for f in ["prometheus.yml", "remote-write.yml"] {
+        let text = std::fs::read_to_string(dir.join(f))
+            .unwrap()
+            .replace("/etc/prometheus/iowarden", &certs.at(""))
+            .replace("rules/", &format!("{}/rules/", dir.display()));
+        let copy = certs.path(f);
+        std::fs::write(&copy, text).unwrap();
         let out = assert_ok(
             Command::new("promtool")
                 .args(["check", "config"])
-                .arg(dir.join(f)),
+                .arg(&copy),
         );
         println!("promtool check config {f}: {}", out.trim());
     }
@@ -223,4 +234,71 @@ fn kubernetes_manifests_validate() {
     for m in ["/sys/fs/cgroup", "/sys/kernel/btf"] {
         assert!(mounts.contains(&m), "{m} not mounted: {mounts:?}");
     }
+}
+
+/// The DaemonSet's port is never open: TLS from a Secret-mounted web config,
+/// probes that need no client certificate, a NetworkPolicy admitting only
+/// Prometheus to that port, and a scrape job speaking mTLS.
+#[test]
+fn kubernetes_metrics_port_is_protected() {
+    let docs = yaml_docs(&repo().join("deploy/kubernetes/iowarden.yaml"));
+    let ds = docs.iter().find(|d| d["kind"] == "DaemonSet").unwrap();
+    let spec = &ds["spec"]["template"]["spec"];
+    let c = &spec["containers"][0];
+    let args: Vec<&str> = c["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let web = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--web.config.file="))
+        .expect("--web.config.file in the DaemonSet's args");
+    let mount = c["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| web.starts_with(m["mountPath"].as_str().unwrap()))
+        .expect("the web config lies in a mounted volume");
+    assert_eq!(mount["readOnly"], true);
+    let volume = spec["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == mount["name"])
+        .unwrap();
+    assert_eq!(volume["secret"]["secretName"], "iowarden-web");
+    for probe in ["readinessProbe", "livenessProbe"] {
+        assert!(c[probe]["tcpSocket"].is_object(), "{probe}: {}", c[probe]);
+    }
+    let np = docs
+        .iter()
+        .find(|d| d["kind"] == "NetworkPolicy")
+        .expect("a NetworkPolicy");
+    assert_eq!(
+        np["spec"]["podSelector"]["matchLabels"],
+        ds["spec"]["selector"]["matchLabels"]
+    );
+    let rule = &np["spec"]["ingress"][0];
+    assert_eq!(np["spec"]["ingress"].as_array().unwrap().len(), 1);
+    assert_eq!(rule["ports"][0]["port"], 9617);
+    assert!(rule["from"][0]["podSelector"]["matchLabels"].is_object());
+    // The web config the Secret carries asks for client certificates.
+    let shipped = std::fs::read_to_string(repo().join("deploy/kubernetes/web-config.yml")).unwrap();
+    let parsed = iowarden::web::config::parse_web_config(&shipped).unwrap();
+    assert_eq!(
+        parsed.tls.unwrap().client_auth,
+        iowarden::web::config::ClientAuth::RequireAndVerifyClientCert
+    );
+    let prom = std::fs::read_to_string(repo().join("deploy/prometheus/prometheus.yml")).unwrap();
+    let prom: serde_yaml::Value = serde_yaml::from_str(&prom).unwrap();
+    let job = prom["scrape_configs"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|j| j["job_name"].as_str() == Some("iowarden-k8s"))
+        .unwrap();
+    assert_eq!(job["scheme"].as_str(), Some("https"));
+    assert!(job["tls_config"]["cert_file"].is_string());
 }

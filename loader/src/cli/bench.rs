@@ -31,6 +31,13 @@ pub struct BenchArgs {
 }
 
 pub fn run(a: BenchArgs) -> Result<()> {
+    eprintln!(
+        "iowarden: {}",
+        iowarden::host::privileges::keeping(
+            "bench",
+            "create cgroups, set each knob and restore it after every phase"
+        )
+    );
     let out = a.out.clone();
     let opts = iowarden::bench::run::BenchOptions {
         device: a.device,

@@ -21,6 +21,10 @@ pub struct RunArgs {
     /// Address for the HTTP endpoint
     #[arg(long, default_value = "127.0.0.1:9617")]
     listen: SocketAddr,
+    /// Prometheus exporter-toolkit web config: tls_server_config,
+    /// basic_auth_users (bcrypt), http_server_config.headers
+    #[arg(long = "web.config.file", value_name = "PATH")]
+    web_config_file: Option<std::path::PathBuf>,
     /// Poll interval (e.g. 500ms, 1s)
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     interval: Duration,
@@ -38,6 +42,10 @@ pub struct RunArgs {
     /// changed is restored at start
     #[arg(long, default_value = iowarden::knobs::writer::DEFAULT_STATE_DIR)]
     state_dir: std::path::PathBuf,
+    /// After loading and attaching (as root): become this unprivileged user.
+    /// Every capability is dropped in any case
+    #[arg(long, value_name = "NAME")]
+    user: Option<String>,
     #[command(flatten)]
     export: iowarden::exposition::ExportArgs,
 }
@@ -50,16 +58,18 @@ pub fn run(a: RunArgs) -> Result<()> {
         .map(StaticPodDirectory::load)
         .transpose()?
         .map(Arc::new);
-    // Bind first: a taken port should fail before BPF is loaded.
-    let server = daemon::bind(a.listen)?;
+    // Bind first: a bad web config or a taken port should fail before BPF is loaded.
+    let server = iowarden::web::bind(a.listen, a.web_config_file.as_deref())?;
     // Held until exit: the kernel stops timing when the fd closes.
     let _stats = a.bpf_stats.then(selfstats::enable_bpf_stats).transpose()?;
     let monitor = start_monitor(&a.trace)?;
+    // Before any thread starts: capabilities are per thread.
+    let kept = iowarden::host::privileges::drop_all(a.user.as_deref())?;
+    eprintln!("iowarden: {kept}");
     daemon::run(
         monitor,
         server,
         &daemon::RunOptions {
-            listen: a.listen,
             interval: a.interval,
             duration: a.duration,
             bpf_stats: a.bpf_stats,

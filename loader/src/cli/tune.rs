@@ -57,6 +57,9 @@ pub struct TuneArgs {
     /// Address for /metrics and /snapshot.json (with iowarden_tune_* metrics)
     #[arg(long, default_value = "127.0.0.1:9617")]
     pub listen: SocketAddr,
+    /// Prometheus exporter-toolkit web config (TLS, basic auth, headers)
+    #[arg(long = "web.config.file", value_name = "PATH")]
+    pub web_config_file: Option<std::path::PathBuf>,
     /// Poll interval
     #[arg(long, default_value = "500ms", value_parser = parse_duration)]
     pub interval: Duration,
@@ -102,7 +105,7 @@ pub fn tune(a: TuneArgs) -> Result<()> {
         },
         &resolver,
     )?;
-    let server = daemon::bind(a.listen)?;
+    let server = iowarden::web::bind(a.listen, a.web_config_file.as_deref())?;
     let trace = TraceArgs {
         device: Some(format!("{}:{}", device.major, device.minor)),
         max_series: iowarden::probes::block::capacity::DEFAULT_SERIES,
@@ -121,11 +124,17 @@ pub fn tune(a: TuneArgs) -> Result<()> {
     let monitor = start_monitor(&trace)?;
     let stop = stop_flag()?;
     tuner.start()?;
+    eprintln!(
+        "iowarden: {}",
+        iowarden::host::privileges::keeping(
+            "tune",
+            "write io.cost.qos every period and restore it at exit"
+        )
+    );
     let result = daemon::run(
         monitor,
         server,
         &daemon::RunOptions {
-            listen: a.listen,
             interval: a.interval,
             duration: a.duration,
             bpf_stats: false,

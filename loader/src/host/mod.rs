@@ -6,5 +6,6 @@ pub mod cgroups;
 pub mod container;
 pub mod devices;
 pub mod preflight;
+pub mod privileges;
 pub mod selfstats;
 pub mod sysinfo;

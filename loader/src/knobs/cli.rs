@@ -111,6 +111,13 @@ pub fn run(cmd: KnobCmd) -> Result<()> {
                 eprintln!("iowarden: change kept (use --hold SECS for a temporary one)");
                 return Ok(());
             };
+            eprintln!(
+                "iowarden: {}",
+                crate::host::privileges::keeping(
+                    "knob set --hold",
+                    "restore the knob when the hold ends"
+                )
+            );
             let start = Instant::now();
             while start.elapsed() < hold && !stop.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(20).min(hold));
