@@ -64,7 +64,8 @@ pub fn run(a: RunArgs) -> Result<()> {
     let _stats = a.bpf_stats.then(selfstats::enable_bpf_stats).transpose()?;
     let monitor = start_monitor(&a.trace)?;
     // Before any thread starts: capabilities are per thread.
-    let kept = iowarden::host::privileges::drop_all(a.user.as_deref())?;
+    let keep_bpf = iowarden::probes::features::bpf_calls_need_capability();
+    let kept = iowarden::host::privileges::drop_all(a.user.as_deref(), keep_bpf)?;
     eprintln!("iowarden: {kept}");
     daemon::run(
         monitor,

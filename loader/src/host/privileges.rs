@@ -43,27 +43,45 @@ fn switch_user(user: &str) -> Result<()> {
     Ok(())
 }
 
-/// Drops every capability of every thread-set and, with `user`, becomes
-/// that user. Call after the programs are attached and before threads
-/// start (capabilities are per thread: threads spawned later inherit the
-/// dropped sets). Returns a line saying what is left, for the log.
-pub fn drop_all(user: Option<&str>) -> Result<String> {
+/// What a kernel that checks CAP_BPF on every bpf() call (before 6.5, see
+/// probes::features::bpf_calls_need_capability) still needs after attach:
+/// map reads, program statistics and the late attach of block_rq_issue.
+const BPF_CALLS: [Capability; 2] = [Capability::CAP_BPF, Capability::CAP_PERFMON];
+
+/// Drops every capability of every thread-set but, where `keep_bpf`,
+/// CAP_BPF and CAP_PERFMON and, with `user`, becomes that user. Call after
+/// the programs are attached and before threads start (capabilities are per
+/// thread: threads spawned later inherit the dropped sets). Returns a line
+/// saying what is left, for the log.
+pub fn drop_all(user: Option<&str>, keep_bpf: bool) -> Result<String> {
     // The bounding set first: dropping from it needs CAP_SETPCAP, which the
     // next steps remove.
     let bounding = caps::read(None, CapSet::Bounding).unwrap_or_default();
     if caps::has_cap(None, CapSet::Effective, Capability::CAP_SETPCAP).unwrap_or(false) {
-        for c in bounding {
+        for c in bounding
+            .into_iter()
+            .filter(|c| !(keep_bpf && BPF_CALLS.contains(c)))
+        {
             caps::drop(None, CapSet::Bounding, c).context("dropping from the bounding set")?;
         }
     }
     caps::clear(None, CapSet::Ambient).context("clearing the ambient set")?;
     if let Some(u) = user {
+        // Keep the permitted set across the change of uid, to keep BPF_CALLS.
+        if keep_bpf {
+            caps::securebits::set_keepcaps(true).context("keeping capabilities across setuid")?;
+        }
         switch_user(u)?;
     }
-    let none = CapsHashSet::new();
-    for set in [CapSet::Effective, CapSet::Inheritable, CapSet::Permitted] {
-        caps::set(None, set, &none).with_context(|| format!("clearing the {set:?} set"))?;
-    }
+    let kept: CapsHashSet = if keep_bpf {
+        BPF_CALLS.into_iter().collect()
+    } else {
+        CapsHashSet::new()
+    };
+    caps::set(None, CapSet::Inheritable, &CapsHashSet::new())
+        .context("clearing the Inheritable set")?;
+    caps::set(None, CapSet::Permitted, &kept).context("narrowing the Permitted set")?;
+    caps::set(None, CapSet::Effective, &kept).context("narrowing the Effective set")?;
     nix::sys::prctl::set_no_new_privs().context("setting no_new_privs")?;
     let status = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
     let field = |k: &str| {
@@ -75,10 +93,16 @@ pub fn drop_all(user: Option<&str>) -> Result<String> {
             .to_string()
     };
     Ok(format!(
-        "programs attached; dropped every capability (kept: {}; CapEff {}, CapPrm {}, CapBnd {}), uid {}, no_new_privs",
+        "programs attached; dropped every capability (kept: {}{}; CapEff {}, CapPrm {}, CapBnd {}), uid {}, no_new_privs",
         match names(CapSet::Permitted) {
             v if v.is_empty() => "none".to_string(),
             v => v.join(","),
+        },
+        if keep_bpf {
+            ": this kernel checks CAP_BPF on every bpf() call while \
+             kernel.unprivileged_bpf_disabled is set, before 6.5"
+        } else {
+            ""
         },
         field("CapEff:"),
         field("CapPrm:"),

@@ -62,3 +62,31 @@ pub fn tracepoint_arg_count(btf: &Btf<'_>, tp: &str) -> Option<usize> {
     let proto = FuncProto::try_from(ptr.referenced_type()).ok()?;
     Some(proto.len().saturating_sub(1))
 }
+
+/// Whether this kernel checks CAP_BPF on every bpf() call, map reads by
+/// fd included: before 6.5 it does while kernel.unprivileged_bpf_disabled
+/// is set (Debian's default), from 6.5 only when creating maps and loading
+/// programs. Probed in a thread of its own that drops its effective
+/// capabilities (they are per thread) and reads a map that cannot exist:
+/// EPERM says the check comes first, EBADF that it does not.
+pub fn bpf_calls_need_capability() -> bool {
+    std::thread::spawn(|| {
+        if caps::clear(None, caps::CapSet::Effective).is_err() {
+            return true;
+        }
+        let mut key = 0u32;
+        let mut value = 0u64;
+        // SAFETY: key and value are valid for the call; fd -1 is refused
+        // by the kernel before anything is read or written.
+        let rc = unsafe {
+            libbpf_sys::bpf_map_lookup_elem(
+                -1,
+                (&mut key as *mut u32).cast(),
+                (&mut value as *mut u64).cast(),
+            )
+        };
+        rc == -libc::EPERM
+    })
+    .join()
+    .unwrap_or(true)
+}
