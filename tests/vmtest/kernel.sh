@@ -4,7 +4,8 @@
 # guest. Lines: 6.1 (bookworm, the host's own apt: linux-image-amd64),
 # 5.10 (bullseye) and 6.12 (trixie). The other suites' kernels come from
 # Debian's archive through a private apt configuration under $KERNELS_DIR
-# (the host's sources and package state are not touched), with
+# (the host's sources and installed packages are neither read nor
+# touched), with
 # `apt-get download` and `dpkg-deb -x`: they are never installed as the
 # host's kernel. The guest sees the host's root but mounts a tmpfs over
 # /var/cache, so the trees live under /var/lib, and /lib/modules/<version>
@@ -36,7 +37,8 @@ mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/de
 echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $suite main" \
   > "$apt_dir/sources.list"
 apt_opts=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
-  -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache" -o APT::Architecture=amd64
+  -o "Dir::State::Lists=$apt_dir/lists" -o Dir::State::Status=/dev/null -o "Dir::Cache=$apt_dir/cache"
+  -o APT::Architecture=amd64
   -o APT::Sandbox::User=root)
 
 # The image the suite's linux-image-amd64 depends on, resolved once and
