@@ -28,6 +28,11 @@ else
   selected=(tests/vmtest/guest/t-$only.sh)
 fi
 shopt -u nullglob
+# A pattern without glob characters stays in the list even when no file has
+# that name.
+existing=()
+for t in "${selected[@]}"; do [[ -f $t ]] && existing+=("$t"); done
+selected=("${existing[@]}")
 if ((${#selected[@]} == 0)); then
   echo "vmtest: VMTEST_ONLY='${VMTEST_ONLY:-}' matches no script in tests/vmtest/guest; nothing would run" >&2
   exit 1
@@ -53,8 +58,12 @@ fi
 export PATH=$CACHE/venv/bin:$PATH   # vng runs virtme-run by name
 
 if [[ -z ${KERNEL:-} ]]; then
-  kver=$(ls /lib/modules | grep -- '-amd64$' | sort -V | tail -1)
-  KERNEL=/boot/vmlinuz-$kver
+  # The newest Debian kernel that is installed whole: a modules directory
+  # some other package left behind has no image to boot.
+  for kver in $(ls /lib/modules | grep -- '-amd64$' | sort -V); do
+    [[ -r /boot/vmlinuz-$kver ]] && KERNEL=/boot/vmlinuz-$kver
+  done
+  [[ -n ${KERNEL:-} ]] || { echo "vmtest: no /boot/vmlinuz-*-amd64 with its /lib/modules directory" >&2; exit 1; }
 fi
 [[ -r $KERNEL ]] || { echo "vmtest: kernel $KERNEL not readable" >&2; exit 1; }
 
