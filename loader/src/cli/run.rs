@@ -8,7 +8,7 @@ use anyhow::Result;
 use clap::Args;
 
 use iowarden::daemon;
-use iowarden::duration::parse_duration;
+use iowarden::duration::{parse_duration, parse_interval};
 use iowarden::host::container::StaticPodDirectory;
 use iowarden::host::selfstats;
 
@@ -22,7 +22,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "127.0.0.1:9617")]
     listen: SocketAddr,
     /// Poll interval (e.g. 500ms, 1s)
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    #[arg(long, default_value = "1s", value_parser = parse_interval)]
     interval: Duration,
     /// Exit after this long (default: run until SIGINT/SIGTERM)
     #[arg(long, value_parser = parse_duration)]

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use clap::Args;
 
-use iowarden::duration::parse_duration;
+use iowarden::duration::{parse_duration, parse_interval};
 use iowarden::views::top::{render, render_panels, rows, NoisyNeighbourDetector};
 use iowarden_exporters::Snapshot;
 
@@ -17,7 +17,7 @@ use super::trace::{start_monitor, stop_flag, TraceArgs};
 pub struct TopArgs {
     #[command(flatten)]
     trace: TraceArgs,
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    #[arg(long, default_value = "1s", value_parser = parse_interval)]
     interval: Duration,
     /// Exit after this long
     #[arg(long, value_parser = parse_duration)]

@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::Args;
 
 use iowarden::daemon;
-use iowarden::duration::parse_duration;
+use iowarden::duration::{parse_duration, parse_interval};
 use iowarden::host::devices::resolve_device;
 
 use super::trace::{start_monitor, stop_flag, TraceArgs};
@@ -58,7 +58,7 @@ pub struct TuneArgs {
     #[arg(long, default_value = "127.0.0.1:9617")]
     pub listen: SocketAddr,
     /// Poll interval
-    #[arg(long, default_value = "500ms", value_parser = parse_duration)]
+    #[arg(long, default_value = "500ms", value_parser = parse_interval)]
     pub interval: Duration,
     /// Stop (and restore the knobs) after this long
     #[arg(long, value_parser = parse_duration)]
