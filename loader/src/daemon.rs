@@ -213,9 +213,10 @@ pub fn run(
         let (shared, stop) = (shared.clone(), stop.clone());
         std::thread::spawn(move || serve(server, shared, stop))
     };
-    eprintln!(
+    crate::say!(
         "iowarden: serving http://{}/metrics and /snapshot.json, polling every {:?}",
-        opts.listen, opts.interval
+        opts.listen,
+        opts.interval
     );
     let started = Instant::now();
     let mut next = Instant::now() + opts.interval;
@@ -251,7 +252,7 @@ pub fn run(
 fn note_folding(cap: &CgroupCap, logged: &mut bool) {
     if !*logged && cap.folded() > 0 {
         *logged = true;
-        eprintln!(
+        crate::say!(
             "iowarden: --max-cgroups {}: {} more cgroups with I/O are summed into cgroup=\"other\" \
              (iowarden_cgroups_folded counts them; said once)",
             cap.max(),

@@ -54,6 +54,9 @@ pub fn run(a: RunArgs) -> Result<()> {
     let server = daemon::bind(a.listen)?;
     // Held until exit: the kernel stops timing when the fd closes.
     let _stats = a.bpf_stats.then(selfstats::enable_bpf_stats).transpose()?;
+    // Before loading: a signal while the programs load must not kill the
+    // process with them half set up (SIGHUP's default action).
+    let stop = stop_flag()?;
     let monitor = start_monitor(&a.trace)?;
     daemon::run(
         monitor,
@@ -67,7 +70,7 @@ pub fn run(a: RunArgs) -> Result<()> {
             exposition: a.export.options(),
             max_cgroups: a.export.max_cgroups,
         },
-        stop_flag()?,
+        stop,
         &mut |_| Ok(()),
     )
 }
@@ -81,9 +84,11 @@ fn recover_knobs(state_dir: std::path::PathBuf) {
         ..Default::default()
     });
     match w.recover() {
-        Ok(msgs) => msgs.iter().for_each(|m| eprintln!("iowarden: {m}")),
+        Ok(msgs) => msgs.iter().for_each(|m| iowarden::say!("iowarden: {m}")),
         Err(e) => {
-            eprintln!("iowarden: warning: could not restore knobs a killed run left changed: {e:#}")
+            iowarden::say!(
+                "iowarden: warning: could not restore knobs a killed run left changed: {e:#}"
+            )
         }
     }
 }

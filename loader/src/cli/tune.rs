@@ -118,8 +118,10 @@ pub fn tune(a: TuneArgs) -> Result<()> {
         locks: false,
         locks_all: false,
     };
-    let monitor = start_monitor(&trace)?;
+    // Before loading: a signal while the programs load must not kill the
+    // process with them half set up (SIGHUP's default action).
     let stop = stop_flag()?;
+    let monitor = start_monitor(&trace)?;
     tuner.start()?;
     let result = daemon::run(
         monitor,
@@ -136,10 +138,10 @@ pub fn tune(a: TuneArgs) -> Result<()> {
         stop,
         &mut |snap| tuner.on_poll(snap),
     );
-    eprintln!("iowarden tune: {}", tuner.summary());
+    iowarden::say!("iowarden tune: {}", tuner.summary());
     let restored = tuner.finish();
     for m in restored.as_deref().unwrap_or_default() {
-        eprintln!("iowarden: {m}");
+        iowarden::say!("iowarden: {m}");
     }
     match (result, restored) {
         (Err(e), Ok(_)) => Err(e.context("tuner stopped; what it changed was restored")),

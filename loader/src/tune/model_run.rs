@@ -192,7 +192,7 @@ impl ModelLoop {
         let mut out = std::io::stdout().lock();
         writeln!(out, "{line}")?;
         out.flush()?;
-        eprintln!(
+        crate::say!(
             "iowarden tune: {:>7.1}s model {:<12} {}{}",
             at,
             d.action.as_str(),

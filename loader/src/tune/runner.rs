@@ -221,12 +221,12 @@ impl Tuner {
     /// Restores what a killed run left changed, then applies the first setting.
     pub fn start(&mut self) -> Result<()> {
         for m in self.writer.recover()? {
-            eprintln!("iowarden: {m}");
+            crate::say!("iowarden: {m}");
         }
         if let Some(w) = self.opts.protect_weight {
             for p in self.protected.clone() {
                 let path = self.root.join(&p.path[1..]).join("io.weight");
-                eprintln!(
+                crate::say!(
                     "iowarden: {}",
                     self.writer.set(&path, &format!("default {w}"))?
                 );
@@ -234,7 +234,7 @@ impl Tuner {
         }
         let v = self.controller.vrate();
         let line = pinned_vrate_line(&self.devnum(), v);
-        eprintln!("iowarden: {}", self.writer.set(&self.qos_path, &line)?);
+        crate::say!("iowarden: {}", self.writer.set(&self.qos_path, &line)?);
         // iowarden_tune_qos_value exists only while the tuner holds the qos
         // (the pinned-vrate alert is inhibited by it): not in a dry run.
         if !self.writer.config().dry_run {
@@ -421,7 +421,7 @@ impl Tuner {
         let mut out = std::io::stdout().lock();
         writeln!(out, "{line}")?;
         out.flush()?;
-        eprintln!(
+        crate::say!(
             "iowarden tune: {:>7.1}s {:<12} vrate {:>7.2}% -> {:>7.2}%  {}{}",
             at,
             d.action.as_str(),
