@@ -184,21 +184,20 @@ __noinline __u32 dev_index_nocas(__u32 devt)
 	return dev_index(devt, false);
 }
 
+/*
+ * The kernel's op_stat_group(), as /sys/block/<dev>/stat, /proc/diskstats and
+ * io.stat count: only REQ_OP_DISCARD is a discard; write-zeroes and secure
+ * erase are writes (odd op: data direction out). Flushes apart.
+ */
 static __always_inline __u32 rq_op(struct request *rq)
 {
 	switch (rq->cmd_flags & 0xff) { /* REQ_OP_MASK */
-	case REQ_OP_READ:
-		return IOW_OP_READ;
 	case REQ_OP_FLUSH:
 		return IOW_OP_FLUSH;
 	case REQ_OP_DISCARD:
-	case REQ_OP_SECURE_ERASE:
-	case REQ_OP_WRITE_ZEROES:
 		return IOW_OP_DISCARD;
-	case REQ_OP_WRITE:
-		return IOW_OP_WRITE;
 	default:
-		/* zone management and driver-private ops: by data direction */
+		/* write-zeroes, secure erase, zone management: by data direction */
 		return (rq->cmd_flags & 1) ? IOW_OP_WRITE : IOW_OP_READ;
 	}
 }
@@ -467,7 +466,11 @@ static __always_inline __u32 charge_cost(struct request *rq, struct iow_series *
 	__u64 sector, prev, seek = 0, pages;
 	__u32 rand, size;
 
-	if (op > IOW_OP_WRITE || !nr_bytes)
+	/* iocost charges reads and writes only: not write-zeroes or secure
+	 * erase, which rq_op() files under writes. */
+	__u32 req_op = rq->cmd_flags & 0xff; /* REQ_OP_MASK */
+
+	if (op > IOW_OP_WRITE || !nr_bytes || (req_op != REQ_OP_READ && req_op != REQ_OP_WRITE))
 		return IOW_COST_CLASSES;
 	c = bpf_map_lookup_elem(&cost_coefs, &idx);
 	if (!c || !c->valid) {

@@ -25,10 +25,13 @@ IOWARDEN=${IOWARDEN:-target/release/iowarden}
 REPS=${REPS:-5}; RUNTIME=${RUNTIME:-6}; IODEPTH=${IODEPTH:-16}
 [[ $(id -u) -eq 0 ]] || { echo "run as root" >&2; exit 1; }
 W=$(mktemp -d /var/tmp/iowarden-bench.XXXXXX)
-LOOP=""; BG=""
+LOOP=""; BG=""; MOUNTED_TRACEFS=""
 cleanup() {
   [[ -n $BG ]] && kill "$BG" 2>/dev/null && wait "$BG" 2>/dev/null || true
   sysctl -qw kernel.bpf_stats_enabled=0 || true
+  # Leave the machine as found: a tracefs left mounted hides, from later
+  # runs, what a fresh machine lacks.
+  [[ -n $MOUNTED_TRACEFS ]] && umount /sys/kernel/tracing || true
   [[ -n $LOOP ]] && losetup -d "$LOOP" || true
   rm -rf "$W"
 }
@@ -57,7 +60,9 @@ tracepoint:block:block_rq_complete /@start[args->dev, args->sector]/ {
   @usecs = hist((nsecs - @start[args->dev, args->sector]) / 1000); delete(@start[args->dev, args->sector]); }'
 start_bpftrace() {
   # bpftrace finds tracepoints through tracefs.
-  [[ -d /sys/kernel/tracing/events ]] || mount -t tracefs nodev /sys/kernel/tracing
+  if [[ ! -d /sys/kernel/tracing/events ]]; then
+    mount -t tracefs nodev /sys/kernel/tracing; MOUNTED_TRACEFS=1
+  fi
   ulimit -l unlimited 2>/dev/null || true
   bpftrace -e "$BT" >"$W/bt.log" 2>&1 & BG=$!
   for _ in $(seq 300); do grep -q Attaching "$W/bt.log" && { sleep 1; return; }; sleep 0.1; done

@@ -3,7 +3,7 @@
 # alone, then a hog (128 KiB writes, QD32) joins in another cgroup.
 # `iowarden top` shows it live and ends by naming the noisy neighbour.
 # Everything it creates (loop device, cgroups, files, processes) is removed on
-# exit, Ctrl-C included. fio's own output (progress, results, errors) goes to
+# exit, Ctrl-C and a closed terminal (SIGHUP) included. fio's own output (progress, results, errors) goes to
 # FIO_LOG so the terminal shows only iowarden.
 # Env: DURATION (s, default 24), IOWARDEN (binary), FIO_LOG (default /var/tmp/iowarden-demo-fio.log).
 set -euo pipefail
@@ -27,7 +27,7 @@ LOOP=""
 PIDS=()
 
 cleanup() {
-  trap - EXIT INT TERM
+  trap - EXIT INT TERM HUP
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   [[ -n $LOOP ]] && losetup -d "$LOOP" 2>/dev/null || true
@@ -35,10 +35,12 @@ cleanup() {
   for d in "$BASE/victim" "$BASE/hog" "$BASE"; do
     for _ in $(seq 50); do [[ -d $d ]] || break; rmdir "$d" 2>/dev/null && break; sleep 0.1; done
   done
-  echo "demo: cleaned up (loop device, cgroups, files)"
+  # The terminal may be gone (SIGHUP): a failed echo is no failure.
+  echo "demo: cleaned up (loop device, cgroups, files)" 2>/dev/null || true
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+trap 'exit 129' HUP
 
 truncate -s 2G "$IMG"
 LOOP=$(losetup -f --show --direct-io=on "$IMG")
@@ -46,7 +48,9 @@ mkdir -p "$BASE/victim" "$BASE/hog"
 echo "demo: $LOOP, cgroups $BASE/{victim,hog}; victim alone first, hog joins after 6 s; fio's output in $FIO_LOG"
 : > "$FIO_LOG"
 
-in_cgroup() { local cg=$1; shift; sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$cg" "$@"; }
+# exec: a job started with `in_cgroup ... &` is then fio itself, which
+# cleanup's kill reaches (a terminal's Ctrl-C reaches it anyway; SIGHUP not).
+in_cgroup() { local cg=$1; shift; exec sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$cg" "$@"; }
 in_cgroup "$BASE/victim" fio --name=victim --filename="$LOOP" --direct=1 --ioengine=libaio --rw=randread \
   --bs=4k --iodepth=1 --size=1G --time_based --runtime=$((DURATION + 2)) --eta=never >> "$FIO_LOG" 2>&1 &
 PIDS+=($!)

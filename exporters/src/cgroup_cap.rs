@@ -28,6 +28,8 @@ pub struct CgroupCap {
     credited: HashMap<SeriesKey, IoSeries>,
     /// Credit of series gone from the snapshot, per (device, op).
     retired: BTreeMap<(DeviceRef, Op), IoSeries>,
+    /// Cgroups of the last snapshot outside the top K.
+    folded: usize,
 }
 
 impl CgroupCap {
@@ -36,7 +38,18 @@ impl CgroupCap {
             max,
             credited: HashMap::new(),
             retired: BTreeMap::new(),
+            folded: 0,
         }
+    }
+
+    /// K.
+    pub fn max(&self) -> usize {
+        self.max.get()
+    }
+
+    /// How many cgroups of the last snapshot applied were summed into "other".
+    pub fn folded(&self) -> usize {
+        self.folded
     }
 
     /// The cgroups that keep their own series: the K with the most device
@@ -66,6 +79,8 @@ impl CgroupCap {
     /// to "other", then "other" per (device, op).
     pub fn apply(&mut self, snap: &Snapshot) -> Snapshot {
         let top = self.top(snap);
+        let cgroups: HashSet<u64> = snap.io.iter().map(|s| s.cgroup.id).collect();
+        self.folded = cgroups.len() - top.len();
         self.retire_vanished(snap);
         for s in snap.io.iter().filter(|s| !top.contains(&s.cgroup.id)) {
             self.credited.insert(s.key(), s.clone());
@@ -197,6 +212,7 @@ mod tests {
         assert_eq!(total(&out, |x| x.latency.total.count()), 121);
         assert_eq!(other_ios(&out, "loop0"), 17);
         assert_eq!(other_ios(&out, "loop1"), 3);
+        assert_eq!(cap.folded(), 2, "cgroups 1 and 4 summed into other");
         let sum_device: f64 = out.io.iter().map(|x| x.latency.device.sum_seconds).sum();
         assert!((sum_device - 6.5).abs() < 1e-9);
     }

@@ -127,7 +127,7 @@ fn host_model(dev: &DeviceRef) -> (LinearModel, &'static str) {
         match parse_kernel_line(&line) {
             Ok(m) => return (m, "io.cost.model"),
             // Said once per device (the model is resolved once), not hidden.
-            Err(e) => eprintln!(
+            Err(e) => crate::say!(
                 "iowarden: error: io.cost.model of {} does not parse ({e}): '{line}'; \
                  charging it with the kernel's default model instead",
                 dev.name

@@ -36,6 +36,8 @@ struct Shared {
     runtime: Mutex<RuntimeMetrics>,
     scrape_duration_ns: AtomicU64,
     pods: Option<Arc<StaticPodDirectory>>,
+    /// Cgroups summed into "other" at the last poll; None without a cap.
+    cgroups_folded: Mutex<Option<u64>>,
 }
 
 /// `iowarden_cgroup_info` rows: one per cgroup with I/O in the snapshot.
@@ -72,6 +74,7 @@ fn metrics_response(shared: &Shared, accept: Option<&str>) -> Reply {
         poll_duration_seconds: shared.poll_duration_ns.load(Ordering::Relaxed) as f64 / 1e9,
         polls_total: shared.polls.load(Ordering::Relaxed),
         scrape_count: shared.scrapes.load(Ordering::Relaxed),
+        cgroups_folded: *shared.cgroups_folded.lock().unwrap(),
         build_version: env!("CARGO_PKG_VERSION").to_string(),
         runtime,
     };
@@ -156,10 +159,16 @@ pub fn run(
         ..Default::default()
     });
     let mut cap = opts.max_cgroups.map(CgroupCap::new);
-    let publish = |s: Snapshot, cap: &mut Option<CgroupCap>| {
+    let mut folding_logged = false;
+    let mut publish = |s: Snapshot, cap: &mut Option<CgroupCap>| {
         let s = Arc::new(s);
         *shared.exported.lock().unwrap() = match cap {
-            Some(c) => Arc::new(c.apply(&s)),
+            Some(c) => {
+                let capped = Arc::new(c.apply(&s));
+                note_folding(c, &mut folding_logged);
+                *shared.cgroups_folded.lock().unwrap() = Some(c.folded() as u64);
+                capped
+            }
             None => Arc::clone(&s),
         };
         *shared.snapshot.lock().unwrap() = s;
@@ -176,7 +185,7 @@ pub fn run(
     hook(&mut first)?;
     publish(first, &mut cap);
     refresh_runtime(&monitor);
-    eprintln!(
+    crate::say!(
         "iowarden: serving {}://{}/metrics and /snapshot.json, polling every {:?}",
         listener.scheme(),
         listener.local_addr(),
@@ -218,6 +227,20 @@ pub fn run(
     match http.join() {
         Ok(Err(e)) if result.is_ok() => Err(e.context("HTTP server")),
         _ => result,
+    }
+}
+
+/// Says once, when it first happens, that --max-cgroups folds cgroups into
+/// "other" (iowarden_cgroups_folded counts them at every poll).
+fn note_folding(cap: &CgroupCap, logged: &mut bool) {
+    if !*logged && cap.folded() > 0 {
+        *logged = true;
+        crate::say!(
+            "iowarden: --max-cgroups {}: {} more cgroups with I/O are summed into cgroup=\"other\" \
+             (iowarden_cgroups_folded counts them; said once)",
+            cap.max(),
+            cap.folded()
+        );
     }
 }
 

@@ -36,9 +36,37 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// The shortest poll interval accepted: each poll reads every map and the
+/// cgroup tree, so a shorter one is a busy loop, not finer data.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
+
+/// A poll interval: a duration of at least MIN_INTERVAL.
+pub fn parse_interval(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < MIN_INTERVAL {
+        return Err(format!(
+            "interval '{}' is shorter than the minimum of {} ms",
+            s.trim(),
+            MIN_INTERVAL.as_millis()
+        ));
+    }
+    Ok(d)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn intervals_below_the_bound_are_refused_with_it() {
+        assert_eq!(
+            parse_interval("0.0000000001s").unwrap_err(),
+            "interval '0.0000000001s' is shorter than the minimum of 10 ms"
+        );
+        assert!(parse_interval("9ms").is_err());
+        assert_eq!(parse_interval("10ms").unwrap(), MIN_INTERVAL);
+        assert!(parse_interval("0s").unwrap_err().contains("positive"));
+    }
 
     #[test]
     fn parses_units() {

@@ -1,5 +1,15 @@
 //! iowarden: per-cgroup block I/O observability on BPF tracepoints.
 
+/// A line on stderr, as eprintln! but never a panic: a command whose
+/// terminal has gone away (EIO) must still detach, restore and exit.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 /// A libbpf-cargo skeleton that build.rs generated into OUT_DIR, as a
 /// module (generated code: lints off).
 macro_rules! skeleton {

@@ -50,7 +50,7 @@ enum Cmd {
 fn main() {
     let cli = Cli::parse();
     if let Err(e) = real_main(cli) {
-        eprintln!("iowarden: error: {e:#}");
+        iowarden::say!("iowarden: error: {e:#}");
         std::process::exit(1);
     }
 }

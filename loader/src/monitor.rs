@@ -189,7 +189,7 @@ impl Monitor {
         let raw = self.block.read()?;
         self.acc.add(&raw);
         if let Some(line) = self.block.attach_issue_stamps_if_needed()? {
-            eprintln!("iowarden: {line}");
+            crate::say!("iowarden: {line}");
             self.probes = self.block.probes().to_vec();
             self.probes.extend(self.optional.status.iter().cloned());
         }
@@ -269,7 +269,7 @@ impl Monitor {
         if full > 0 && !self.said_table_full {
             self.said_table_full = true;
             let cap = self.block.table_fill().first().map_or(0, |t| t.capacity);
-            eprintln!(
+            crate::say!(
                 "iowarden: the series table is full ({cap} slots): requests of new (cgroup, device, op) \
                  series are dropped and counted in iowarden_dropped_total{{reason=\"slot_table_full\"}}; \
                  raise --max-series"

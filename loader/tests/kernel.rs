@@ -397,25 +397,7 @@ fn port_in_use_is_a_clear_error() {
 #[test]
 fn missing_tracepoints_degrade_or_fail_clearly() {
     let dev = LoopDev::file(64);
-    let io = {
-        let path = dev.path.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(1500));
-            let st = Command::new("dd")
-                .args([
-                    &format!("if={path}"),
-                    "of=/dev/null",
-                    "bs=4k",
-                    "count=100",
-                    "iflag=direct",
-                    "status=none",
-                ])
-                .status()
-                .unwrap();
-            assert!(st.success());
-        })
-    };
-    let out = Command::new(env!("CARGO_BIN_EXE_iowarden"))
+    let snapshot = Command::new(env!("CARGO_BIN_EXE_iowarden"))
         .args([
             "snapshot",
             "--json",
@@ -428,9 +410,25 @@ fn missing_tracepoints_degrade_or_fail_clearly() {
             "IOWARDEN_HIDE_TRACEPOINTS",
             "block_rq_merge,block_rq_insert",
         )
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
-    io.join().unwrap();
+    // Once its programs are loaded: well inside its 4 s.
+    let undelivered = Undelivered::start(snapshot.id());
+    let st = Command::new("dd")
+        .args([
+            &format!("if={}", dev.path),
+            "of=/dev/null",
+            "bs=4k",
+            "count=100",
+            "iflag=direct",
+            "status=none",
+        ])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = snapshot.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     for tp in ["block_rq_merge", "block_rq_insert"] {
@@ -455,7 +453,7 @@ fn missing_tracepoints_degrade_or_fail_clearly() {
         .filter(|s| s.device.name == dev.name())
         .map(|s| s.ios)
         .sum();
-    assert_eq!(ios, 100, "{:?}", snap.io);
+    assert_only_undelivered_missing("100 reads", ios, 100, undelivered.so_far());
 
     let out = Command::new(env!("CARGO_BIN_EXE_iowarden"))
         .args(["snapshot", "--json", "--wait", "1s"])
@@ -508,21 +506,11 @@ fn queues_without_issue_stamps_get_the_issue_program() {
             .map(|x| (x.ios, x.latency.device.counts.iter().sum::<u64>()))
             .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
     };
-    let before = daemon.snapshot();
+    let undelivered = Undelivered::start(daemon.child.id());
+    let before = daemon.settled();
     let (ios0, lat0) = device_samples(&before);
     read(500);
-    let t0 = std::time::Instant::now();
-    let after = loop {
-        let s = daemon.snapshot();
-        if device_samples(&s).0 >= ios0 + 500 {
-            break s;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "500 reads not counted"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let after = daemon.settled();
     let (ios1, lat1) = device_samples(&after);
     println!(
         "before attach: {ios0} requests, {lat0} with device latency; drops {:?}; after: +{} requests, +{} with device latency",
@@ -531,11 +519,11 @@ fn queues_without_issue_stamps_get_the_issue_program() {
         lat1 - lat0
     );
     assert!(before.drops.no_issue_stamp > 0, "{:?}", before.drops);
-    assert_eq!(ios1 - ios0, 500);
+    assert_only_undelivered_missing("500 reads", ios1 - ios0, 500, undelivered.so_far());
     assert_eq!(
         lat1 - lat0,
-        500,
-        "every request after the attach has a device latency"
+        ios1 - ios0,
+        "every request counted after the attach has a device latency"
     );
     assert!(
         after

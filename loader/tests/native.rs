@@ -202,3 +202,62 @@ fn bad_exposition_options_are_refused_at_start() {
         assert!(!err.contains("serving"), "{args:?} started: {err}");
     }
 }
+
+/// --max-cgroups K: `iowarden_cgroups_folded` counts the cgroups with I/O
+/// summed into "other", and the log says so once, when folding starts.
+#[test]
+fn folded_cgroups_are_counted_and_logged_once() {
+    let dev = LoopDev::file(64);
+    let cgroups: Vec<Cgroup> = (0..3)
+        .map(|i| Cgroup::new(&format!("iowarden-test-fold-{i}")))
+        .collect();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (daemon, log) = Daemon::start_logged(
+        port,
+        "200ms",
+        &["--device", &dev.name(), "--max-cgroups", "1"],
+        &[],
+    );
+    for (i, cg) in cgroups.iter().enumerate() {
+        let reads = format!("count={}", 20 * (i + 1));
+        succeed(&mut cg.command(
+            "dd",
+            &[
+                format!("if={}", dev.path),
+                "of=/dev/null".into(),
+                "bs=4k".into(),
+                reads,
+                "iflag=direct".into(),
+                "status=none".into(),
+            ],
+        ));
+    }
+    let snap = daemon.settled();
+    // Polls after the I/O: folding has started and goes on.
+    daemon.settled();
+    let with_io: std::collections::HashSet<u64> = snap.io.iter().map(|s| s.cgroup.id).collect();
+    let ours = cgroups.iter().filter(|c| with_io.contains(&c.id())).count();
+    assert_eq!(ours, 3, "the three cgroups' reads in the snapshot");
+    let folded = sample(
+        &daemon.get("/metrics").unwrap(),
+        "iowarden_cgroups_folded{} ",
+    )
+    .expect("iowarden_cgroups_folded exported under --max-cgroups");
+    assert_eq!(
+        folded as usize,
+        with_io.len() - 1,
+        "cgroups with I/O: {with_io:?}"
+    );
+    let said: Vec<String> = log
+        .text()
+        .lines()
+        .filter(|l| l.contains("summed into cgroup=\"other\""))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(said.len(), 1, "log lines about folding: {said:?}");
+    assert!(said[0].contains("--max-cgroups 1"), "{said:?}");
+}

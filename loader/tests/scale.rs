@@ -104,7 +104,13 @@ fn thousand_cgroups_fit_the_fleet_budget() {
             .count()
     };
     let mut last = usize::MAX;
+    let mut polls = 0;
     let snap = loop {
+        polls += 1;
+        assert!(
+            polls <= 60,
+            "the cgroup count on the loop device did not settle in 60 looks 2 s apart (last {last})"
+        );
         std::thread::sleep(std::time::Duration::from_secs(2));
         let s = full.snapshot();
         let n = on_loop(&s);

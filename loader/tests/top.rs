@@ -162,3 +162,208 @@ fn the_verdict_names_a_real_hog_and_not_a_lone_reader() {
         "{text}"
     );
 }
+
+/// The terminal goes away under `top` (an SSH session dropped, a tmux
+/// session killed): the pseudo-terminal's master side is closed. `top` must
+/// end on its own, with a non-zero status, its BPF programs unloaded.
+#[test]
+fn a_terminal_that_goes_away_ends_top_and_unloads_its_programs() {
+    let pty = nix::pty::openpty(None, None).expect("openpty");
+    // openpty's descriptors are inherited across exec; their clones are not
+    // (a master left open in top itself would keep its terminal alive).
+    let (master, slave_fd) = (
+        pty.master.try_clone().unwrap(),
+        pty.slave.try_clone().unwrap(),
+    );
+    drop(pty);
+    let slave = || Stdio::from(slave_fd.try_clone().unwrap());
+    // setsid -c: a session of its own with the pty as controlling terminal,
+    // so that the kernel also sends it SIGHUP, as a login session's would.
+    let mut top = Command::new("setsid")
+        .args(["-c", BIN, "top", "--interval", "200ms"])
+        .stdin(slave())
+        .stdout(slave())
+        .stderr(slave())
+        .spawn()
+        .unwrap();
+    drop(slave_fd);
+    let progs = loaded_programs_of(top.id());
+    drop(master);
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(status) = top.try_wait().unwrap() {
+            break status;
+        }
+        if t0.elapsed() > Duration::from_secs(60) {
+            let _ = top.kill();
+            let _ = top.wait();
+            panic!("top still running 60 s after its terminal went away");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(status.code(), Some(1), "top's status: {status}");
+    let t0 = Instant::now();
+    loop {
+        let left: Vec<u32> = libbpf_rs::query::ProgInfoIter::default()
+            .map(|p| p.id)
+            .filter(|id| progs.contains(id))
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "programs of top still loaded 30 s after it exited: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Ids of the BPF programs process `pid` holds, once it has loaded its
+/// completion program (waits up to 30 s).
+fn loaded_programs_of(pid: u32) -> Vec<u32> {
+    let t0 = Instant::now();
+    loop {
+        let ids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/fdinfo"))
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+            .filter_map(|t| {
+                t.lines()
+                    .find_map(|l| l.strip_prefix("prog_id:"))
+                    .and_then(|v| v.trim().parse().ok())
+            })
+            .collect();
+        let names: Vec<String> = libbpf_rs::query::ProgInfoIter::default()
+            .filter(|p| ids.contains(&p.id))
+            .map(|p| p.name.to_string_lossy().into_owned())
+            .collect();
+        if names.iter().any(|n| n == "block_rq_comple") {
+            return ids;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "top loaded no block_rq_complete program within 30 s: {names:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The demo's terminal goes away mid-run: the script cleans up as on
+/// Ctrl-C (its loop device, backing file and cgroups gone, no process of
+/// its session left) and exits non-zero.
+#[test]
+fn the_demo_cleans_up_when_its_terminal_goes_away() {
+    let (root, _) = io_root();
+    let base = root.join("iowarden-demo");
+    let images = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir("/var/tmp")
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.to_string_lossy().contains("iowarden-demo.")
+                    && p.extension().is_some_and(|x| x == "img")
+            })
+            .collect()
+    };
+    assert!(!base.exists(), "{} exists before the demo", base.display());
+    let images_before = images();
+    let fio_log = tempfile::NamedTempFile::new().unwrap();
+    let pty = nix::pty::openpty(None, None).expect("openpty");
+    let (master, slave_fd) = (
+        pty.master.try_clone().unwrap(),
+        pty.slave.try_clone().unwrap(),
+    );
+    drop(pty);
+    let slave = || Stdio::from(slave_fd.try_clone().unwrap());
+    let mut demo = Command::new("setsid")
+        .arg("-c")
+        .arg(repo().join("examples/noisy-neighbour/run.sh"))
+        .env("IOWARDEN", BIN)
+        .env("DURATION", "40")
+        .env("FIO_LOG", fio_log.path())
+        .stdin(slave())
+        .stdout(slave())
+        .stderr(slave())
+        .spawn()
+        .unwrap();
+    drop(slave_fd);
+    let session = demo.id();
+    // Mid-run: the victim's fio is running in its cgroup.
+    let t0 = Instant::now();
+    while std::fs::read_to_string(base.join("victim/cgroup.procs"))
+        .map_or(true, |p| p.trim().is_empty())
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the demo's victim never started"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // And top, with its programs loaded.
+    let t0 = Instant::now();
+    let top = loop {
+        let found = Command::new("pgrep")
+            .args(["-s", &session.to_string(), "-x", "iowarden"])
+            .output()
+            .unwrap();
+        if let Some(pid) = String::from_utf8_lossy(&found.stdout)
+            .split_whitespace()
+            .next()
+        {
+            break pid.parse::<u32>().unwrap();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the demo's top never started"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let progs = loaded_programs_of(top);
+    drop(master);
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = demo.try_wait().unwrap() {
+            break s;
+        }
+        if t0.elapsed() > Duration::from_secs(60) {
+            let _ = demo.kill();
+            panic!("the demo still running 60 s after its terminal went away");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(!status.success(), "the demo's status: {status}");
+    let t0 = Instant::now();
+    loop {
+        let left = Command::new("pgrep")
+            .args(["-s", &session.to_string()])
+            .output()
+            .unwrap();
+        if left.stdout.is_empty() {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "processes of the demo's session left: {}",
+            String::from_utf8_lossy(&left.stdout)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let left: Vec<u32> = libbpf_rs::query::ProgInfoIter::default()
+        .map(|p| p.id)
+        .filter(|id| progs.contains(id))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "programs of the demo's top left loaded: {left:?}"
+    );
+    assert!(!base.exists(), "{} left behind", base.display());
+    assert_eq!(images(), images_before, "backing files left in /var/tmp");
+    let losetup =
+        String::from_utf8(Command::new("losetup").arg("-a").output().unwrap().stdout).unwrap();
+    assert!(
+        !losetup.contains("iowarden-demo."),
+        "loop device left: {losetup}"
+    );
+}

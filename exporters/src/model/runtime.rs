@@ -52,6 +52,9 @@ pub struct SelfMetrics {
     pub poll_duration_seconds: f64,
     pub polls_total: u64,
     pub scrape_count: u64,
+    /// Cgroups summed into cgroup="other" at the last poll; None without
+    /// --max-cgroups (not exported).
+    pub cgroups_folded: Option<u64>,
     pub build_version: String,
     /// BPF program cost, table fill, scrape cost, cgroup attribution.
     pub runtime: RuntimeMetrics,

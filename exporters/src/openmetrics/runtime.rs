@@ -47,7 +47,17 @@ pub(crate) fn encode_polls(enc: &mut DescriptorEncoder, extra: &SelfMetrics) -> 
         "Map polls",
         None,
         &[(vec![], extra.polls_total as f64)],
-    )
+    )?;
+    match extra.cgroups_folded {
+        Some(n) => gauge(
+            enc,
+            "iowarden_cgroups_folded",
+            "Cgroups with I/O beyond --max-cgroups, summed into cgroup=\"other\"",
+            None,
+            &[(vec![], n as f64)],
+        ),
+        None => Ok(()),
+    }
 }
 
 pub(crate) fn encode_build_info(
@@ -227,6 +237,19 @@ mod tests {
             ..Default::default()
         };
         encode_openmetrics(&Snapshot::default(), &extra, &Default::default()).unwrap()
+    }
+
+    #[test]
+    fn folded_cgroups_exported_only_under_a_cap() {
+        let encode = |cgroups_folded| {
+            let extra = SelfMetrics {
+                cgroups_folded,
+                ..Default::default()
+            };
+            encode_openmetrics(&Snapshot::default(), &extra, &Default::default()).unwrap()
+        };
+        assert!(encode(Some(7)).contains("\niowarden_cgroups_folded{} 7"));
+        assert!(!encode(None).contains("iowarden_cgroups_folded"));
     }
 
     #[test]

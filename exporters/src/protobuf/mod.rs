@@ -50,8 +50,9 @@ fn media_range(part: &str) -> (String, Vec<(String, String)>) {
 
 /// Picks the exposition for an Accept header: protobuf when the scraper asks
 /// for io.prometheus.client.MetricFamily delimited and prefers it (by q) to
-/// every text form it lists; OpenMetrics text for everything else, a missing
-/// or unparseable header included.
+/// every text form it admits, wildcards included (a tie goes to protobuf,
+/// the range named explicitly); OpenMetrics text for everything else, a
+/// missing or unparseable header included.
 pub fn negotiate(accept: Option<&str>) -> Exposition {
     let Some(accept) = accept else {
         return Exposition::OpenMetrics;
@@ -69,7 +70,7 @@ pub fn negotiate(accept: Option<&str>) -> Exposition {
             && param("encoding") == Some("delimited");
         if is_proto {
             best_proto = best_proto.max(q);
-        } else if kind.starts_with("text/") || kind == "application/openmetrics-text" {
+        } else if accepts_text(&kind) {
             best_text = best_text.max(q);
         }
     }
@@ -78,6 +79,15 @@ pub fn negotiate(accept: Option<&str>) -> Exposition {
     } else {
         Exposition::OpenMetrics
     }
+}
+
+/// Whether a media range admits a text exposition: text itself or a
+/// wildcard (`*/*`, `text/*`, `application/*`), whose q counts for text.
+fn accepts_text(kind: &str) -> bool {
+    kind.starts_with("text/")
+        || kind == "application/openmetrics-text"
+        || kind == "application/*"
+        || kind == "*/*"
 }
 
 /// The snapshot as length-delimited MetricFamily messages, latency

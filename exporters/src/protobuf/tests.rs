@@ -22,6 +22,10 @@ fn negotiates_protobuf_only_when_asked_and_preferred() {
         // Text preferred over protobuf.
         "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.2,text/plain;q=0.9",
         "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0",
+        // A wildcard preferred over protobuf admits text.
+        "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.5, */*;q=1",
+        "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.5, text/*;q=0.6",
+        "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.5, application/*",
     ] {
         assert_eq!(
             negotiate(Some(unservable)),

@@ -172,7 +172,7 @@ impl KnobCtl {
     /// the schedulers they noted (`bench-scheduler-DEV`, "PID ORIGINAL").
     pub fn recover(&mut self) -> Result<()> {
         for m in self.writer.recover()? {
-            eprintln!("iowarden: {m}");
+            crate::say!("iowarden: {m}");
         }
         let Ok(rd) = std::fs::read_dir(&self.state_dir) else {
             return Ok(());
@@ -194,7 +194,7 @@ impl KnobCtl {
                 std::fs::write(&p, sched).with_context(|| {
                     format!("restoring the {sched} scheduler of {dev} (left changed by pid {pid})")
                 })?;
-                eprintln!("iowarden: restored the {sched} scheduler of {dev} (left changed by pid {pid}, which did not exit cleanly)");
+                crate::say!("iowarden: restored the {sched} scheduler of {dev} (left changed by pid {pid}, which did not exit cleanly)");
             }
             let _ = std::fs::remove_file(e.path());
         }
@@ -299,15 +299,15 @@ impl KnobCtl {
 impl Drop for KnobCtl {
     fn drop(&mut self) {
         if let Err(e) = self.restore() {
-            eprintln!("iowarden: error: {e:#}");
+            crate::say!("iowarden: error: {e:#}");
         }
         if let (Some(s), true) = (self.original_sched.take(), self.sched_changed) {
             match std::fs::write(sched_file(&self.dev), &s) {
                 Ok(()) => {
                     let _ = std::fs::remove_file(self.sched_note());
-                    eprintln!("iowarden: scheduler of {} restored to {s}", self.dev.name)
+                    crate::say!("iowarden: scheduler of {} restored to {s}", self.dev.name)
                 }
-                Err(e) => eprintln!(
+                Err(e) => crate::say!(
                     "iowarden: error: restoring the {s} scheduler of {}: {e}",
                     self.dev.name
                 ),

@@ -203,7 +203,7 @@ impl Cgroups {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        eprintln!(
+        crate::say!(
             "iowarden: warning: could not remove cgroup {}",
             dir.display()
         );
@@ -269,12 +269,12 @@ fn remove_stale(io_root: &Path) {
         let ok = children.iter().all(|c| std::fs::remove_dir(c).is_ok())
             && std::fs::remove_dir(&dir).is_ok();
         if ok {
-            eprintln!(
+            crate::say!(
                 "iowarden: removed {} (left by pid {pid}, which did not exit cleanly)",
                 dir.display()
             );
         } else {
-            eprintln!(
+            crate::say!(
                 "iowarden: warning: could not remove {} (left by pid {pid})",
                 dir.display()
             );
@@ -322,7 +322,7 @@ pub fn run_phase(
     if ctx.stop.load(Ordering::Relaxed) {
         bail!("interrupted");
     }
-    eprintln!(
+    crate::say!(
         "iowarden bench: {name}: {}",
         tenants
             .iter()

@@ -86,7 +86,7 @@ pub fn run(o: BenchOptions, stop: Arc<AtomicBool>) -> Result<Report> {
     cgroups.remove(&probe);
     let (knobs, missing) = select(&requested, o.knobs.is_some(), &facts)?;
     for (k, why) in &missing {
-        eprintln!("iowarden bench: {k} unavailable: {why}");
+        crate::say!("iowarden bench: {k} unavailable: {why}");
     }
 
     let jobs_dir = o.out.join("jobs");
@@ -216,7 +216,7 @@ fn run_schedulers(b: &mut Bench, knobs: &[Knob], dev: &DeviceRef) -> Result<()> 
 fn write_outputs(report: &mut Report, out: &Path) -> Result<()> {
     match super::plot::write_all(report, out) {
         Ok(p) => report.plots = p,
-        Err(e) => eprintln!("iowarden bench: warning: {e:#}"),
+        Err(e) => crate::say!("iowarden bench: warning: {e:#}"),
     }
     let json = serde_json::to_string_pretty(&report)?;
     std::fs::write(out.join("report.json"), json + "\n")

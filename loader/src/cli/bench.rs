@@ -50,6 +50,6 @@ pub fn run(a: BenchArgs) -> Result<()> {
     };
     let report = iowarden::bench::run::run(opts, stop_flag()?)?;
     print!("{}", iowarden::bench::report::markdown(&report));
-    eprintln!("iowarden bench: report in {}", out.display());
+    iowarden::say!("iowarden bench: report in {}", out.display());
     Ok(())
 }

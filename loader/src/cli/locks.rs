@@ -44,8 +44,10 @@ pub fn run(a: LocksArgs) -> Result<()> {
     } = a;
     trace.locks = true;
     trace.locks_all |= all;
-    let mut monitor = start_monitor(&trace)?;
+    // Before loading: a signal while the programs load must not kill the
+    // process with them half set up (SIGHUP's default action).
     let stop = stop_flag()?;
+    let mut monitor = start_monitor(&trace)?;
     let device = trace.device_name()?;
     let prev = monitor.poll()?;
     if prev.locks.is_none() {

@@ -25,11 +25,15 @@ pub fn run(a: ModelArgs) -> Result<()> {
     if trace.no_cost {
         anyhow::bail!("iowarden model needs cost charging (drop --no-cost)");
     }
-    let mut monitor = start_monitor(&trace)?;
+    // Before loading: a signal while the programs load must not kill the
+    // process with them half set up (SIGHUP's default action).
     let stop = stop_flag()?;
+    let mut monitor = start_monitor(&trace)?;
     // Said once the programs are attached and Ctrl-C is handled: from here
     // on every request is counted (scripts wait for this line).
-    eprintln!("iowarden model: tracing for {duration:?}; Ctrl-C ends it early and prints the fit");
+    iowarden::say!(
+        "iowarden model: tracing for {duration:?}; Ctrl-C ends it early and prints the fit"
+    );
     let t0 = std::time::Instant::now();
     while t0.elapsed() < duration && !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(100));

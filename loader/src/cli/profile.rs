@@ -47,7 +47,7 @@ pub fn run(a: ProfileArgs) -> Result<()> {
         force: a.force,
     })?;
     for r in report {
-        eprintln!("iowarden profile: {r}");
+        iowarden::say!("iowarden profile: {r}");
     }
     println!("{line}");
     if a.apply {
@@ -56,7 +56,7 @@ pub fn run(a: ProfileArgs) -> Result<()> {
             ..Default::default()
         });
         let path = model_path.expect("checked above");
-        eprintln!("iowarden: {}", w.set(&path, &line)?);
+        iowarden::say!("iowarden: {}", w.set(&path, &line)?);
         w.keep_all()?;
     }
     Ok(())

@@ -8,7 +8,7 @@ use anyhow::Result;
 use clap::Args;
 
 use iowarden::daemon;
-use iowarden::duration::parse_duration;
+use iowarden::duration::{parse_duration, parse_interval};
 use iowarden::host::container::StaticPodDirectory;
 use iowarden::host::selfstats;
 
@@ -26,7 +26,7 @@ pub struct RunArgs {
     #[arg(long = "web.config.file", value_name = "PATH")]
     web_config_file: Option<std::path::PathBuf>,
     /// Poll interval (e.g. 500ms, 1s)
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    #[arg(long, default_value = "1s", value_parser = parse_interval)]
     interval: Duration,
     /// Exit after this long (default: run until SIGINT/SIGTERM)
     #[arg(long, value_parser = parse_duration)]
@@ -62,6 +62,9 @@ pub fn run(a: RunArgs) -> Result<()> {
     let server = iowarden::web::bind(a.listen, a.web_config_file.as_deref())?;
     // Held until exit: the kernel stops timing when the fd closes.
     let _stats = a.bpf_stats.then(selfstats::enable_bpf_stats).transpose()?;
+    // Before loading: a signal while the programs load must not kill the
+    // process with them half set up (SIGHUP's default action).
+    let stop = stop_flag()?;
     let monitor = start_monitor(&a.trace)?;
     // Before any thread starts: capabilities are per thread.
     let keep_bpf = iowarden::probes::features::bpf_calls_need_capability();
@@ -78,7 +81,7 @@ pub fn run(a: RunArgs) -> Result<()> {
             exposition: a.export.options(),
             max_cgroups: a.export.max_cgroups,
         },
-        stop_flag()?,
+        stop,
         &mut |_| Ok(()),
     )
 }
@@ -92,9 +95,11 @@ fn recover_knobs(state_dir: std::path::PathBuf) {
         ..Default::default()
     });
     match w.recover() {
-        Ok(msgs) => msgs.iter().for_each(|m| eprintln!("iowarden: {m}")),
+        Ok(msgs) => msgs.iter().for_each(|m| iowarden::say!("iowarden: {m}")),
         Err(e) => {
-            eprintln!("iowarden: warning: could not restore knobs a killed run left changed: {e:#}")
+            iowarden::say!(
+                "iowarden: warning: could not restore knobs a killed run left changed: {e:#}"
+            )
         }
     }
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use clap::Args;
 
-use iowarden::duration::parse_duration;
+use iowarden::duration::{parse_duration, parse_interval};
 use iowarden::views::top::{render, render_panels, rows, NoisyNeighbourDetector};
 use iowarden_exporters::Snapshot;
 
@@ -17,7 +17,7 @@ use super::trace::{start_monitor, stop_flag, TraceArgs};
 pub struct TopArgs {
     #[command(flatten)]
     trace: TraceArgs,
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    #[arg(long, default_value = "1s", value_parser = parse_interval)]
     interval: Duration,
     /// Exit after this long
     #[arg(long, value_parser = parse_duration)]
@@ -25,8 +25,10 @@ pub struct TopArgs {
 }
 
 pub fn run(a: TopArgs) -> Result<()> {
-    let mut monitor = start_monitor(&a.trace)?;
+    // Before loading: a signal while the programs load must not kill the
+    // process with them half set up (SIGHUP's default action).
     let stop = stop_flag()?;
+    let mut monitor = start_monitor(&a.trace)?;
     let device = a.trace.device_name()?;
     let opts = TopOptions {
         interval: a.interval,
@@ -34,7 +36,10 @@ pub fn run(a: TopArgs) -> Result<()> {
         duration: a.duration,
     };
     let outcome = run_top(|| monitor.poll(), &opts, &stop)?;
-    println!("{}", outcome.culprit.unwrap_or(outcome.last_verdict));
+    // A closed stdout is an error to exit on, not a panic.
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", outcome.culprit.unwrap_or(outcome.last_verdict))?;
+    out.flush()?;
     Ok(())
 }
 
@@ -61,7 +66,13 @@ pub fn run_top<F: FnMut() -> Result<Snapshot>>(
     if std::io::stdout().is_terminal() {
         let mut term = ratatui::try_init()?;
         let r = run_tui(next, opts, stop, &mut term);
-        ratatui::restore();
+        // ratatui's restore() and the terminal's drop report a failure with
+        // eprintln!, which panics (and then aborts) on a terminal that has
+        // gone away; then there is nothing to restore, and nothing to drop.
+        if term.show_cursor().is_err() {
+            std::mem::forget(term);
+        }
+        let _ = ratatui::try_restore();
         return r;
     }
     run_plain(next, opts, stop)
@@ -73,8 +84,8 @@ fn run_tui<F: FnMut() -> Result<Snapshot>>(
     stop: &AtomicBool,
     term: &mut ratatui::DefaultTerminal,
 ) -> Result<TopOutcome> {
+    use iowarden::views::keys::poll_keys;
     use iowarden::views::tui::{draw, on_key, sort_rows, KeyAction, TuiState};
-    use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
     let started = Instant::now();
     let mut prev = next()?;
     let mut det = NoisyNeighbourDetector::default();
@@ -82,7 +93,7 @@ fn run_tui<F: FnMut() -> Result<Snapshot>>(
     let mut st = TuiState::default();
     let (mut shown, mut panels) = (Vec::new(), String::new());
     let mut due = Instant::now() + opts.interval;
-    let mut dirty = true;
+    let (mut dirty, mut quit) = (true, false);
     while !stop.load(Ordering::Relaxed) && opts.duration.is_none_or(|d| started.elapsed() < d) {
         if Instant::now() >= due {
             due += opts.interval;
@@ -107,22 +118,15 @@ fn run_tui<F: FnMut() -> Result<Snapshot>>(
             term.draw(|f| draw(f, &title, &shown, &last, &panels, &st))?;
             dirty = false;
         }
-        if event::poll(Duration::from_millis(50))? {
-            if let Event::Key(k) = event::read()? {
-                if k.kind != KeyEventKind::Press {
-                    continue;
-                }
-                let c = match k.code {
-                    KeyCode::Char(c) => c,
-                    KeyCode::Esc => 'q',
-                    _ => continue,
-                };
-                match on_key(&mut st, c, k.modifiers.contains(KeyModifiers::CONTROL)) {
-                    KeyAction::Quit => break,
-                    KeyAction::Redraw => dirty = true,
-                    KeyAction::None => {}
-                }
+        for (c, ctrl) in poll_keys(Duration::from_millis(50))? {
+            match on_key(&mut st, c, ctrl) {
+                KeyAction::Quit => quit = true,
+                KeyAction::Redraw => dirty = true,
+                KeyAction::None => {}
             }
+        }
+        if quit {
+            break;
         }
     }
     Ok(TopOutcome {

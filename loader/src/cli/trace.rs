@@ -125,7 +125,7 @@ pub fn start_monitor(trace: &TraceArgs) -> Result<Monitor> {
     preflight::check()?;
     let monitor = Monitor::start(&cfg)?;
     for p in monitor.probe_report() {
-        eprintln!("iowarden: {p}");
+        iowarden::say!("iowarden: {p}");
     }
     eprintln!(
         "iowarden: on Linux {}: {}",
@@ -139,6 +139,6 @@ pub fn stop_flag() -> Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
     ctrlc::set_handler(move || s.store(true, Ordering::Relaxed))
-        .context("installing the SIGINT/SIGTERM handler")?;
+        .context("installing the SIGINT/SIGTERM/SIGHUP handler")?;
     Ok(stop)
 }

@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::Args;
 
 use iowarden::daemon;
-use iowarden::duration::parse_duration;
+use iowarden::duration::{parse_duration, parse_interval};
 use iowarden::host::devices::resolve_device;
 
 use super::trace::{start_monitor, stop_flag, TraceArgs};
@@ -61,7 +61,7 @@ pub struct TuneArgs {
     #[arg(long = "web.config.file", value_name = "PATH")]
     pub web_config_file: Option<std::path::PathBuf>,
     /// Poll interval
-    #[arg(long, default_value = "500ms", value_parser = parse_duration)]
+    #[arg(long, default_value = "500ms", value_parser = parse_interval)]
     pub interval: Duration,
     /// Stop (and restore the knobs) after this long
     #[arg(long, value_parser = parse_duration)]
@@ -121,8 +121,10 @@ pub fn tune(a: TuneArgs) -> Result<()> {
         locks: false,
         locks_all: false,
     };
-    let monitor = start_monitor(&trace)?;
+    // Before loading: a signal while the programs load must not kill the
+    // process with them half set up (SIGHUP's default action).
     let stop = stop_flag()?;
+    let monitor = start_monitor(&trace)?;
     tuner.start()?;
     eprintln!(
         "iowarden: {}",
@@ -145,10 +147,10 @@ pub fn tune(a: TuneArgs) -> Result<()> {
         stop,
         &mut |snap| tuner.on_poll(snap),
     );
-    eprintln!("iowarden tune: {}", tuner.summary());
+    iowarden::say!("iowarden tune: {}", tuner.summary());
     let restored = tuner.finish();
     for m in restored.as_deref().unwrap_or_default() {
-        eprintln!("iowarden: {m}");
+        iowarden::say!("iowarden: {m}");
     }
     match (result, restored) {
         (Err(e), Ok(_)) => Err(e.context("tuner stopped; what it changed was restored")),

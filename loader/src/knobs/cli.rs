@@ -50,7 +50,7 @@ pub enum KnobCmd {
 
 fn say(msgs: &[String]) {
     for m in msgs {
-        eprintln!("iowarden: {m}");
+        crate::say!("iowarden: {m}");
     }
 }
 
@@ -68,7 +68,7 @@ pub fn run(cmd: KnobCmd) -> Result<()> {
             });
             let msgs = w.recover()?;
             if msgs.is_empty() {
-                eprintln!("iowarden: nothing to restore");
+                crate::say!("iowarden: nothing to restore");
             }
             say(&msgs);
             Ok(())
@@ -102,13 +102,13 @@ pub fn run(cmd: KnobCmd) -> Result<()> {
             });
             say(&w.recover()?);
             let msg = w.set(&path, &value)?;
-            eprintln!("iowarden: {msg}");
+            crate::say!("iowarden: {msg}");
             if dry_run {
                 return Ok(());
             }
             let Some(hold) = hold else {
                 w.keep_all()?;
-                eprintln!("iowarden: change kept (use --hold SECS for a temporary one)");
+                crate::say!("iowarden: change kept (use --hold SECS for a temporary one)");
                 return Ok(());
             };
             eprintln!(
@@ -123,7 +123,7 @@ pub fn run(cmd: KnobCmd) -> Result<()> {
                 std::thread::sleep(Duration::from_millis(20).min(hold));
             }
             if stop.load(Ordering::Relaxed) {
-                eprintln!("iowarden: signal received, restoring");
+                crate::say!("iowarden: signal received, restoring");
             }
             say(&w.restore_all()?);
             Ok(())

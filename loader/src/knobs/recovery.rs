@@ -71,7 +71,7 @@ pub(crate) fn recover(w: &mut Writer) -> Result<Vec<String>> {
     let dir = w.config().state_dir.clone();
     let (journals, corrupt) = list(&dir)?;
     for c in &corrupt {
-        eprintln!(
+        crate::say!(
             "iowarden: warning: {} is a damaged journal set aside earlier: its knobs were not restored; \
              inspect it, fix or delete the bad line and rename it back to end in .jsonl (or delete it once restored by hand)",
             c.display()
@@ -146,7 +146,7 @@ fn read_pending(w: &Writer, jp: &Path, f: &mut File) -> Result<Vec<PendingSet>> 
         }
     };
     if let Some(torn) = &parsed.torn {
-        eprintln!(
+        crate::say!(
             "iowarden: {}:{}: skipping a torn last line (a crash while writing it; its change never happened): '{}'",
             jp.display(),
             torn.line,

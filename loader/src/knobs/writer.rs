@@ -414,8 +414,8 @@ impl Drop for Writer {
     fn drop(&mut self) {
         if !self.changes.is_empty() {
             match self.restore_all() {
-                Ok(msgs) => msgs.iter().for_each(|m| eprintln!("iowarden: {m}")),
-                Err(e) => eprintln!("iowarden: error: {e:#}"),
+                Ok(msgs) => msgs.iter().for_each(|m| crate::say!("iowarden: {m}")),
+                Err(e) => crate::say!("iowarden: error: {e:#}"),
             }
         }
     }

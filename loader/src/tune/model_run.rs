@@ -17,6 +17,7 @@ use serde_json::json;
 use super::model_fit::{Estimator, Fit, FitConfig, Window};
 use super::model_guard::{Guard, GuardConfig, ModelAction, ModelDecision};
 use super::model_solve::NAMES;
+use super::runner::put_write_outcome;
 use crate::costmodel::{LinearModel, AUTOP_HDD, AUTOP_SSD_DFL};
 use crate::knobs::writer::Writer;
 
@@ -159,7 +160,7 @@ impl ModelLoop {
             (line, None)
         };
         *self.decisions.entry(d.action.as_str().into()).or_default() += 1;
-        self.log(&d, at, &written, &would)?;
+        self.log(&d, at, writer.config().dry_run, &written, &would)?;
         self.last = Some((d.clone(), written, would));
         Ok(d)
     }
@@ -168,6 +169,7 @@ impl ModelLoop {
         &self,
         d: &ModelDecision,
         at: f64,
+        dry_run: bool,
         written: &Option<String>,
         would: &Option<String>,
     ) -> Result<()> {
@@ -185,15 +187,12 @@ impl ModelLoop {
                 "error": self.fit.error,
                 "params": self.param_status(),
             },
-            "written": written,
         });
-        if would.is_some() {
-            line["would_write"] = json!(would);
-        }
+        put_write_outcome(&mut line, dry_run, written.clone(), would.clone());
         let mut out = std::io::stdout().lock();
         writeln!(out, "{line}")?;
         out.flush()?;
-        eprintln!(
+        crate::say!(
             "iowarden tune: {:>7.1}s model {:<12} {}{}",
             at,
             d.action.as_str(),

@@ -72,6 +72,22 @@ fn written_or_would(dry_run: bool, line: Option<String>) -> (Option<String>, Opt
     }
 }
 
+/// Puts a decision line's write outcome in it: `written` (the line, or
+/// null) in a real run; `would_write` and no `written` in a dry run, which
+/// writes nothing.
+pub(crate) fn put_write_outcome(
+    line: &mut serde_json::Value,
+    dry_run: bool,
+    written: Option<String>,
+    would_write: Option<String>,
+) {
+    if dry_run {
+        line["would_write"] = json!(would_write);
+    } else {
+        line["written"] = json!(written);
+    }
+}
+
 /// The options that need no kernel: the controller's bounds, something to
 /// protect and judge, a period iocost lets us write at.
 fn check_options(opts: &TuneOptions) -> Result<()> {
@@ -205,12 +221,12 @@ impl Tuner {
     /// Restores what a killed run left changed, then applies the first setting.
     pub fn start(&mut self) -> Result<()> {
         for m in self.writer.recover()? {
-            eprintln!("iowarden: {m}");
+            crate::say!("iowarden: {m}");
         }
         if let Some(w) = self.opts.protect_weight {
             for p in self.protected.clone() {
                 let path = self.root.join(&p.path[1..]).join("io.weight");
-                eprintln!(
+                crate::say!(
                     "iowarden: {}",
                     self.writer.set(&path, &format!("default {w}"))?
                 );
@@ -218,7 +234,7 @@ impl Tuner {
         }
         let v = self.controller.vrate();
         let line = pinned_vrate_line(&self.devnum(), v);
-        eprintln!("iowarden: {}", self.writer.set(&self.qos_path, &line)?);
+        crate::say!("iowarden: {}", self.writer.set(&self.qos_path, &line)?);
         // iowarden_tune_qos_value exists only while the tuner holds the qos
         // (the pinned-vrate alert is inhibited by it): not in a dry run.
         if !self.writer.config().dry_run {
@@ -400,15 +416,12 @@ impl Tuner {
             })).collect::<Vec<_>>(),
             "throughput_bytes_per_second": m.throughput_bytes_per_second.round(),
             "iops": m.iops.round(),
-            "written": written,
         });
-        if dry_run {
-            line["would_write"] = json!(would_write);
-        }
+        put_write_outcome(&mut line, dry_run, written, would_write.clone());
         let mut out = std::io::stdout().lock();
         writeln!(out, "{line}")?;
         out.flush()?;
-        eprintln!(
+        crate::say!(
             "iowarden tune: {:>7.1}s {:<12} vrate {:>7.2}% -> {:>7.2}%  {}{}",
             at,
             d.action.as_str(),
@@ -527,6 +540,32 @@ mod tests {
         // Bounded like every other vrate the tuner writes.
         assert_eq!(c.rescale(10.0), 100.0);
         assert_eq!(c.rescale(0.001), 5.0);
+    }
+
+    #[test]
+    fn dry_run_lines_carry_would_write_and_no_written() {
+        let line = |dry_run, written: Option<&str>, would: Option<&str>| {
+            let mut l = json!({"action": "hold"});
+            put_write_outcome(
+                &mut l,
+                dry_run,
+                written.map(str::to_string),
+                would.map(str::to_string),
+            );
+            l
+        };
+        assert_eq!(
+            line(true, None, Some("259:0 min=50")),
+            json!({"action": "hold", "would_write": "259:0 min=50"})
+        );
+        assert_eq!(
+            line(true, None, None),
+            json!({"action": "hold", "would_write": null})
+        );
+        assert_eq!(
+            line(false, Some("259:0 min=50"), None),
+            json!({"action": "hold", "written": "259:0 min=50"})
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! What the terminal commands print: pure functions of a Snapshot.
 
 pub mod cost;
+pub mod keys;
 pub mod locks;
 pub mod support;
 pub mod top;

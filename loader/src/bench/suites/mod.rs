@@ -126,7 +126,7 @@ pub fn calibration(b: &mut Bench) -> Result<Calibration> {
             b.ctx.ctl.devnum()
         ),
     };
-    eprintln!(
+    crate::say!(
         "iowarden bench: device alone: {iops_4k:.0} IOPS (4 KiB), {}; {}",
         fmt_bw(bw_bytes),
         c.io_cost_model
@@ -184,7 +184,7 @@ fn iocost_vrate_reset(b: &mut Bench, c: &Calibration) -> Result<Option<f64>> {
             ctl.set(&root.join("io.cost.qos"), &qos)
         },
     )?;
-    eprintln!(
+    crate::say!(
         "iowarden bench: iocost vrate after the reset: {}",
         run.iocost_vrate_pct
             .map(|v| format!("{v:.2}%"))

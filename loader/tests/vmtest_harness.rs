@@ -1,0 +1,33 @@
+//! tests/vmtest/run.sh refuses a VMTEST_ONLY that selects no guest script,
+//! with its own message, before it installs or boots anything.
+
+mod fixtures;
+
+use std::process::Command;
+
+use fixtures::repo;
+
+#[test]
+fn vmtest_only_matching_no_script_is_refused_with_the_harness_message() {
+    for only in ["zzz", "zz*", "t-zzz.sh", "m-zzz", "99-*"] {
+        let cache = tempfile::tempdir().unwrap();
+        let out = Command::new(repo().join("tests/vmtest/run.sh"))
+            .env("VMTEST_ONLY", only)
+            .env("VMTEST_CACHE", cache.path().join("cache"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "VMTEST_ONLY={only}: {stderr}");
+        assert_eq!(
+            stderr.trim(),
+            format!(
+                "vmtest: VMTEST_ONLY='{only}' matches no script in tests/vmtest/guest; nothing would run"
+            ),
+            "VMTEST_ONLY={only}"
+        );
+        assert!(
+            !cache.path().join("cache").exists(),
+            "VMTEST_ONLY={only}: the harness created its cache before refusing"
+        );
+    }
+}
