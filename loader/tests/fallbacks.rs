@@ -8,8 +8,7 @@ mod fixtures;
 
 use std::time::{Duration, Instant};
 
-use fixtures::undelivered::Undelivered;
-use fixtures::{sample, Cgroup, Daemon, LoopDev};
+use fixtures::{sample, Cgroup, Daemon, LoopDev, Undelivered};
 
 /// Series slots in use, from the daemon's self-metrics.
 fn series_entries(d: &Daemon) -> u64 {
