@@ -78,10 +78,11 @@ pub fn drop_all(user: Option<&str>, keep_bpf: bool) -> Result<String> {
     } else {
         CapsHashSet::new()
     };
+    // Effective first: it must stay within the permitted set.
+    caps::set(None, CapSet::Effective, &kept).context("narrowing the Effective set")?;
     caps::set(None, CapSet::Inheritable, &CapsHashSet::new())
         .context("clearing the Inheritable set")?;
     caps::set(None, CapSet::Permitted, &kept).context("narrowing the Permitted set")?;
-    caps::set(None, CapSet::Effective, &kept).context("narrowing the Effective set")?;
     nix::sys::prctl::set_no_new_privs().context("setting no_new_privs")?;
     let status = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
     let field = |k: &str| {
