@@ -31,11 +31,12 @@ test: test-deps build lint fuzz-check
 	$(CARGO) test --release --locked --workspace -- --test-threads=1
 	$(MAKE) vmtest
 
-# Guest kernel under QEMU (emulated multi-queue NVMe, pure cgroup v2): the
-# tests that this host's cgroup v1 / no-NVMe setup cannot run.
-# KERNEL=/path/to/bzImage to test your own kernel.
+# Guest kernels under QEMU (emulated multi-queue NVMe, pure cgroup v2): the
+# tests that this host's cgroup v1 / no-NVMe setup cannot run, on Debian's
+# 5.10, 6.1 and 6.12 kernels (KERNELS='5.10 6.12' picks lines; fetched by
+# tests/vmtest/kernel.sh). KERNEL=/path/to/bzImage to test your own kernel.
 vmtest: build
-	IOWARDEN_BIN=$(CURDIR)/$(BIN) KERNEL=$(KERNEL) tests/vmtest/run.sh
+	IOWARDEN_BIN=$(CURDIR)/$(BIN) KERNEL=$(KERNEL) KERNELS="$(KERNELS)" tests/vmtest/run.sh
 
 # Fuzz targets for the knob parsers (fuzz/, own workspace; nightly + cargo-fuzz).
 FUZZ_TARGETS := cost_qos cost_model weight max latency stat pressure devnum web_config accept journal duration cost_model_arg slo

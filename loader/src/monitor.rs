@@ -14,6 +14,7 @@ use crate::costs::CostModels;
 use crate::host::cgroups::CgroupResolver;
 use crate::host::devices::{cpu_queue_map, DeviceNames};
 use crate::probes::block::accumulate::{Accumulator, SeriesKey};
+use crate::probes::block::latency_watch::LatencyWatch;
 use crate::probes::block::{BlockConfig, BlockProbe, RawSample};
 use crate::probes::iocost::IocostProbe;
 use crate::probes::locks::{LockConfig, LockProbe};
@@ -91,6 +92,9 @@ pub struct Monitor {
     costs: Option<CostModels>,
     /// The series table was found full once (said in the log once).
     said_table_full: bool,
+    latency: LatencyWatch,
+    /// Latency is recorded (not --no-latency).
+    latency_on: bool,
 }
 
 /// The optional BPF objects: those that loaded, and every one's status.
@@ -165,6 +169,8 @@ impl Monitor {
             probes,
             costs,
             said_table_full: false,
+            latency: LatencyWatch::default(),
+            latency_on: block_cfg.latency,
         })
     }
 
@@ -180,7 +186,9 @@ impl Monitor {
         }
         self.release_gone(&raw)?;
         self.say_if_table_full(&raw);
-        self.fill()
+        let mut snap = self.fill()?;
+        self.watch_latency(&mut snap);
+        Ok(snap)
     }
 
     /// Reads the block object into the accumulator; attaches the issue
@@ -280,6 +288,18 @@ impl Monitor {
     /// Every probe's status (block programs, optional objects).
     pub fn probes(&self) -> &[ProbeStatus] {
         &self.probes
+    }
+
+    /// Says when reads and writes go untimed (and when they are timed
+    /// again), and shows it in the snapshot's probe statuses.
+    fn watch_latency(&mut self, snap: &mut Snapshot) {
+        if !self.latency_on {
+            return;
+        }
+        if let Some(line) = self.latency.check(snap) {
+            crate::say!("iowarden: {line}");
+        }
+        snap.probes.extend(self.latency.status());
     }
 
     /// One line per optional probe that is not active, saying why.

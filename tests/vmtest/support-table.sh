@@ -17,9 +17,13 @@ sort -t'|' -k2,2V -o "$out" "$out"
 [[ -s $out ]] || exit 0
 echo "vmtest: kernel support rows (README.md, 'Kernels'):"
 cat "$out"
+echo "vmtest: BPF time of the block programs per request:"
+for line in "$@"; do
+  cat "$cache"/vmtest-"$line"*.log 2>/dev/null | sed -n 's/^COST [^ ]* /  '"$line"': /p' | head -1
+done
 readme=$(dirname "$0")/../../README.md
 for line in 5.10 6.1 6.12; do grep -q "^| $line |" "$out" || exit 0; done
-documented=$(sed -n '/^<!-- kernel-support-rows -->$/,/^<!-- \/kernel-support-rows -->$/p' "$readme" | grep '^| ' || true)
+documented=$(sed -n '/^<!-- kernel-support-rows -->$/,/^<!-- \/kernel-support-rows -->$/p' "$readme" | grep '^| [0-9]' || true)
 if [[ $documented != "$(cat "$out")" ]]; then
   echo "vmtest: README.md's kernel support rows differ from what this run measured:" >&2
   diff <(echo "$documented") "$out" >&2 || true

@@ -17,9 +17,12 @@ pub const OTHER_CGROUP: &str = "other";
 /// Cgroup id of that summed series (no kernel cgroup has it).
 pub const OTHER_CGROUP_ID: u64 = u64::MAX;
 
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Op {
+    #[default]
     Read,
     Write,
     Discard,

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::core::{CgroupRef, Delta, DeviceRef, Op, StageHistograms};
 
 /// Block I/O of one cgroup on one device for one operation type.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct IoSeries {
     pub cgroup: CgroupRef,
     pub device: DeviceRef,

@@ -6,6 +6,7 @@
 pub mod accumulate;
 pub mod capacity;
 pub mod hist;
+pub mod latency_watch;
 
 use anyhow::{Context, Result};
 use iowarden_exporters::{BpfProgramStats, ProbeStatus, TableFill};
