@@ -23,7 +23,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fixtures::*;
-use promserver::{scrape_config, PromServer};
+use promserver::{free_port, scrape_config, PromServer};
 use serde_json::Value;
 
 /// Metrics the dashboards and rules use that other work adds: family prefix
@@ -377,14 +377,6 @@ fn exported_metrics(text: &str) -> HashSet<String> {
         .map(str::to_string)
         .collect::<Vec<_>>();
     samples.into_iter().chain(histograms).collect()
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A Prometheus scraping `target` every second and evaluating `rules`.
