@@ -567,6 +567,15 @@ def self_dashboard():
             [target(f"iowarden_map_entries{i}", instant=True, fmt="table"),
              target(f"iowarden_map_capacity{i}", instant=True, fmt="table")],
             rename={"Value #A": "entries", "Value #B": "capacity"})
+    ops = sel('op=~"read|write|discard"', instance="$instance")
+    d.timeseries("Delivery gap: kernel minus iowarden",
+                 "Per device, requests per second the kernel accounted as completed (/proc/diskstats: "
+                 "reads, writes, discards) minus those iowarden counted (every cgroup). Zero when BPF saw "
+                 "every completion; above zero when the kernel completed requests without running the "
+                 "programs, or accounts them differently (see the README's semantics).",
+                 [target(f"sum by (instance, device) (rate(iowarden_kernel_completed_requests_total{i}[{RATE}]))"
+                         f" - sum by (instance, device) (rate(iowarden_io_requests_total{ops}[{RATE}]))",
+                         "{{device}} {{instance}}")], unit="reqps")
     d.timeseries("Series exported", "Per-cgroup request series: grows with cgroups x devices x ops.",
                  [target(f"count by (instance) (iowarden_io_requests_total{i})", "{{instance}}")])
     d.row("Polling and scraping")
