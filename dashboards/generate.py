@@ -44,6 +44,23 @@ def latency_quantile(q, by, matchers):
     return f"({classic} or {native})"
 
 
+def heatmap_query(matchers):
+    """Requests per second by latency bucket from whichever form the Prometheus
+    stores: classic buckets by `le`, else (`or on ()`: only when there is no
+    classic series at all) the native histogram, which Grafana draws as cells."""
+    return (f"sum by (le) (rate(iowarden_io_latency_seconds_bucket{{{matchers}}}[{RATE}]))"
+            f" or on () sum(rate(iowarden_io_latency_seconds{{{matchers}}}[{RATE}]))")
+
+
+def needs(flag, title, description):
+    """A panel whose data `iowarden run`'s fleet defaults (deploy/) do not
+    export: the title and description say which option turns it on."""
+    return f"{title} (needs {flag})", f"{description} Empty under the shipped defaults: needs iowarden run {flag}."
+
+
+STAGES_FLAG = "--histogram-stages all"
+
+
 def sel(*parts, **labels):
     """A PromQL label selector: positional parts verbatim, keyword labels as =~ matchers."""
     items = list(parts) + [f'{k}=~"{v}"' for k, v in labels.items()]
@@ -204,6 +221,18 @@ def p99(stage, selector):
     return latency_quantile(0.99, "instance, device, cgroup", f"{selector[1:-1]}, stage=\"{stage}\"")
 
 
+def mean_queue_wait(selector):
+    """Mean time in the queue (allocation to issue) per request and cgroup, from
+    what the fleet defaults export: total latency's sum (either form) minus the
+    device time, over the requests."""
+    m = f"{selector[1:-1]}, stage=\"total\""
+    by = "instance, device, cgroup"
+    total = (f"(sum by ({by}) (rate(iowarden_io_latency_seconds_sum{{{m}}}[{RATE}]))"
+             f" or sum by ({by}) (histogram_sum(rate(iowarden_io_latency_seconds{{{m}}}[{RATE}]))))")
+    return (f"({total} - sum by ({by}) (rate(iowarden_io_device_seconds_total{selector}[{RATE}])))"
+            f" / sum by ({by}) (rate(iowarden_io_requests_total{selector}[{RATE}]))")
+
+
 def noisy_neighbour():
     d = Dashboard(
         "iowarden-noisy-neighbour", "iowarden / Noisy neighbour",
@@ -253,15 +282,16 @@ def device_share_rows(d, s, dev):
                [target(share_sel, "{{cgroup}} {{device}}", instant=True)], unit="percentunit", max_=1)
     d.table("Who hurts whom",
             "Per device, every other cgroup (victim) against the cgroup taking the largest share of device "
-            "time (culprit): the victim's p99 latency in the queue and in total, its own share, and the "
-            "culprit's share. A victim with a small share and a high queue p99 is waiting behind the culprit.",
-            [target(victims(p99("queue", dev)), instant=True, fmt="table"),
+            "time (culprit): the victim's mean wait in the queue (total latency less device time, per "
+            "request), its p99 in total, its own share, and the culprit's share. A victim with a small share "
+            "and a long queue wait is waiting behind the culprit.",
+            [target(victims(mean_queue_wait(dev)), instant=True, fmt="table"),
              target(victims(p99("total", dev)), instant=True, fmt="table"),
              target(victims(share_all), instant=True, fmt="table"),
              target(f"0 * ({p99('total', dev)} unless on (instance, device, cgroup) {top})"
                     f" + on (instance, device) group_left (culprit) {culprit}", instant=True, fmt="table")],
             w=24, h=7,
-            rename={"cgroup": "victim", "Value #A": "victim p99 queue (s)",
+            rename={"cgroup": "victim", "Value #A": "victim mean queue wait (s)",
                     "Value #B": "victim p99 total (s)", "Value #C": "victim share",
                     "Value #D": "culprit share"})
 
@@ -277,21 +307,34 @@ def device_share_rows(d, s, dev):
 def latency_rows(d, s):
     """Latency heatmaps per stage, p99 and mean, from either histogram form."""
     d.row("Latency")
+    d.heatmap("Latency heatmap: total",
+              "Requests per second by latency bucket, allocation to completion. Selected cgroups and "
+              "devices; classic buckets (a text scrape) or the native histogram (a protobuf scrape).",
+              target(heatmap_query(f"{s[1:-1]}, stage=\"total\""), "{{le}}", fmt="heatmap"), w=8)
     for stage, what in (("queue", "allocation to issue: time in the block layer and I/O scheduler, "
                          "where requests wait behind other cgroups'"),
                         ("device", "issue to completion: time in the driver and device")):
-        d.heatmap(f"Latency heatmap: {stage}",
-                  f"Requests per second by latency bucket, {what}. Selected cgroups and devices. "
-                  f"Classic buckets (a text scrape), and iowarden run --histogram-stages with {stage}.",
-                  target(f"sum by (le) (rate(iowarden_io_latency_seconds_bucket{s[:-1]}, stage=\"{stage}\"}}[{RATE}]))",
-                         "{{le}}", fmt="heatmap"))
+        title, description = needs(
+            STAGES_FLAG, f"Latency heatmap: {stage}",
+            f"Requests per second by latency bucket, {what}. Selected cgroups and devices; classic "
+            f"buckets or the native histogram.")
+        d.heatmap(title, description,
+                  target(heatmap_query(f"{s[1:-1]}, stage=\"{stage}\""), "{{le}}", fmt="heatmap"), w=8)
     d.timeseries("p99 latency by cgroup",
                  "99th percentile of block-layer latency (allocation to completion) per cgroup, "
                  "estimated from the classic buckets or the native histogram, whichever the scrape stored.",
                  [target(p99("total", s), "{{cgroup}} {{device}}")], unit="s")
-    d.timeseries("p99 queue vs device by cgroup",
-                 "Where the p99 goes: queue (waiting to be issued) against device (being served). "
-                 "A victim of a noisy neighbour shows a growing queue p99 at a flat device p99.",
+    d.timeseries("Mean queue vs device time by cgroup",
+                 "Where a request's time goes, on average: queue (waiting to be issued: total latency less "
+                 "device time) against device (being served). A victim of a noisy neighbour shows a growing "
+                 "queue time at a flat device time.",
+                 [target(mean_queue_wait(s), "{{cgroup}} queue"),
+                  target(f"sum by (instance, device, cgroup) (rate(iowarden_io_device_seconds_total{s}[{RATE}]))"
+                         f" / sum by (instance, device, cgroup) (rate(iowarden_io_requests_total{s}[{RATE}]))",
+                         "{{cgroup}} device")], unit="s")
+    d.timeseries(*needs(STAGES_FLAG, "p99 queue vs device by cgroup",
+                        "Where the p99 goes: queue (waiting to be issued) against device (being served). "
+                        "A victim of a noisy neighbour shows a growing queue p99 at a flat device p99."),
                  [target(latency_quantile(0.99, "instance, device, cgroup, stage",
                                           f"{s[1:-1]}, stage=~\"queue|device\""),
                          "{{cgroup}} {{stage}}")], unit="s")
@@ -307,17 +350,17 @@ def lock_and_workload_rows(d, s, dev):
     """Lock wait by site and per I/O; what runs in the cgroups."""
     d.row("Lock wait")
     lk = sel(instance="$instance", cgroup="$cgroup")
-    d.timeseries("Lock wait by site",
-                 "Time per second tasks of the selected cgroups spent waiting on contended kernel locks, "
-                 "by lock site (the innermost non-lock function of the waiter's stack, e.g. "
-                 "dd_dispatch_request for mq-deadline's lock). Needs iowarden run --locks; "
-                 "sites beyond the top 10 are summed as \"other\".",
+    d.timeseries(*needs("--locks", "Lock wait by site",
+                        "Time per second tasks of the selected cgroups spent waiting on contended kernel locks, "
+                        "by lock site (the innermost non-lock function of the waiter's stack, e.g. "
+                        "dd_dispatch_request for mq-deadline's lock); sites beyond the top 10 are summed as "
+                        "\"other\"."),
                  [target(f"topk(10, sum by (instance, site) (rate(iowarden_lock_wait_seconds_total{lk}[{RATE}])))",
                          "{{site}} {{instance}}")], unit="s")
-    d.timeseries("Lock wait per I/O by cgroup",
-                 "Lock wait of each cgroup's tasks divided by its completed requests on the selected "
-                 "devices: what a scheduler's or driver's locking costs every I/O (the ICPE'24 finding "
-                 "that BFQ and mq-deadline can spend most cycles on lock contention).",
+    d.timeseries(*needs("--locks", "Lock wait per I/O by cgroup",
+                        "Lock wait of each cgroup's tasks divided by its completed requests on the selected "
+                        "devices: what a scheduler's or driver's locking costs every I/O (the ICPE'24 finding "
+                        "that BFQ and mq-deadline can spend most cycles on lock contention)."),
                  [target(f"sum by (instance, cgroup) (rate(iowarden_lock_wait_seconds_total{lk}[{RATE}]))"
                          f" / sum by (instance, cgroup) (rate(iowarden_io_requests_total{s}[{RATE}]))",
                          "{{cgroup}} {{instance}}")], unit="s")
@@ -495,13 +538,18 @@ def self_dashboard():
     d.table("Probes", "Every BPF probe, attached (1) or not (0) and why.",
             [target(f"iowarden_probe_active{i}", instant=True, fmt="table")], rename={"Value": "active"})
     d.row("BPF program cost")
-    d.timeseries("CPU time per program", "Fraction of one CPU spent running each BPF program.",
+    d.timeseries(*needs("--bpf-stats", "CPU time per program",
+                        "Fraction of one CPU spent running each BPF program (or the sysctl "
+                        "kernel.bpf_stats_enabled=1)."),
                  [target(f"sum by (instance, program) (rate(iowarden_bpf_program_run_seconds_total{i}[{RATE}]))",
                          "{{program}} {{instance}}")], unit="percentunit")
-    d.timeseries("Runs per program", "BPF program runs per second (one per block event).",
+    d.timeseries(*needs("--bpf-stats", "Runs per program",
+                        "BPF program runs per second, one per block event (or the sysctl "
+                        "kernel.bpf_stats_enabled=1)."),
                  [target(f"sum by (instance, program) (rate(iowarden_bpf_program_runs_total{i}[{RATE}]))",
                          "{{program}} {{instance}}")], unit="ops")
-    d.timeseries("Time per run", "Mean run time of each program, per event.",
+    d.timeseries(*needs("--bpf-stats", "Time per run",
+                        "Mean run time of each program, per event (or the sysctl kernel.bpf_stats_enabled=1)."),
                  [target(f"sum by (instance, program) (rate(iowarden_bpf_program_run_seconds_total{i}[{RATE}]))"
                          f" / (sum by (instance, program) (rate(iowarden_bpf_program_runs_total{i}[{RATE}])) > 0)",
                          "{{program}} {{instance}}")], unit="s")
@@ -519,6 +567,15 @@ def self_dashboard():
             [target(f"iowarden_map_entries{i}", instant=True, fmt="table"),
              target(f"iowarden_map_capacity{i}", instant=True, fmt="table")],
             rename={"Value #A": "entries", "Value #B": "capacity"})
+    ops = sel('op=~"read|write|discard"', instance="$instance")
+    d.timeseries("Delivery gap: kernel minus iowarden",
+                 "Per device, requests per second the kernel accounted as completed (/proc/diskstats: "
+                 "reads, writes, discards) minus those iowarden counted (every cgroup). Zero when BPF saw "
+                 "every completion; above zero when the kernel completed requests without running the "
+                 "programs, or accounts them differently (see the README's semantics).",
+                 [target(f"sum by (instance, device) (rate(iowarden_kernel_completed_requests_total{i}[{RATE}]))"
+                         f" - sum by (instance, device) (rate(iowarden_io_requests_total{ops}[{RATE}]))",
+                         "{{device}} {{instance}}")], unit="reqps")
     d.timeseries("Series exported", "Per-cgroup request series: grows with cgroups x devices x ops.",
                  [target(f"count by (instance) (iowarden_io_requests_total{i})", "{{instance}}")])
     d.row("Polling and scraping")

@@ -7,12 +7,13 @@ use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
 
 use anyhow::Result;
-use iowarden_exporters::{ProbeStatus, RuntimeMetrics, Snapshot};
+use iowarden_exporters::{DeviceRef, ProbeStatus, RuntimeMetrics, Snapshot};
 
 use crate::costmodel::lcoefs;
 use crate::costs::CostModels;
 use crate::host::cgroups::CgroupResolver;
 use crate::host::devices::{cpu_queue_map, DeviceNames};
+use crate::host::diskstats::read_diskstats;
 use crate::probes::block::accumulate::{Accumulator, SeriesKey};
 use crate::probes::block::latency_watch::LatencyWatch;
 use crate::probes::block::{BlockConfig, BlockProbe, RawSample};
@@ -241,8 +242,9 @@ impl Monitor {
         Ok(())
     }
 
-    /// The snapshot: the block object's part, the host's CPU -> queue map,
-    /// each optional object's part, the cost models.
+    /// The snapshot: the block object's part, the host's CPU -> queue map
+    /// and the kernel's own counts of the devices with series, each
+    /// optional object's part, the cost models.
     fn fill(&mut self) -> Result<Snapshot> {
         let resolver = &self.resolver;
         let mut snap = self.acc.snapshot(
@@ -254,6 +256,8 @@ impl Monitor {
         let mut names: BTreeSet<String> = snap.io.iter().map(|s| s.device.name.clone()).collect();
         names.extend(snap.queues.iter().map(|q| q.device.name.clone()));
         snap.cpu_queue_map = names.iter().flat_map(|d| cpu_queue_map(d)).collect();
+        let traced: BTreeSet<DeviceRef> = snap.io.iter().map(|s| s.device.clone()).collect();
+        snap.kernel_diskstats = read_diskstats(&traced);
         let mut ctx = FillContext {
             resolver: &self.resolver,
             devices: &mut self.devices,

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 mod core;
 pub mod cost;
+pub mod diskstats;
 pub mod io;
 pub mod iocost;
 pub mod locks;
@@ -22,6 +23,7 @@ pub mod tuner;
 
 pub use self::core::*;
 pub use cost::{CostClass, DeviceCostModel, LinearModel};
+pub use diskstats::KernelDiskStats;
 pub use io::{DropCounters, IoSeries};
 pub use iocost::{derive_hweights, IocostCgroup, IocostDevice};
 pub use locks::{log2_quantile_seconds, LockReport, LockSeries, LockSiteRow, LockStack};
@@ -73,6 +75,10 @@ pub struct Snapshot {
     /// against device time per class, refitted (cumulative).
     #[serde(default)]
     pub cost_models: Vec<DeviceCostModel>,
+    /// The kernel's own completion counts of the traced devices
+    /// (/proc/diskstats, cumulative since boot).
+    #[serde(default)]
+    pub kernel_diskstats: Vec<KernelDiskStats>,
     /// The online io.cost.qos tuner's state (`iowarden tune` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tuner: Option<TunerStatus>,
@@ -106,6 +112,11 @@ impl Snapshot {
                 (now, _) => now.clone(),
             },
             cost_models: self.cost_models.clone(),
+            kernel_diskstats: delta_by_key(
+                &self.kernel_diskstats,
+                &prev.kernel_diskstats,
+                KernelDiskStats::key,
+            ),
             tuner: self.tuner.clone(),
         }
     }
@@ -131,6 +142,7 @@ impl Snapshot {
             iocost_cgroups: self.iocost_cgroups.clone(),
             locks: self.locks.clone(),
             cost_models: self.cost_models.clone(),
+            kernel_diskstats: self.kernel_diskstats.clone(),
             tuner: self.tuner.clone(),
         }
     }

@@ -14,6 +14,7 @@ use prometheus_client::registry::Registry;
 use crate::model::{SelfMetrics, Snapshot, Stage};
 
 mod cost;
+mod diskstats;
 mod family;
 mod io;
 mod iocost;
@@ -63,6 +64,7 @@ fn encode_families(enc: &mut DescriptorEncoder, input: &Input) -> std::fmt::Resu
     io::encode_counters(enc, &snap.io, &opts.counters)?;
     io::encode_latency(enc, snap, &opts.stages, opts.classic)?;
     queues::encode_hw_queues(enc, &snap.queues)?;
+    diskstats::encode(enc, &snap.kernel_diskstats)?;
     runtime::encode_probes(enc, &snap.probes)?;
     io::encode_drops(enc, &snap.drops)?;
     runtime::encode_polls(enc, extra)?;

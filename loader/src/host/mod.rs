@@ -5,6 +5,7 @@
 pub mod cgroups;
 pub mod container;
 pub mod devices;
+pub mod diskstats;
 pub mod preflight;
 pub mod privileges;
 pub mod selfstats;

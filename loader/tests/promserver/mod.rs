@@ -115,6 +115,16 @@ impl Drop for PromServer {
     }
 }
 
+/// A loopback port the kernel just handed out (bound to port 0, then
+/// released) for a server that takes its address on the command line.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// A scrape config for one iowarden target every second.
 pub fn scrape_config(target: &str) -> String {
     format!(

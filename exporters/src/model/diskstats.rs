@@ -1,0 +1,53 @@
+//! The kernel's own completion accounting of the traced devices
+//! (/proc/diskstats), beside iowarden's sums: the gap between the two is
+//! what the kernel completed without delivering it to BPF (or counted
+//! differently: see the README's semantics).
+
+use serde::{Deserialize, Serialize};
+
+use super::core::{Delta, DeviceRef};
+
+/// One device's line of /proc/diskstats, cumulative since boot.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct KernelDiskStats {
+    pub device: DeviceRef,
+    /// Reads, writes and discards completed (flushes are counted apart).
+    pub completed_requests: u64,
+    /// Sectors (512 bytes) read, written and discarded.
+    pub sectors: u64,
+}
+
+impl KernelDiskStats {
+    pub fn key(&self) -> (u32, u32) {
+        (self.device.major, self.device.minor)
+    }
+}
+
+impl Delta for KernelDiskStats {
+    fn delta(&self, earlier: &KernelDiskStats) -> KernelDiskStats {
+        KernelDiskStats {
+            device: self.device.clone(),
+            completed_requests: self.completed_requests.delta(&earlier.completed_requests),
+            sectors: self.sectors.delta(&earlier.sectors),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delta_subtracts_both_counts() {
+        let at = |requests, sectors| KernelDiskStats {
+            device: DeviceRef {
+                name: "loop0".into(),
+                major: 7,
+                minor: 0,
+            },
+            completed_requests: requests,
+            sectors,
+        };
+        assert_eq!(at(10, 80).delta(&at(4, 32)), at(6, 48));
+    }
+}
