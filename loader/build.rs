@@ -7,11 +7,6 @@ use std::path::{Path, PathBuf};
 
 use libbpf_cargo::SkeletonBuilder;
 
-const OBJECTS: &[&str] = &["iowarden", "nvme", "iocost", "locks"];
-
-/// The headers the BPF objects and the loader share.
-const HEADERS: &[&str] = &["iowarden.h", "nvme.h", "iocost.h", "locks.h"];
-
 /// The kernel's fixed-width types, which the BPF side takes from vmlinux.h.
 const UAPI_TYPES: &str = "typedef unsigned char __u8; typedef unsigned short __u16; \
     typedef unsigned int __u32; typedef unsigned long long __u64; \
@@ -20,17 +15,29 @@ const UAPI_TYPES: &str = "typedef unsigned char __u8; typedef unsigned short __u
 fn main() {
     let bpf_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap()).join("../bpf");
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
-    for name in OBJECTS {
-        build_skeleton(&bpf_dir, &out, name);
+    for name in files(&bpf_dir, ".bpf.c") {
+        build_skeleton(&bpf_dir, &out, &name);
     }
     generate_constants(&bpf_dir, &out.join("bpf_consts.rs"));
-    // Every header both sides read, and the committed vmlinux.h.
+    // A new or removed source or header reruns the build, as does any edit.
+    println!("cargo:rerun-if-changed={}", bpf_dir.display());
     for entry in std::fs::read_dir(&bpf_dir).unwrap() {
-        let p = entry.unwrap().path();
-        if p.extension().is_some_and(|e| e == "h") {
-            println!("cargo:rerun-if-changed={}", p.display());
-        }
+        println!("cargo:rerun-if-changed={}", entry.unwrap().path().display());
     }
+}
+
+/// The stems of bpf/*<suffix>, sorted: every BPF object (".bpf.c") and
+/// every header the loader shares with them (".h" less the BPF-only
+/// "*.bpf.h" and vmlinux.h) is found, never listed by hand.
+fn files(dir: &Path, suffix: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter_map(|n| n.strip_suffix(suffix).map(str::to_string))
+        .filter(|stem| !stem.ends_with(".bpf") && stem != "vmlinux")
+        .collect();
+    v.sort();
+    v
 }
 
 fn build_skeleton(bpf_dir: &Path, out: &Path, name: &str) {
@@ -50,19 +57,41 @@ fn build_skeleton(bpf_dir: &Path, out: &Path, name: &str) {
     println!("cargo:rerun-if-changed={}", src.display());
 }
 
-/// The value-carrying #defines of the shared headers (IOW_*, LK_*,
-/// NVME_IOW_*, IOCOST_IOW_*) as `pub const`s.
+/// The value-carrying #defines of every shared header (bpf/*.h but
+/// *.bpf.h and vmlinux.h) as `pub const`s: the names come from the
+/// headers themselves, with no list of prefixes to keep in step.
 fn generate_constants(bpf_dir: &Path, dest: &Path) {
+    let headers = files(bpf_dir, ".h");
     let wrapper: String = std::iter::once(UAPI_TYPES.to_string())
-        .chain(HEADERS.iter().map(|h| format!("#include \"{h}\"")))
+        .chain(headers.iter().map(|h| format!("#include \"{h}.h\"")))
         .collect::<Vec<_>>()
         .join("\n");
+    let names: Vec<String> = headers
+        .iter()
+        .flat_map(|h| defined_values(&bpf_dir.join(format!("{h}.h"))))
+        .collect();
     bindgen::Builder::default()
         .header_contents("bpf_consts.h", &wrapper)
         .clang_arg(format!("-I{}", bpf_dir.display()))
-        .allowlist_var("(IOW|LK|NVME_IOW|IOCOST_IOW)_[A-Z0-9_]+")
+        .allowlist_var(format!("^({})$", names.join("|")))
         .generate()
         .unwrap_or_else(|e| panic!("bindgen over bpf/*.h: {e}"))
         .write_to_file(dest)
         .unwrap_or_else(|e| panic!("writing {}: {e}", dest.display()));
+}
+
+/// Names of the `#define NAME value` lines of a header (not function-like
+/// macros, not include guards without a value).
+fn defined_values(header: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(header)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", header.display()));
+    text.lines()
+        .filter_map(|l| l.trim_start().strip_prefix("#define"))
+        .filter_map(|rest| {
+            let mut words = rest.split_whitespace();
+            let name = words.next()?;
+            let plain = name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            (plain && words.next().is_some()).then(|| name.to_string())
+        })
+        .collect()
 }

@@ -8,12 +8,14 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use iowarden_exporters::{IocostCgroup, IocostDevice, ProbeStatus, Snapshot};
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags};
 
 use crate::iocost_skel::types::{iocost_iow_cg, iocost_iow_cg_key, iocost_iow_dev};
 use crate::iocost_skel::{IocostSkel, IocostSkelBuilder};
-use crate::probes::{cgroup_ref, open_object, pod, tracepoint_available, FillContext, Probe};
+use crate::probes::{
+    attach, cgroup_ref, load_only, open_object, pod, tracepoint_available, FillContext, Probe,
+};
 
 const PROGRAMS: &[&str] = &[
     "iocost_iocg_activate",
@@ -69,9 +71,12 @@ impl IocostProbe {
         let mut open = IocostSkelBuilder::default()
             .open(open_object())
             .context("opening the iocost BPF object")?;
-        for name in &missing {
-            Self::open_prog(&mut open, name).set_autoload(false);
-        }
+        let present: Vec<&str> = PROGRAMS
+            .iter()
+            .copied()
+            .filter(|p| !missing.contains(p))
+            .collect();
+        load_only(open.open_object_mut(), &present)?;
         let skel = match open.load() {
             Ok(s) => s,
             Err(e) => {
@@ -85,8 +90,8 @@ impl IocostProbe {
             }
         };
         let mut links = Vec::new();
-        for name in PROGRAMS.iter().filter(|p| !missing.contains(p)) {
-            match Self::prog(&skel, name).attach() {
+        for name in &present {
+            match attach(skel.object(), name) {
                 Ok(l) => links.push(l),
                 Err(e) => {
                     return Ok((None, status(false, format!("attaching {name} failed: {e}"))))
@@ -107,35 +112,6 @@ impl IocostProbe {
             }),
             status(true, reason),
         ))
-    }
-
-    fn open_prog<'a>(
-        open: &'a mut crate::iocost_skel::OpenIocostSkel<'static>,
-        name: &str,
-    ) -> &'a mut libbpf_rs::OpenProgramMut<'static> {
-        let p = &mut open.progs;
-        match name {
-            "iocost_iocg_activate" => &mut p.iocost_iocg_activate,
-            "iocost_iocg_idle" => &mut p.iocost_iocg_idle,
-            "iocost_inuse_shortage" => &mut p.iocost_inuse_shortage,
-            "iocost_inuse_transfer" => &mut p.iocost_inuse_transfer,
-            "iocost_inuse_adjust" => &mut p.iocost_inuse_adjust,
-            "iocost_iocg_forgive_debt" => &mut p.iocost_iocg_forgive_debt,
-            _ => &mut p.iocost_ioc_vrate_adj,
-        }
-    }
-
-    fn prog<'a>(skel: &'a IocostSkel<'static>, name: &str) -> &'a libbpf_rs::ProgramMut<'static> {
-        let p = &skel.progs;
-        match name {
-            "iocost_iocg_activate" => &p.iocost_iocg_activate,
-            "iocost_iocg_idle" => &p.iocost_iocg_idle,
-            "iocost_inuse_shortage" => &p.iocost_inuse_shortage,
-            "iocost_inuse_transfer" => &p.iocost_inuse_transfer,
-            "iocost_inuse_adjust" => &p.iocost_inuse_adjust,
-            "iocost_iocg_forgive_debt" => &p.iocost_iocg_forgive_debt,
-            _ => &p.iocost_ioc_vrate_adj,
-        }
     }
 }
 

@@ -64,6 +64,32 @@ pub(crate) fn open_object() -> &'static mut MaybeUninit<OpenObject> {
     Box::leak(Box::new(MaybeUninit::uninit()))
 }
 
+/// Loads exactly the programs named in `wanted` (autoload switching, as
+/// libbpf-tools does): a name the object lacks is an error, never some
+/// other program.
+pub(crate) fn load_only(obj: &mut OpenObject, wanted: &[&str]) -> Result<()> {
+    if let Some(w) = wanted
+        .iter()
+        .find(|w| !obj.progs().any(|p| p.name() == **w))
+    {
+        anyhow::bail!("the BPF object has no program {w}");
+    }
+    for mut p in obj.progs_mut() {
+        let load = wanted.iter().any(|w| p.name() == *w);
+        p.set_autoload(load);
+    }
+    Ok(())
+}
+
+/// Attaches the loaded program `name` of `obj`.
+pub(crate) fn attach(obj: &libbpf_rs::Object, name: &str) -> Result<libbpf_rs::Link> {
+    let prog = obj
+        .progs_mut()
+        .find(|p| p.name() == name)
+        .ok_or_else(|| anyhow::anyhow!("the BPF object has no program {name}"))?;
+    Ok(prog.attach()?)
+}
+
 /// Whether the running kernel has tracepoint `tp` (a btf_trace_ typedef)
 /// and IOWARDEN_HIDE_TRACEPOINTS does not hide it (how tests exercise the
 /// degraded modes on a kernel that has every tracepoint).

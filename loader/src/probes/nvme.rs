@@ -5,7 +5,7 @@
 
 use anyhow::{Context, Result};
 use iowarden_exporters::{HolSeries, NvmeQueue, NvmeQueueCgroup, ProbeStatus, Snapshot};
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags};
 
 use crate::nvme_skel::types::{
@@ -13,7 +13,7 @@ use crate::nvme_skel::types::{
     nvme_iow_qcg_stats,
 };
 use crate::nvme_skel::{NvmeSkel, NvmeSkelBuilder};
-use crate::probes::{cgroup_ref, open_object, pod, FillContext, Probe};
+use crate::probes::{attach, cgroup_ref, load_only, open_object, pod, FillContext, Probe};
 
 const PROGRAMS: &[&str] = &["nvme_setup_cmd", "nvme_complete_rq", "nvme_sq"];
 
@@ -111,6 +111,7 @@ impl NvmeProbe {
         ro.small_bytes = cfg.small_bytes;
         ro.large_bytes = cfg.large_bytes;
         ro.sq_size = sq_size();
+        load_only(open.open_object_mut(), PROGRAMS)?;
         let skel = match open.load() {
             Ok(s) => s,
             Err(e) => {
@@ -120,12 +121,7 @@ impl NvmeProbe {
         };
         let mut links = Vec::new();
         for name in PROGRAMS {
-            let p = match *name {
-                "nvme_setup_cmd" => &skel.progs.nvme_setup_cmd,
-                "nvme_complete_rq" => &skel.progs.nvme_complete_rq,
-                _ => &skel.progs.nvme_sq,
-            };
-            match p.attach() {
+            match attach(skel.object(), name) {
                 Ok(l) => links.push(l),
                 Err(e) => {
                     return Ok((None, status(false, format!("attaching {name} failed: {e}"))));

@@ -386,10 +386,8 @@ impl BlockProbe {
                 ));
             }
         }
-        for mut p in open.open_object_mut().progs_mut() {
-            let load = wanted.iter().any(|w| p.name() == w.as_str());
-            p.set_autoload(load);
-        }
+        let wanted: Vec<&str> = wanted.iter().map(String::as_str).collect();
+        crate::probes::load_only(open.open_object_mut(), &wanted)?;
         Ok(probes)
     }
 
@@ -399,11 +397,7 @@ impl BlockProbe {
         required: bool,
         probes: &mut Vec<ProbeStatus>,
     ) -> Result<()> {
-        let attached = self
-            .program(prog)
-            .with_context(|| format!("the BPF object has no program {prog}"))?
-            .attach();
-        match attached {
+        match crate::probes::attach(self.skel.object(), &self.claims.program(prog)) {
             Ok(l) => {
                 self.links.push((prog, l));
                 probes.push(ProbeStatus {
