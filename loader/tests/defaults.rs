@@ -1,7 +1,9 @@
 //! The dashboards under the flags deploy/ ships: the systemd unit's
 //! ExecStart and the DaemonSet's args, parsed from those files and run as
-//! they are (only `--listen` moved to a loopback port, and the knob journal
-//! kept in a temporary directory), each scraped by two real Prometheus
+//! they are (only `--listen` moved to a loopback port, the DaemonSet's
+//! `--web.config.file` left out — its Secret-mounted TLS and client
+//! certificates are webconfig.rs's subject, the data is this test's — and
+//! the knob journal kept in a temporary directory), each scraped by two real Prometheus
 //! servers at once: one as text, one native (protobuf,
 //! `--enable-feature=native-histograms`). While fio runs in two cgroups on a
 //! loop device, every variable and panel query of every dashboard must
@@ -72,7 +74,8 @@ fn daemonset_args() -> Vec<String> {
         .collect()
 }
 
-/// `args` with its one `--listen` address (either spelling) on loopback `port`.
+/// `args` with its one `--listen` address (either spelling) on loopback
+/// `port`, and without `--web.config.file` (see the top of this file).
 fn on_loopback(args: &[String], port: u16) -> Vec<String> {
     let addr = format!("127.0.0.1:{port}");
     let mut out = Vec::new();
@@ -86,6 +89,9 @@ fn on_loopback(args: &[String], port: u16) -> Vec<String> {
         } else if w.starts_with("--listen=") {
             out.push(format!("--listen={addr}"));
             listens += 1;
+        } else if w == "--web.config.file" {
+            words.next().expect("--web.config.file's path");
+        } else if w.starts_with("--web.config.file=") {
         } else {
             out.push(w.clone());
         }
@@ -350,7 +356,11 @@ fn dashboards_show_data_under(shipped: &str, args: Vec<String>) {
 fn shipped_flags_are_read_from_the_files() {
     for args in [systemd_args(), daemonset_args()] {
         let moved = on_loopback(&args, 1);
-        assert_eq!(moved.len(), args.len(), "{args:?}");
+        let web_config = args
+            .iter()
+            .filter(|w| w.starts_with("--web.config.file="))
+            .count();
+        assert_eq!(moved.len() + web_config, args.len(), "{args:?}");
         assert!(moved.iter().any(|w| w.ends_with("127.0.0.1:1")));
     }
     assert_eq!(

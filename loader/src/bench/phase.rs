@@ -143,8 +143,11 @@ pub fn parse_proc_stat_busy(text: &str, ticks_per_s: f64) -> Option<f64> {
 }
 
 pub(super) fn cpu_busy_now() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(100)
+        .max(1) as f64;
     std::fs::read_to_string("/proc/stat")
         .ok()
         .and_then(|t| parse_proc_stat_busy(&t, hz))
@@ -256,8 +259,10 @@ fn remove_stale(io_root: &Path) {
         };
         for c in &children {
             for p in procs(c) {
-                // SAFETY: kill(2) on a pid read from the dead bench's cgroup.
-                unsafe { libc::kill(p, libc::SIGKILL) };
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(p),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
             }
         }
         for _ in 0..50 {

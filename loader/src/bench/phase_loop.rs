@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use iowarden_exporters::{DeviceRef, Histogram, Snapshot};
+use nix::sys::signal::Signal;
 
 use super::fio;
 use super::phase::{cpu_busy_now, Ctx, PhaseRun, Sample, Setup, Tenant, TenantRun};
@@ -50,10 +51,16 @@ fn sub_hist(a: &Histogram, b: &Histogram) -> Histogram {
     }
 }
 
+/// Signals a tenant's fio (sh exec'd it: the child is fio); one that has
+/// already exited is not an error.
+fn signal_child(r: &Running, sig: Signal) {
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(r.child.id() as i32), sig);
+}
+
 fn kill_all(running: &mut [Option<Running>]) {
     for r in running.iter_mut().flatten() {
         // sh exec'd fio: the child is fio. SIGTERM lets it stop its jobs.
-        unsafe { libc::kill(r.child.id() as i32, libc::SIGTERM) };
+        signal_child(r, Signal::SIGTERM);
     }
     for r in running.iter_mut().flatten() {
         let t0 = Instant::now();
@@ -256,8 +263,7 @@ impl PhaseLoop<'_> {
             };
             let partner_done = tenant.stop_with.is_some_and(|k| exited[k]);
             if (held || partner_done) && !r.stopped {
-                // SAFETY: signalling our own child.
-                unsafe { libc::kill(r.child.id() as i32, libc::SIGINT) };
+                signal_child(r, Signal::SIGINT);
                 r.stopped = true;
             }
         }

@@ -10,7 +10,6 @@
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -20,7 +19,6 @@ use anyhow::{anyhow, bail, Context, Result};
 
 pub const DEFAULT_STATE_DIR: &str = "/var/lib/iowarden";
 pub const DEFAULT_IOCOST_INTERVAL: Duration = Duration::from_secs(1);
-const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
 
 #[derive(Clone, Debug)]
 pub struct WriterConfig {
@@ -77,13 +75,8 @@ fn kind_of(path: &Path) -> Result<KnobKind> {
 }
 
 fn is_cgroupfs(path: &Path) -> bool {
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
-        return false;
-    };
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: c is a valid NUL-terminated path, st a valid out-pointer.
-    let rc = unsafe { libc::statfs(c.as_ptr(), &mut st) };
-    rc == 0 && st.f_type as i64 == CGROUP2_SUPER_MAGIC
+    nix::sys::statfs::statfs(path)
+        .is_ok_and(|st| st.filesystem_type() == nix::sys::statfs::CGROUP2_SUPER_MAGIC)
 }
 
 /// The cgroup directory must exist; a vanished cgroup is a clear error.
@@ -143,14 +136,11 @@ fn write_once(path: &Path, data: &str, truncate: bool) -> Result<()> {
 /// Takes the journal's lock without waiting; Ok(false) when another
 /// process holds it.
 pub(crate) fn try_flock(f: &File) -> std::io::Result<bool> {
-    // SAFETY: a valid open fd.
-    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-        return Ok(true);
-    }
-    let e = std::io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::EWOULDBLOCK) => Ok(false),
-        _ => Err(e),
+    // flock(2), LOCK_EX | LOCK_NB, as journals were always locked.
+    match f.try_lock() {
+        Ok(()) => Ok(true),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(false),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
     }
 }
 

@@ -19,6 +19,7 @@ use crate::host::cgroups::CgroupResolver;
 use crate::host::devices::DeviceNames;
 
 pub mod block;
+pub mod bpf_stats;
 pub mod features;
 pub mod iocost;
 pub mod locks;
