@@ -61,7 +61,7 @@ if ! command -v cargo >/dev/null && [[ -x $HOME/.cargo/bin/cargo ]]; then
   export PATH=$HOME/.cargo/bin:$PATH
 fi
 if ! command -v cargo >/dev/null; then
-  echo "install-deps: no Rust toolchain (cargo) found; install Rust >= 1.88 (rustup) and re-run" >&2
+  echo "install-deps: no Rust toolchain (cargo) found; install Rust >= 1.89 (rustup) and re-run" >&2
   exit 1
 fi
 [[ $tier == test ]] || exit 0
