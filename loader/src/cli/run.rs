@@ -67,8 +67,11 @@ pub fn run(a: RunArgs) -> Result<()> {
     let stop = stop_flag()?;
     let monitor = start_monitor(&a.trace)?;
     // Before any thread starts: capabilities are per thread.
-    let keep_bpf = iowarden::probes::features::bpf_calls_need_capability();
-    let kept = iowarden::host::privileges::drop_all(a.user.as_deref(), keep_bpf)?;
+    let keep = iowarden::host::privileges::Keep {
+        bpf_calls: iowarden::probes::features::bpf_calls_need_capability(),
+        kallsyms: a.trace.locks || a.trace.locks_all,
+    };
+    let kept = iowarden::host::privileges::drop_all(a.user.as_deref(), &keep)?;
     eprintln!("iowarden: {kept}");
     daemon::run(
         monitor,

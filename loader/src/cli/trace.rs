@@ -1,7 +1,7 @@
 //! What every tracing subcommand shares: the probe options (TraceArgs),
 //! starting the monitor, and the SIGINT/SIGTERM flag.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -135,10 +135,15 @@ pub fn start_monitor(trace: &TraceArgs) -> Result<Monitor> {
     Ok(monitor)
 }
 
+/// A flag SIGINT, SIGTERM and SIGHUP set. The handlers store to it
+/// directly (no handler thread: `run` drops its capabilities per thread
+/// after attaching, and a thread started before would keep them all).
 pub fn stop_flag() -> Result<Arc<AtomicBool>> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
-    ctrlc::set_handler(move || s.store(true, Ordering::Relaxed))
-        .context("installing the SIGINT/SIGTERM/SIGHUP handler")?;
+    for sig in [SIGINT, SIGTERM, SIGHUP] {
+        signal_hook::flag::register(sig, stop.clone())
+            .context("installing the SIGINT/SIGTERM/SIGHUP handler")?;
+    }
     Ok(stop)
 }

@@ -43,41 +43,61 @@ fn switch_user(user: &str) -> Result<()> {
     Ok(())
 }
 
-/// What a kernel that checks CAP_BPF on every bpf() call (before 6.5, see
-/// probes::features::bpf_calls_need_capability) still needs after attach:
-/// map reads, program statistics and the late attach of block_rq_issue.
-const BPF_CALLS: [Capability; 2] = [Capability::CAP_BPF, Capability::CAP_PERFMON];
+/// What `run` still needs after attach, and why.
+pub struct Keep {
+    /// This kernel checks CAP_BPF on every bpf() call (before 6.5, see
+    /// probes::features::bpf_calls_need_capability): map reads, program
+    /// statistics and the late attach of block_rq_issue need CAP_BPF and
+    /// CAP_PERFMON.
+    pub bpf_calls: bool,
+    /// The locks probe names lock sites from /proc/kallsyms, whose
+    /// addresses read as 0 without CAP_SYSLOG (kernel.kptr_restrict).
+    pub kallsyms: bool,
+}
 
-/// Drops every capability of every thread-set but, where `keep_bpf`,
-/// CAP_BPF and CAP_PERFMON and, with `user`, becomes that user. Call after
-/// the programs are attached and before threads start (capabilities are per
-/// thread: threads spawned later inherit the dropped sets). Returns a line
-/// saying what is left, for the log.
-pub fn drop_all(user: Option<&str>, keep_bpf: bool) -> Result<String> {
+impl Keep {
+    fn capabilities(&self) -> Vec<(Capability, &'static str)> {
+        let mut v = Vec::new();
+        if self.bpf_calls {
+            let why = "this kernel checks CAP_BPF on every bpf() call while \
+                       kernel.unprivileged_bpf_disabled is set, before 6.5";
+            v.push((Capability::CAP_BPF, why));
+            v.push((Capability::CAP_PERFMON, why));
+        }
+        if self.kallsyms {
+            v.push((
+                Capability::CAP_SYSLOG,
+                "--locks names lock sites from /proc/kallsyms, all zeros without it",
+            ));
+        }
+        v
+    }
+}
+
+/// Drops every capability of every thread-set but those `keep` names and,
+/// with `user`, becomes that user. Call after the programs are attached and
+/// before threads start (capabilities are per thread: threads spawned later
+/// inherit the dropped sets). Returns a line saying what is left and why,
+/// for the log.
+pub fn drop_all(user: Option<&str>, keep: &Keep) -> Result<String> {
+    let keep = keep.capabilities();
+    let kept: CapsHashSet = keep.iter().map(|(c, _)| *c).collect();
     // The bounding set first: dropping from it needs CAP_SETPCAP, which the
     // next steps remove.
     let bounding = caps::read(None, CapSet::Bounding).unwrap_or_default();
     if caps::has_cap(None, CapSet::Effective, Capability::CAP_SETPCAP).unwrap_or(false) {
-        for c in bounding
-            .into_iter()
-            .filter(|c| !(keep_bpf && BPF_CALLS.contains(c)))
-        {
+        for c in bounding.into_iter().filter(|c| !kept.contains(c)) {
             caps::drop(None, CapSet::Bounding, c).context("dropping from the bounding set")?;
         }
     }
     caps::clear(None, CapSet::Ambient).context("clearing the ambient set")?;
     if let Some(u) = user {
-        // Keep the permitted set across the change of uid, to keep BPF_CALLS.
-        if keep_bpf {
+        // Keep the permitted set across the change of uid, to keep `kept`.
+        if !kept.is_empty() {
             caps::securebits::set_keepcaps(true).context("keeping capabilities across setuid")?;
         }
         switch_user(u)?;
     }
-    let kept: CapsHashSet = if keep_bpf {
-        BPF_CALLS.into_iter().collect()
-    } else {
-        CapsHashSet::new()
-    };
     // Effective first: it must stay within the permitted set.
     caps::set(None, CapSet::Effective, &kept).context("narrowing the Effective set")?;
     caps::set(None, CapSet::Inheritable, &CapsHashSet::new())
@@ -93,17 +113,18 @@ pub fn drop_all(user: Option<&str>, keep_bpf: bool) -> Result<String> {
             .trim()
             .to_string()
     };
+    let mut reasons: Vec<&str> = keep.iter().map(|(_, why)| *why).collect();
+    reasons.dedup();
     Ok(format!(
         "programs attached; dropped every capability (kept: {}{}; CapEff {}, CapPrm {}, CapBnd {}), uid {}, no_new_privs",
         match names(CapSet::Permitted) {
             v if v.is_empty() => "none".to_string(),
             v => v.join(","),
         },
-        if keep_bpf {
-            ": this kernel checks CAP_BPF on every bpf() call while \
-             kernel.unprivileged_bpf_disabled is set, before 6.5"
+        if reasons.is_empty() {
+            String::new()
         } else {
-            ""
+            format!(": {}", reasons.join("; "))
         },
         field("CapEff:"),
         field("CapPrm:"),
