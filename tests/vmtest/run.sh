@@ -151,7 +151,9 @@ for line in "${lines[@]}"; do
   n=0
   for key in "${!group_scripts[@]}"; do
     IFS='|' read -r extra drive <<< "$key"
-    boot "$line" "$extra" "$drive" "${group_scripts[$key]}" "${group_checks[$key]}" "$CACHE/vmtest-$line${n/#0/}.log"
+    log=$CACHE/vmtest-$line.log
+    ((n == 0)) || log=$CACHE/vmtest-$line-$n.log
+    boot "$line" "$extra" "$drive" "${group_scripts[$key]}" "${group_checks[$key]}" "$log"
     n=$((n + 1))
   done
 done

@@ -8,9 +8,11 @@
 set -euo pipefail
 cache=$1; shift
 out=$cache/support-table.md
+# The guest logs of kernel line $1 (run.sh: vmtest-LINE.log, vmtest-LINE-N.log).
+logs() { cat "$cache/vmtest-$1.log" "$cache/vmtest-$1"-*.log 2>/dev/null || true; }
 : > "$out"
 for line in "$@"; do
-  row=$(cat "$cache"/vmtest-"$line"*.log 2>/dev/null | sed -n 's/^SUPPORT [^ ]* \(|.*|\)$/\1/p' | head -1)
+  row=$(logs "$line" | sed -n 's/^SUPPORT [^ ]* \(|.*|\)$/\1/p' | head -1)
   [[ -n $row ]] && echo "| $line $row" >> "$out"
 done
 sort -t'|' -k2,2V -o "$out" "$out"
@@ -19,7 +21,7 @@ echo "vmtest: kernel support rows (README.md, 'Kernels'):"
 cat "$out"
 echo "vmtest: BPF time of the block programs per request:"
 for line in "$@"; do
-  cat "$cache"/vmtest-"$line"*.log 2>/dev/null | sed -n 's/^COST [^ ]* /  '"$line"': /p' | head -1
+  logs "$line" | sed -n 's/^COST [^ ]* /  '"$line"': /p' | head -1
 done
 readme=$(dirname "$0")/../../README.md
 for line in 5.10 6.1 6.12; do grep -q "^| $line |" "$out" || exit 0; done
