@@ -15,7 +15,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use fixtures::*;
-use promserver::{scrape_config, PromServer};
+use promserver::{free_port, scrape_config, PromServer};
 
 /// The daemon's resident size may not exceed this (it is ~20 MB idle here;
 /// the server holds at most 256 connections with 16 KiB heads each).

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use certs::Certs;
 use fixtures::*;
-use promserver::PromServer;
+use promserver::{free_port, PromServer};
 
 const PASSWORD: &str = "correct horse battery staple";
 
