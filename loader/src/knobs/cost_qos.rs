@@ -176,18 +176,35 @@ impl fmt::Display for CostQos {
     }
 }
 
+/// A device's read and write latency targets, µs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LatencyTargets {
+    pub rlat: u32,
+    pub wlat: u32,
+}
+
+/// Targets every completion misses: see vrate_pin.rs.
+pub const SETTLING_TARGETS: LatencyTargets = LatencyTargets { rlat: 1, wlat: 1 };
+
 /// The io.cost.qos line that pins device `devnum`'s vrate at `v` % (min =
-/// max = v). blk-iocost moves vrate into [min, max] only in periods with a
-/// busy signal (ioc_adjust_base_vrate returns at busy_level 0). With rpct=0
-/// that signal is 0 whenever more than 75 % of a period's requests miss
-/// rlat, so an overloaded device keeps the vrate it has: on the guest's
-/// capped NVMe, vrate 20 % written after a run at 800 % never took hold
-/// (LC p99 61 ms, as with iocost off). rpct=wpct=100 make every period
-/// with a late request busy and every other period with a throttled cgroup
-/// idle, so the kernel applies the pin either way; rlat/wlat, and with them
-/// iocost's period, stay the device's.
-pub fn pinned_vrate_line(devnum: &str, v: f64) -> String {
-    format!("{devnum} enable=1 ctrl=user rpct=100.00 wpct=100.00 min={v:.2} max={v:.2}")
+/// max = v), with `targets` written back when given. rpct=wpct=100 make
+/// every period with a late request busy, in which the kernel clamps vrate
+/// into [min, max]; vrate_pin.rs makes the pin take hold when nothing is
+/// late.
+pub fn pinned_vrate_line(devnum: &str, v: f64, targets: Option<LatencyTargets>) -> String {
+    match targets {
+        Some(t) => format!(
+            "{devnum} enable=1 ctrl=user rpct=100.00 rlat={} wpct=100.00 wlat={} min={v:.2} max={v:.2}",
+            t.rlat, t.wlat
+        ),
+        None => format!("{devnum} enable=1 ctrl=user rpct=100.00 wpct=100.00 min={v:.2} max={v:.2}"),
+    }
+}
+
+/// The pin's first step: vrate bounded at `v` % with targets every
+/// completion misses.
+pub fn settling_vrate_line(devnum: &str, v: f64) -> String {
+    pinned_vrate_line(devnum, v, Some(SETTLING_TARGETS))
 }
 
 /// The whole file: one line per device with iocost set up.
@@ -205,7 +222,7 @@ mod tests {
 
     #[test]
     fn the_pinned_vrate_line_parses_with_both_targets_at_100_percent() {
-        let l = pinned_vrate_line("259:0", 42.5);
+        let l = pinned_vrate_line("259:0", 42.5, None);
         assert_eq!(
             l,
             "259:0 enable=1 ctrl=user rpct=100.00 wpct=100.00 min=42.50 max=42.50"
@@ -214,6 +231,19 @@ mod tests {
         assert_eq!((q.rpct, q.wpct), (Some(Fixed2(10000)), Some(Fixed2(10000))));
         assert_eq!((q.min, q.max), (Some(Fixed2(4250)), Some(Fixed2(4250))));
         assert_eq!(q.rlat, None, "rlat stays the device's");
+    }
+
+    #[test]
+    fn the_pin_writes_the_targets_back_and_its_first_step_misses_every_one() {
+        let t = LatencyTargets {
+            rlat: 25000,
+            wlat: 5000,
+        };
+        let q = CostQos::parse(&pinned_vrate_line("259:0", 20.0, Some(t))).unwrap();
+        assert_eq!((q.rlat, q.wlat), (Some(25000), Some(5000)));
+        let s = CostQos::parse(&settling_vrate_line("259:0", 20.0)).unwrap();
+        assert_eq!((s.rlat, s.wlat), (Some(1), Some(1)));
+        assert_eq!((s.min, s.max), (Some(Fixed2(2000)), Some(Fixed2(2000))));
     }
 
     #[test]

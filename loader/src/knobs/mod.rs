@@ -22,6 +22,8 @@ pub mod pressure;
 #[cfg(not(fuzzing))]
 mod recovery;
 pub mod stat;
+#[cfg(not(fuzzing))]
+pub mod vrate_pin;
 pub mod weight;
 #[cfg(not(fuzzing))]
 pub mod writer;

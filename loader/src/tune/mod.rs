@@ -14,4 +14,5 @@ mod model_tests;
 #[cfg(test)]
 mod plant;
 pub mod runner;
+mod setup;
 pub mod slo;

@@ -7,20 +7,22 @@
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Result};
-use iowarden_exporters::{DeviceRef, Snapshot, TunerDecision, TunerSlo, TunerStatus};
+use anyhow::{bail, Result};
+use iowarden_exporters::{DeviceRef, Snapshot, TunerDecision, TunerStatus};
 use serde_json::json;
 
 use super::controller::{Action, Controller, ControllerConfig, Decision, Measurement};
 use super::measure::{measure, Protected};
 use super::model_run::{self, ModelLoop, ModelOptions};
+use super::setup::{check_options, initial_status, iocost_qos_path, resolve_protected};
 use super::slo::Slo;
 use crate::host::cgroups::CgroupResolver;
-use crate::knobs::cost_qos::pinned_vrate_line;
+use crate::knobs::vrate_pin::{PinOutcome, VratePin};
 use crate::knobs::writer::{Writer, WriterConfig};
+use crate::knobs::DevNum;
 
 pub struct TuneOptions {
     pub device: DeviceRef,
@@ -41,7 +43,7 @@ pub struct Tuner {
     controller: Controller,
     writer: Writer,
     root: PathBuf,
-    qos_path: PathBuf,
+    pin: VratePin,
     protected: Vec<Protected>,
     base: Option<Snapshot>,
     period_started: Instant,
@@ -53,13 +55,16 @@ pub struct Tuner {
     model: Option<ModelLoop>,
 }
 
-/// `/lc`, `lc` and `/sys/fs/cgroup/lc` all name the same cgroup.
-fn relative_path(root: &Path, p: &str) -> String {
-    let rel = Path::new(p)
-        .strip_prefix(root)
-        .map(|r| r.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| p.to_string());
-    format!("/{}", rel.trim_matches('/'))
+/// A pin that did not take hold (no I/O completed while it settled) is
+/// pinned again next period. Returns the line it left.
+fn say_not_held(p: PinOutcome) -> Option<String> {
+    if !p.held {
+        crate::say!(
+            "iowarden tune: {}; pinning again next period",
+            p.shortfall()
+        );
+    }
+    Some(p.line)
 }
 
 /// A decision's qos line as (written, would_write): in a dry run the writer
@@ -88,96 +93,13 @@ pub(crate) fn put_write_outcome(
     }
 }
 
-/// The options that need no kernel: the controller's bounds, something to
-/// protect and judge, a period iocost lets us write at.
-fn check_options(opts: &TuneOptions) -> Result<()> {
-    opts.controller.validate().map_err(|e| anyhow!(e))?;
-    if opts.slos.is_empty() {
-        bail!("no SLO given: say what to protect, e.g. --slo read-p99=2ms");
-    }
-    if opts.protect.is_empty() {
-        bail!("no cgroup to protect: give --protect PATH (e.g. --protect /lc)");
-    }
-    if opts.period < opts.writer.iocost_min_interval {
-        bail!(
-            "--period {:?} is shorter than the {:?} between io.cost.qos writes",
-            opts.period,
-            opts.writer.iocost_min_interval
-        );
-    }
-    Ok(())
-}
-
-/// The root's io.cost.qos, which exists only where iocost can run.
-fn iocost_qos_path(root: &Path) -> Result<PathBuf> {
-    let qos_path = root.join("io.cost.qos");
-    if !qos_path.exists() {
-        bail!(
-            "{} does not exist: iocost needs the io controller on cgroup v2 (on this host the io controller's hierarchy is {}); nothing changed",
-            qos_path.display(),
-            root.display()
-        );
-    }
-    Ok(qos_path)
-}
-
-/// Each `--protect` as an existing cgroup other than the root (with an
-/// io.weight when `--protect-weight` is given), then the weight's range.
-fn resolve_protected(
-    opts: &TuneOptions,
-    resolver: &CgroupResolver,
-    root: &Path,
-) -> Result<Vec<Protected>> {
-    let mut protected = Vec::new();
-    for p in &opts.protect {
-        let path = relative_path(root, p);
-        if path == "/" {
-            bail!("--protect {p}: the root cgroup cannot be protected against itself");
-        }
-        let id = resolver.id_of(&path).ok_or_else(|| {
-            anyhow!(
-                "--protect {p}: no cgroup {path} under {}; nothing changed",
-                root.display()
-            )
-        })?;
-        if opts.protect_weight.is_some() && !root.join(&path[1..]).join("io.weight").exists() {
-            bail!("--protect-weight: {path} has no io.weight (enable +io in its parent's cgroup.subtree_control); nothing changed");
-        }
-        protected.push(Protected { path, id });
-    }
-    if let Some(w) = opts.protect_weight {
-        if !(1..=10000).contains(&w) {
-            bail!("--protect-weight {w} out of range (1 to 10000)");
-        }
-    }
-    Ok(protected)
-}
-
-/// The status before the first period: one entry per (cgroup, SLO).
-fn initial_status(opts: &TuneOptions, protected: &[Protected]) -> TunerStatus {
-    TunerStatus {
-        device: opts.device.clone(),
-        slos: protected
-            .iter()
-            .flat_map(|p| {
-                opts.slos.iter().map(move |s| TunerSlo {
-                    cgroup: p.path.clone(),
-                    slo: s.spec.clone(),
-                    target_seconds: s.target.as_secs_f64(),
-                    ..Default::default()
-                })
-            })
-            .collect(),
-        ..Default::default()
-    }
-}
-
 impl Tuner {
     /// Checks the device, the cgroups and the bounds. Changes nothing.
     pub fn prepare(opts: TuneOptions, resolver: &CgroupResolver) -> Result<Tuner> {
         check_options(&opts)?;
         let root = resolver.root().to_path_buf();
-        let qos_path = iocost_qos_path(&root)?;
+        iocost_qos_path(&root)?;
+        let pin = VratePin::new(&root, DevNum::new(opts.device.major, opts.device.minor));
         let protected = resolve_protected(&opts, resolver, &root)?;
         let model = opts
             .model
@@ -192,7 +114,7 @@ impl Tuner {
             controller,
             writer,
             root,
-            qos_path,
+            pin,
             protected,
             base: None,
             period_started: Instant::now(),
@@ -233,8 +155,7 @@ impl Tuner {
             }
         }
         let v = self.controller.vrate();
-        let line = pinned_vrate_line(&self.devnum(), v);
-        crate::say!("iowarden: {}", self.writer.set(&self.qos_path, &line)?);
+        say_not_held(self.pin.set(&mut self.writer, v)?);
         // iowarden_tune_qos_value exists only while the tuner holds the qos
         // (the pinned-vrate alert is inhibited by it): not in a dry run.
         if !self.writer.config().dry_run {
@@ -332,12 +253,14 @@ impl Tuner {
     fn write_qos(&mut self, d: &Decision) -> Result<(Option<String>, Option<String>)> {
         // In a dry run the writer writes nothing: the line is what it would write.
         let dry_run = self.writer.config().dry_run;
-        let line = (d.to != d.from).then(|| pinned_vrate_line(&self.devnum(), d.to));
-        if let Some(line) = &line {
-            self.writer.set(&self.qos_path, line)?;
+        let mut line = None;
+        if d.to != d.from {
+            line = say_not_held(self.pin.set(&mut self.writer, d.to)?);
             if !dry_run {
                 self.set_qos_status(d.to);
             }
+        } else if let Some(pinned) = self.pin.retry(&mut self.writer)? {
+            say_not_held(pinned);
         }
         Ok(written_or_would(dry_run, line))
     }
@@ -566,15 +489,6 @@ mod tests {
             line(false, Some("259:0 min=50"), None),
             json!({"action": "hold", "written": "259:0 min=50"})
         );
-    }
-
-    #[test]
-    fn protected_paths_normalise() {
-        let root = Path::new("/sys/fs/cgroup");
-        assert_eq!(relative_path(root, "/lc"), "/lc");
-        assert_eq!(relative_path(root, "lc/"), "/lc");
-        assert_eq!(relative_path(root, "/sys/fs/cgroup/a/b"), "/a/b");
-        assert_eq!(relative_path(root, "/sys/fs/cgroup"), "/");
     }
 
     #[test]

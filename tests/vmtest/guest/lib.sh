@@ -23,3 +23,21 @@ cycle() {
   done
 }
 stop_hog() { touch $T/stop; wait $1 2>/dev/null; }
+# iocost's vrate (%) on device MAJ:MIN, as the root's io.stat prints it.
+vrate() { grep "^$1 " $CG/io.stat | sed -n 's/.* cost\.vrate=\([0-9.]*\).*/\1/p'; }
+# pin_vrate MAJ:MIN V: vrate pinned at V % the way `iowarden tune` pins it
+# (loader/src/knobs/vrate_pin.rs): 1 µs latency targets, which every
+# completion misses, until io.stat shows V (I/O must be flowing; up to 5 s),
+# then the device's own targets back with min = max = V.
+pin_vrate() {
+  local mm=$1 v=$2 line r w
+  line=$(grep "^$mm " $CG/io.cost.qos)
+  r=$(echo "$line" | sed -n 's/.* rlat=\([0-9]*\).*/\1/p')
+  w=$(echo "$line" | sed -n 's/.* wlat=\([0-9]*\).*/\1/p')
+  echo "$mm enable=1 ctrl=user rpct=100 rlat=1 wpct=100 wlat=1 min=$v max=$v" > $CG/io.cost.qos
+  for _ in $(seq 500); do
+    [ "$(vrate $mm)" = "$(printf %.2f $v)" ] && break
+    sleep 0.01
+  done
+  echo "$mm enable=1 ctrl=user rpct=100 rlat=$r wpct=100 wlat=$w min=$v max=$v" > $CG/io.cost.qos
+}

@@ -175,8 +175,7 @@ ok "model runs exit on their own (rc $(cat $T/optimistic.rc) $(cat $T/pessimisti
 # holds nothing back.
 HOG=("randread 4k 32" "randread 128k 32")
 echo "$REF" > $CG/io.cost.model
-echo "$MM enable=1 ctrl=user rpct=100 wpct=100 min=20 max=20" > $CG/io.cost.qos  # as the tuner pins it
-cycle 40 "${HOG[@]}" & hog=$!; sleep 2; b0=$(dev_bytes); lc 24 0 tight; b1=$(dev_bytes); stop_hog $hog
+cycle 40 "${HOG[@]}" & hog=$!; sleep 1; pin_vrate $MM 20; sleep 1; b0=$(dev_bytes); lc 24 0 tight; b1=$(dev_bytes); stop_hog $hog
 tight_tot=$(python3 -c "print(f'{($b1 - $b0) / 24e6:.1f}')")
 tight=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["jobs"][0]["read"]; print(r["clat_ns"]["percentile"]["99.000000"]/1e6)' $T/tight.json)
 echo "$MM enable=0 ctrl=auto" > $CG/io.cost.qos; echo "$MM ctrl=auto" > $CG/io.cost.model

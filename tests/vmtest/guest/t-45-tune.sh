@@ -1,4 +1,4 @@
-# vmtest-checks: 13
+# vmtest-checks: 14
 # vmtest-kernels: 6.1
 # `iowarden tune` on real iocost: a latency-critical cgroup (4 KiB randread,
 # QD1, io.weight 1000) beside a best-effort hog (128 KiB randread, QD32) on
@@ -88,15 +88,17 @@ phase def $PHASE 3; read b_p99 b_lc b_hog b_tot < <(nums def)
 echo "  (b) iocost default QoS: LC p99 ${b_p99} ms, LC ${b_lc} MB/s, hog ${b_hog} MB/s, total ${b_tot} MB/s"
 # (d) last: switching iocost to ctrl=auto keeps the vrate it had, so (b)
 # must not follow a pinned low vrate.
-echo "$MM enable=1 ctrl=user rpct=100 wpct=100 min=$VMIN max=$VMIN" > $CG/io.cost.qos  # as the tuner pins it
-phase tight $PHASE 3; read d_p99 d_lc d_hog d_tot < <(nums tight)
-echo "  (d) fixed vrate $VMIN%:    LC p99 ${d_p99} ms, LC ${d_lc} MB/s, hog ${d_hog} MB/s, total ${d_tot} MB/s"
+# The pin takes hold during fio's ramp, as the tuner's would on a live workload.
+phase tight $PHASE 3 & PH=$!
+sleep 1; pin_vrate $MM $VMIN
+wait $PH; d_vrate=$(vrate $MM); read d_p99 d_lc d_hog d_tot < <(nums tight)
+echo "  (d) fixed vrate $VMIN% (the kernel's at the end: ${d_vrate}%): LC p99 ${d_p99} ms, LC ${d_lc} MB/s, hog ${d_hog} MB/s, total ${d_tot} MB/s"
 SLO_MS=$(python3 -c "import math; print(max(1, math.ceil(2 * $d_p99)))")
 SLO="read-p99=${SLO_MS}ms"
 echo "$MM enable=0" > $CG/io.cost.qos
 echo "$MM ctrl=auto" > $CG/io.cost.qos
 pre_tune_qos=$(qos)
-ok "tune: SLO $SLO (2 x the tightest QoS's p99) is missed by the default QoS (b) (fio LC p99 ${b_p99} ms)" "python3 -c 'import sys; sys.exit(not $b_p99 > $SLO_MS)'"
+ok "tune: the tightest QoS held (kernel vrate ${d_vrate}%) and SLO $SLO (2 x its p99) is missed by the default QoS (b) (fio LC p99 ${b_p99} ms)" "[ '$d_vrate' = $(printf %.2f $VMIN) ] && python3 -c 'import sys; sys.exit(not $b_p99 > $SLO_MS)'"
 
 # (c) the tuner, started on the live workload; the steady state is from its
 # first convergence to the end of the jobs.
@@ -129,6 +131,8 @@ while kill -0 $PH 2>/dev/null; do
   sleep 1
 done
 read conv_n conv_at <<< "$conv"
+# The pin in force when it converged (written before the decision is logged).
+conv_qos=$(qos); conv_kernel_vrate=$(vrate $MM)
 # Not converged while the jobs ran: an empty window (the SLO check fails too).
 snap steady0
 wait $PH; snap steady1
@@ -179,6 +183,8 @@ first = next((i for i, d in enumerate(ds) if d["action"] == "converged"), len(ds
 print(sum(d["action"] == "decrease" for d in ds[first:]))' $T/decisions.jsonl)
 echo "  tune: first converged after $conv_n judged periods (${conv_at} s) at vrate ${conv_vrate}%; periods in all, insufficient: $periods; misses that reopened the search afterwards: $reopened; at the end: $(grep 'converged after\|not converged' $T/tune.log | tail -1)"
 ok "tune: converges within $MAX_PERIODS decision periods (took $conv_n, ${conv_at} s)" "[ '$conv_n' != none ] && [ '$conv_n' -le $MAX_PERIODS ]"
+conv_min=$(echo "$conv_qos" | sed -n 's/.* min=\([0-9.]*\).*/\1/p')
+ok "tune: the kernel's vrate is the one pinned when it converged (${conv_kernel_vrate}% for '$conv_qos')" "[ -n '$conv_min' ] && [ '$conv_kernel_vrate' = '$conv_min' ]"
 ok "tune: SLO $SLO met in the steady state (iowarden LC read p99 ${iw_p99} ms over $iw_n reads; fio clat p99 ${c_p99} ms)" "[ $iw_n -ge 500 ] && python3 -c 'import sys; sys.exit(not $iw_p99 <= $SLO_MS)'"
 ok "tune: more aggregate throughput than the tightest fixed QoS (${c_tot} vs ${d_tot} MB/s)" "python3 -c 'import sys; sys.exit(not $c_tot > $d_tot)'"
 ok "tune: exits 0 on SIGTERM and restores the qos" "[ $trc -eq 0 ] && [ \"\$(qos)\" = \"\$pre_tune_qos\" ]"

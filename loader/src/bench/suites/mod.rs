@@ -200,7 +200,7 @@ fn iocost_on(ctl: &mut KnobCtl, model: Option<&str>, vrate: f64) -> Result<()> {
     if let Some(m) = model {
         ctl.set(&root.join("io.cost.model"), m)?;
     }
-    let qos = crate::knobs::cost_qos::pinned_vrate_line(&ctl.devnum(), vrate);
+    let qos = crate::knobs::cost_qos::pinned_vrate_line(&ctl.devnum(), vrate, None);
     ctl.set(&root.join("io.cost.qos"), &qos)
 }
 

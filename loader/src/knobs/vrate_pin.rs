@@ -1,0 +1,206 @@
+//! Pinning iocost's vrate so that the pin holds whatever the load.
+//!
+//! blk-iocost moves vrate into the QoS [min, max] only in periods with a
+//! busy signal (ioc_adjust_base_vrate returns at busy_level 0), by 4 % a
+//! period. A device nobody saturates, with nobody throttled at the current
+//! vrate, gives none: in the guest, vrate pinned at 20 % after a run under
+//! the kernel's automatic QoS never took hold (the hog kept 245 MB/s, as
+//! with iocost off). So a pin is written in two steps. First with 1 µs
+//! latency targets at the 100th percentile, which every completion misses:
+//! every period with one is busy (and iocost's period drops to its 1 ms
+//! minimum) until io.stat's cost.vrate is the pin. Then with the device's
+//! own targets, and with them its period, back. Inside [min, max] = pin,
+//! vrate stays: busy periods clamp it there and idle ones leave it.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use super::cost_qos::{self, pinned_vrate_line, LatencyTargets};
+use super::writer::Writer;
+use super::{stat, DevNum};
+
+/// How long the first step may wait for the kernel's vrate to reach the
+/// pin. At 4 % per 1 ms period, 10000 % comes down to 1 % in ~0.23 s of
+/// periods with I/O.
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(2);
+const POLL: Duration = Duration::from_millis(10);
+
+/// One device's pinned vrate.
+pub struct VratePin {
+    dev: DevNum,
+    qos_path: PathBuf,
+    stat_path: PathBuf,
+    /// The device's latency targets, written back in the second step.
+    targets: Option<LatencyTargets>,
+    /// The vrate pinned last, and whether the kernel's vrate had reached it.
+    pinned: Option<(f64, bool)>,
+}
+
+/// What a pin did: the line it left and the kernel's vrate then.
+pub struct PinOutcome {
+    pub line: String,
+    pub kernel_vrate: Option<f64>,
+    pub held: bool,
+}
+
+impl PinOutcome {
+    /// Where the kernel's vrate was left, for a pin that did not take hold.
+    pub fn shortfall(&self) -> String {
+        let seen = self
+            .kernel_vrate
+            .map_or("unknown".into(), |v| format!("{v:.2}%"));
+        format!("the kernel's vrate is still {seen}: no I/O completed while the pin settled")
+    }
+}
+
+impl VratePin {
+    /// `root` is the cgroup v2 root (io.cost.qos, io.stat). Reads the
+    /// device's latency targets as they are now.
+    pub fn new(root: &Path, dev: DevNum) -> VratePin {
+        let qos_path = root.join("io.cost.qos");
+        let targets = current_targets(&qos_path, dev);
+        VratePin {
+            dev,
+            stat_path: root.join("io.stat"),
+            qos_path,
+            targets,
+            pinned: None,
+        }
+    }
+
+    /// Whether the last pin has taken hold in the kernel.
+    pub fn held(&self) -> bool {
+        self.pinned.is_none_or(|(_, held)| held)
+    }
+
+    /// Pins vrate at `v` %, both steps, through the journaling writer.
+    pub fn set(&mut self, writer: &mut Writer, v: f64) -> Result<PinOutcome> {
+        let devnum = self.dev.to_string();
+        if writer.config().dry_run {
+            let line = pinned_vrate_line(&devnum, v, self.targets);
+            writer.set(&self.qos_path, &line)?;
+            return Ok(PinOutcome {
+                line,
+                kernel_vrate: None,
+                held: true,
+            });
+        }
+        if self.targets.is_none() {
+            // A device iocost never ran on: enabling it gives it targets.
+            writer.set(&self.qos_path, &pinned_vrate_line(&devnum, v, None))?;
+            self.targets = current_targets(&self.qos_path, self.dev);
+        }
+        let mut kernel_vrate = self.kernel_vrate();
+        if !reached(kernel_vrate, v) {
+            writer.set(&self.qos_path, &cost_qos::settling_vrate_line(&devnum, v))?;
+            kernel_vrate = self.wait_for(v);
+        }
+        let line = pinned_vrate_line(&devnum, v, self.targets);
+        writer.set(&self.qos_path, &line)?;
+        let held = reached(kernel_vrate, v);
+        self.pinned = Some((v, held));
+        Ok(PinOutcome {
+            line,
+            kernel_vrate,
+            held,
+        })
+    }
+
+    /// Pins again what did not take hold (no I/O while it settled).
+    pub fn retry(&mut self, writer: &mut Writer) -> Result<Option<PinOutcome>> {
+        match self.pinned {
+            Some((v, false)) if !reached(self.kernel_vrate(), v) => self.set(writer, v).map(Some),
+            Some((v, false)) => {
+                self.pinned = Some((v, true));
+                Ok(None)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The kernel's vrate, %, from the root's io.stat.
+    pub fn kernel_vrate(&self) -> Option<f64> {
+        let text = std::fs::read_to_string(&self.stat_path).ok()?;
+        let line = stat::parse_all(&text)
+            .ok()?
+            .into_iter()
+            .find(|s| s.dev == self.dev)?;
+        line.cost_vrate.map(|f| f.0 as f64 / 100.0)
+    }
+
+    fn wait_for(&self, v: f64) -> Option<f64> {
+        let start = Instant::now();
+        loop {
+            let now = self.kernel_vrate();
+            if reached(now, v) || start.elapsed() >= SETTLE_TIMEOUT {
+                return now;
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+/// io.stat prints vrate with two decimals; the kernel's clamp lands on the
+/// bound exactly.
+fn reached(kernel: Option<f64>, v: f64) -> bool {
+    kernel.is_some_and(|k| (k - v).abs() <= 0.011)
+}
+
+/// The device's rlat/wlat in io.cost.qos, unless the file has no line for
+/// it (iocost never enabled there) or holds the first step's.
+fn current_targets(qos_path: &Path, dev: DevNum) -> Option<LatencyTargets> {
+    let text = std::fs::read_to_string(qos_path).ok()?;
+    let q = cost_qos::parse_all(&text)
+        .ok()?
+        .into_iter()
+        .find(|q| q.dev == dev)?;
+    let t = LatencyTargets {
+        rlat: q.rlat?,
+        wlat: q.wlat?,
+    };
+    (t != cost_qos::SETTLING_TARGETS).then_some(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pin_is_reached_at_the_printed_two_decimals_only() {
+        assert!(reached(Some(20.0), 20.0));
+        assert!(reached(Some(42.51), 42.5));
+        assert!(!reached(Some(20.8), 20.0));
+        assert!(!reached(None, 20.0));
+    }
+
+    #[test]
+    fn the_targets_come_from_the_devices_line_but_never_the_settling_ones() {
+        let dir = std::env::temp_dir().join(format!("iow-pin-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("io.cost.qos");
+        let dev = DevNum::new(259, 0);
+        std::fs::write(&p, "8:0 enable=0 ctrl=auto rpct=0.00 rlat=250000 wpct=0.00 wlat=250000 min=1.00 max=10000.00\n259:0 enable=1 ctrl=user rpct=95.00 rlat=5000 wpct=95.00 wlat=9000 min=50.00 max=150.00\n").unwrap();
+        assert_eq!(
+            current_targets(&p, dev),
+            Some(LatencyTargets {
+                rlat: 5000,
+                wlat: 9000
+            })
+        );
+        std::fs::write(
+            &p,
+            "259:0 enable=1 ctrl=user rpct=100.00 rlat=1 wpct=100.00 wlat=1 min=20.00 max=20.00\n",
+        )
+        .unwrap();
+        assert_eq!(current_targets(&p, dev), None);
+        std::fs::write(
+            &p,
+            "8:0 enable=1 ctrl=user rpct=100.00 rlat=1 wpct=100.00 wlat=1 min=20.00 max=20.00\n",
+        )
+        .unwrap();
+        assert_eq!(current_targets(&p, dev), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
