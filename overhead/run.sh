@@ -2,11 +2,15 @@
 # Tracing overhead on one loop device, in one invocation: fio IOPS with no
 # tracing, with iowarden (defaults), with iowarden --shards 1 (the atomic
 # adds of hosts with more CPUs than shards), with the peer everyone has,
-# bcc's libbpf-tools biolatency (Debian package libbpf-tools), and with a
-# bpftrace biolatency-style script where bpftrace starts; interleaved over
-# REPS rounds. BPF stats are on only while fio runs: kernel-measured ns per
-# fio I/O (all programs, every device the I/O crosses), ns per run and runs
-# per fio I/O of each program, and the ratios to biolatency.
+# bcc's libbpf-tools biolatency (Debian package libbpf-tools), with a
+# bpftrace biolatency-style script where bpftrace starts, and with the floor
+# (overhead/floor.bpf.c: a program that returns at once on each block_rq_*
+# tracepoint); interleaved over REPS rounds. BPF stats are on only while fio
+# runs: kernel-measured ns per fio I/O (all programs, every device the I/O
+# crosses), ns per run and runs per fio I/O of each program, the ratios to
+# biolatency, and each tool's time above the floor. The last line,
+# `bench-summary {json}`, holds the figures the README quotes;
+# overhead/summarize.py gives their median and range over invocations.
 # Env: REPS (5), RUNTIME (s per fio run, 6), IODEPTH (16).
 #
 # MODE=locks: what the lock-contention programs cost. Against iowarden
@@ -200,26 +204,40 @@ start_iowarden_atomic() {
   for _ in $(seq 100); do curl -sf http://127.0.0.1:19699/snapshot.json >/dev/null && return; sleep 0.1; done
   echo "iowarden did not start: $(cat "$W/iowarden.log")" >&2; exit 1
 }
+start_floor() {
+  overhead/floor.py "$W/floor.bpf.o" >"$W/floor.log" 2>&1 & BG=$!
+  for _ in $(seq 100); do grep -q attached "$W/floor.log" && return; sleep 0.1; done
+  echo "the floor's programs did not attach: $(cat "$W/floor.log")" >&2; exit 1
+}
+clang -O2 -g -target bpf -c overhead/floor.bpf.c -o "$W/floor.bpf.o"
 HAVE_BT=1
 bpftrace -e 'BEGIN { exit(); }' >/dev/null 2>&1 || HAVE_BT=0
 
-declare -a NONE IOW IOA BIO BTR NSIO NSIA NSBIO NSBT DIOW DIOA DBIO
+declare -a NONE IOW IOA BIO BTR NSIO NSIA NSBIO NSBT DIOW DIOA DBIO DFL
 for r in $(seq "$REPS"); do
   read -r iops _ < <(fio_iops); NONE+=("$iops")
   KIND=tracing; read -r iops ns d < <(run_tool iowarden start_iowarden); IOW+=("$iops"); NSIO+=("$ns"); DIOW+=("$d")
   read -r iops ns d < <(run_tool iowarden-atomic start_iowarden_atomic); IOA+=("$iops"); NSIA+=("$ns"); DIOA+=("$d")
   read -r iops ns d < <(run_tool biolatency start_biolatency); BIO+=("$iops"); NSBIO+=("$ns"); DBIO+=("$d")
+  KIND=tracing; read -r _ _ d < <(run_tool floor start_floor); DFL+=("$d")
   if ((HAVE_BT)); then
     KIND=tracepoint; read -r iops ns _ < <(run_tool bpftrace start_bpftrace); BTR+=("$iops"); NSBT+=("$ns")
   fi
-  printf 'round %s: none %.0f IOPS | iowarden %.0f ns/I/O (%s) | --shards 1 %.0f ns/I/O | biolatency %.0f ns/I/O (%s)%s\n' \
-    "$r" "${NONE[-1]}" "${NSIO[-1]}" "${DIOW[-1]}" "${NSIA[-1]}" "${NSBIO[-1]}" "${DBIO[-1]}" \
+  printf 'round %s: none %.0f IOPS | iowarden %.0f ns/I/O (%s) | --shards 1 %.0f ns/I/O | biolatency %.0f ns/I/O (%s) | floor %s%s\n' \
+    "$r" "${NONE[-1]}" "${NSIO[-1]}" "${DIOW[-1]}" "${NSIA[-1]}" "${NSBIO[-1]}" "${DBIO[-1]}" "${DFL[-1]}" \
     "$( ((HAVE_BT)) && printf ' | bpftrace %.0f ns/I/O' "${NSBT[-1]}")"
 done
 
+# What CPUs sharing a shard cost: the completion's counter updates on 1..N
+# CPUs at once, a shard each and one shared (loader/src/cli/bench_shards.rs).
+echo
+"$IOWARDEN" bench-shards | tee "$W/shards.txt"
+SHARDS=$(sed -n 's/^shards-summary //p' "$W/shards.txt")
+
 python3 - "${NONE[*]}" "${IOW[*]}" "${IOA[*]}" "${BIO[*]}" "${BTR[*]:-}" "${NSIO[*]}" "${NSIA[*]}" "${NSBIO[*]}" "${NSBT[*]:-}" \
-  "$(printf '%s\n' "${DIOW[@]}")" "$(printf '%s\n' "${DBIO[@]}")" <<'PY'
-import statistics as st, sys, os, collections
+  "$(printf '%s\n' "${DIOW[@]}")" "$(printf '%s\n' "${DBIO[@]}")" "$(printf '%s\n' "${DIOA[@]}")" \
+  "$(printf '%s\n' "${DFL[@]}")" "$SHARDS" <<'PY'
+import statistics as st, sys, os, collections, json
 f = lambda a: [float(x) for x in a.split()]
 none, iow, ioa, bio, btr, nsio, nsia, nsbio, nsbt = (f(a) for a in sys.argv[1:10])
 m = lambda v: st.median(v) if v else float("nan")
@@ -238,7 +256,28 @@ print("  BPF time per fio I/O (BPF stats on; every device the I/O crosses: the l
 for name, v in (("iowarden", nsio), ("iowarden --shards 1", nsia), ("biolatency", nsbio), ("bpftrace", nsbt)):
     if v:
         print(f"    {name:20s} {m(v):6.0f} ns   ratio to biolatency {m(v)/m(nsbio):.2f}")
-for name, lines in (("iowarden", sys.argv[10]), ("biolatency", sys.argv[11])):
-    print(f"  {name} per program: " + ", ".join(f"{p} {ns:.0f} ns x {r:.2f} runs" for p, (ns, r) in per_prog(lines).items()))
-print("  (target: iowarden <= 1/3 of biolatency; a program that does nothing costs ~60 ns per run here, BPF stats included)")
+floor = {p: ns for p, (ns, _) in per_prog(sys.argv[13]).items()}
+tracepoint = lambda p: p.removesuffix("_btf")
+def above_floor(per):  # ns per fio I/O above the floor, and each program's ns per run above it
+    f = lambda p: floor.get(tracepoint(p), float("nan"))
+    ios = sum(ns * r for ns, r in per.values()) - sum(f(p) * r for p, (_, r) in per.items())
+    return ios, {p: ns - f(p) for p, (ns, _) in per.items()}
+print("  the floor (a program that returns at once, BPF stats' clock reads included): " +
+      ", ".join(f"{p} {ns:.0f} ns a run" for p, ns in floor.items()))
+summary = {"date": os.popen("date -u +%F").read().strip(), "rounds": len(none),
+           "iowarden_ns_per_io": m(nsio), "shards1_ns_per_io": m(nsia), "biolatency_ns_per_io": m(nsbio),
+           "iowarden_ratio": m(nsio) / m(nsbio), "shards1_ratio": m(nsia) / m(nsbio),
+           "floor_ns_per_run": floor, "shards": json.loads(sys.argv[14])}
+for name, key, lines in (("iowarden", "iowarden", sys.argv[10]), ("iowarden --shards 1", "shards1", sys.argv[12]),
+                         ("biolatency", "biolatency", sys.argv[11])):
+    per = per_prog(lines)
+    ios, body = above_floor(per)
+    print(f"  {name} per program: " + ", ".join(
+        f"{p} {ns:.0f} ns ({body[p]:.0f} above the floor) x {r:.2f} runs" for p, (ns, r) in per.items()) +
+        f"; {ios:.0f} ns per fio I/O above the floor")
+    summary[f"{key}_above_floor_ns_per_io"] = ios
+    summary[f"{key}_per_program"] = {p: {"ns_per_run": ns, "above_floor": body[p], "runs_per_io": r}
+                                     for p, (ns, r) in per.items()}
+print("  (target: iowarden <= 1/3 of biolatency on both paths)")
+print("bench-summary " + json.dumps(summary, sort_keys=True))
 PY

@@ -22,7 +22,7 @@ esac
 # clang also brings libclang (libclang1-N), which build.rs's bindgen loads for the
 # headers' constants.
 PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make gcc libc6-dev fio util-linux protobuf-compiler libprotobuf-dev)
-BENCH_PKGS=(bpftool bpftrace libbpf-tools curl python3)
+BENCH_PKGS=(bpftool bpftrace libbpf-tools libbpf1 curl python3)
 TEST_PKGS=("${BENCH_PKGS[@]}" prometheus jq python3-yaml python3-venv systemd openssl)
 case $tier in
   bench) PKGS+=("${BENCH_PKGS[@]}") ;;

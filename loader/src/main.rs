@@ -40,6 +40,10 @@ enum Cmd {
     /// Isolation desiderata (isol-bench D1-D4) and scheduler cost per knob,
     /// scored from the block layer and cross-checked against fio
     Bench(cli::bench::BenchArgs),
+    /// What CPUs adding to one shared counter shard cost per request
+    /// (`make bench` runs it)
+    #[command(hide = true)]
+    BenchShards(cli::bench_shards::BenchShardsArgs),
     /// Read, set and restore cgroup v2 io.* knobs (journaled, restorable)
     Knob {
         #[command(subcommand)]
@@ -65,6 +69,7 @@ fn real_main(cli: Cli) -> Result<()> {
         Cmd::Tune(a) => cli::tune::tune(a),
         Cmd::Profile(a) => cli::profile::run(a),
         Cmd::Bench(a) => cli::bench::run(a),
+        Cmd::BenchShards(a) => cli::bench_shards::run(a),
         Cmd::Knob { cmd } => iowarden::knobs::cli::run(cmd),
     }
 }

@@ -2,6 +2,7 @@
 //! `knob` lives in the library (knobs::cli), beside the knobs it sets.
 
 pub mod bench;
+pub mod bench_shards;
 pub mod locks;
 pub mod model;
 pub mod profile;

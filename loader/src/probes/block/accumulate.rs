@@ -367,6 +367,7 @@ mod tests {
             bytes: ios * 65536,
             device_ns: ns,
             cost: ios * 100,
+            ..Default::default()
         };
         let raw = |shards| RawSample {
             devs: vec![(0, devt)],

@@ -4,6 +4,7 @@
 //! queues. capacity.rs sizes its tables, hist.rs names its buckets.
 
 pub mod accumulate;
+pub mod bench;
 pub mod capacity;
 pub mod hist;
 pub mod latency_watch;

@@ -1,0 +1,107 @@
+//! What CPUs sharing a counter shard cost: bpf/iowarden.bpf.c's
+//! completion_adds_bench (one timed request's counter updates, through the
+//! completion's own helpers) run by BPF_PROG_RUN on several CPUs at once,
+//! with the shard layout the daemon would use. `iowarden bench-shards`
+//! prints it; `make bench` runs it.
+
+use std::os::fd::{AsFd, AsRawFd};
+
+use anyhow::{Context, Result};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use nix::sched::{sched_setaffinity, CpuSet};
+use nix::unistd::Pid;
+
+use super::capacity::Capacity;
+use super::{BlockConfig, BlockProbe, Claims};
+use crate::probes::open_object;
+use crate::skel::{IowardenSkel, IowardenSkelBuilder};
+
+const ADDS: &str = "completion_adds_bench";
+const EMPTY: &str = "empty_bench";
+
+/// The object loaded with `shards` counter shards, only its bench programs.
+pub struct ShardBench {
+    skel: IowardenSkel<'static>,
+    /// Whether each CPU has a shard of its own (plain adds) or shares one
+    /// (atomic adds).
+    pub exclusive: bool,
+}
+
+impl ShardBench {
+    pub fn load(shards: u32) -> Result<ShardBench> {
+        let btf = libbpf_rs::btf::Btf::from_vmlinux().context("cannot read kernel BTF")?;
+        let mut open = IowardenSkelBuilder::default()
+            .open(open_object())
+            .context("opening the BPF object")?;
+        let cfg = BlockConfig {
+            capacity: Capacity { slots: 1, shards },
+            ..Default::default()
+        };
+        BlockProbe::configure(&mut open, &cfg, &btf, Claims::CompareAndSwap)?;
+        crate::probes::load_only(open.open_object_mut(), &[ADDS, EMPTY])?;
+        let skel = open
+            .load()
+            .map_err(|e| crate::probes::load_error("the bench", e))?;
+        let exclusive = shards as usize >= libbpf_rs::num_possible_cpus()?;
+        Ok(ShardBench { skel, exclusive })
+    }
+
+    /// ns per run of the counter updates and of the empty program, each run
+    /// `repeat` times on every CPU of `cpus` at once (one thread per CPU):
+    /// one figure per CPU.
+    pub fn run(&self, cpus: &[usize], repeat: u32) -> Result<(Vec<f64>, Vec<f64>)> {
+        Ok((
+            self.run_prog(ADDS, cpus, repeat)?,
+            self.run_prog(EMPTY, cpus, repeat)?,
+        ))
+    }
+
+    fn run_prog(&self, name: &str, cpus: &[usize], repeat: u32) -> Result<Vec<f64>> {
+        let obj = libbpf_rs::skel::Skel::object(&self.skel);
+        let prog = obj
+            .progs()
+            .find(|p| p.name() == name)
+            .with_context(|| format!("the BPF object has no program {name}"))?;
+        let fd = prog.as_fd().as_raw_fd();
+        let barrier = std::sync::Barrier::new(cpus.len());
+        std::thread::scope(|sc| {
+            let runs: Vec<_> = cpus
+                .iter()
+                .map(|&cpu| {
+                    let barrier = &barrier;
+                    sc.spawn(move || -> Result<f64> {
+                        let mut set = CpuSet::new();
+                        set.set(cpu)?;
+                        sched_setaffinity(Pid::from_raw(0), &set)
+                            .with_context(|| format!("pinning a thread to CPU {cpu}"))?;
+                        barrier.wait();
+                        test_run(fd, repeat)
+                    })
+                })
+                .collect();
+            runs.into_iter()
+                .map(|h| h.join().expect("bench thread panicked"))
+                .collect()
+        })
+    }
+}
+
+/// BPF_PROG_RUN of the XDP program `fd` on the smallest Ethernet frame,
+/// `repeat` times on this CPU: the kernel's mean ns per run.
+fn test_run(fd: i32, repeat: u32) -> Result<f64> {
+    let mut data = [0u8; 64];
+    let mut opts = libbpf_rs::libbpf_sys::bpf_test_run_opts {
+        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_test_run_opts>() as _,
+        data_in: data.as_mut_ptr() as *const _,
+        data_size_in: data.len() as u32,
+        repeat: repeat as _,
+        ..Default::default()
+    };
+    // SAFETY: opts is sized and points at `data`, which outlives the call;
+    // fd is a loaded program's, held open by the skeleton.
+    let ret = unsafe { libbpf_rs::libbpf_sys::bpf_prog_test_run_opts(fd, &mut opts) };
+    if ret < 0 {
+        anyhow::bail!("BPF_PROG_RUN: {}", std::io::Error::from_raw_os_error(-ret));
+    }
+    Ok(opts.duration as f64)
+}

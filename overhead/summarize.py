@@ -1,0 +1,34 @@
+#!/usr/bin/env python3
+"""Median and range, over `make bench` invocations, of the figures the README
+quotes: give it the invocations' output (files holding a `bench-summary`
+line each)."""
+import json, statistics, sys
+
+runs = []
+for path in sys.argv[1:]:
+    lines = [l for l in open(path) if l.startswith("bench-summary ")]
+    if not lines:
+        sys.exit(f"summarize: {path} has no bench-summary line (an interrupted run?)")
+    runs.append(json.loads(lines[-1].split(" ", 1)[1]))
+if len(runs) < 3:
+    print(f"summarize: {len(runs)} invocation(s); the README quotes at least 3", file=sys.stderr)
+
+def row(label, values, fmt):
+    v = sorted(values)
+    print(f"  {label:44s} median {fmt(statistics.median(v))}, range {fmt(v[0])}-{fmt(v[-1])}")
+
+print(f"{len(runs)} invocations of make bench, {', '.join(sorted({r['date'] for r in runs}))}, "
+      f"{'/'.join(str(r['rounds']) for r in runs)} rounds each")
+ratio, ns = (lambda x: f"{x:.2f}"), (lambda x: f"{x:.0f} ns")
+row("iowarden / biolatency (defaults)", [r["iowarden_ratio"] for r in runs], ratio)
+row("iowarden --shards 1 / biolatency", [r["shards1_ratio"] for r in runs], ratio)
+row("iowarden, BPF per fio I/O", [r["iowarden_ns_per_io"] for r in runs], ns)
+row("iowarden --shards 1, BPF per fio I/O", [r["shards1_ns_per_io"] for r in runs], ns)
+row("biolatency, BPF per fio I/O", [r["biolatency_ns_per_io"] for r in runs], ns)
+for key, label in (("iowarden", "iowarden"), ("shards1", "iowarden --shards 1"), ("biolatency", "biolatency")):
+    row(f"{label}, above the floor per fio I/O", [r[f"{key}_above_floor_ns_per_io"] for r in runs], ns)
+    for p in sorted(runs[0][f"{key}_per_program"]):
+        row(f"  {p}, a run", [r[f"{key}_per_program"][p]["ns_per_run"] for r in runs], ns)
+        row(f"  {p}, above the floor", [r[f"{key}_per_program"][p]["above_floor"] for r in runs], ns)
+for p in sorted(runs[0]["floor_ns_per_run"]):
+    row(f"floor {p}, a run", [r["floor_ns_per_run"][p] for r in runs], ns)
