@@ -44,12 +44,15 @@ FUZZ_SECS ?= 60
 fuzz-build: test-deps
 	cd fuzz && $(CARGO) +nightly fuzz build -O
 
-# Each target for FUZZ_SECS seconds from the seeds in fuzz/corpus; a finding
-# lands in fuzz/artifacts/<target>/ and fails the run.
+# Each target for FUZZ_SECS seconds (or FUZZ_RUNS executions, e.g. the
+# campaign FUZZ_RUNS=10000000) from the seeds in fuzz/corpus; a finding lands
+# in fuzz/artifacts/<target>/ and fails the run.
+FUZZ_RUNS ?=
+FUZZ_LIMIT = $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECS))
 fuzz: fuzz-build
 	set -o pipefail; cd fuzz && for t in $(FUZZ_TARGETS); do \
-	  echo "fuzz $$t: $(FUZZ_SECS) s"; \
-	  $(CARGO) +nightly fuzz run -O $$t -- -max_total_time=$(FUZZ_SECS) 2>&1 | grep -E '^(Done|==|SUMMARY)|panicked' || exit 1; \
+	  echo "fuzz $$t: $(FUZZ_LIMIT)"; \
+	  $(CARGO) +nightly fuzz run -O $$t -- $(FUZZ_LIMIT) 2>&1 | grep -E '^(Done|==|SUMMARY)|panicked' || exit 1; \
 	done
 
 # The bounded run make test does: every target for 10 s.
