@@ -264,8 +264,12 @@ mod tests {
             series(1, "loop0", 10, 1.0),
             series(2, "loop0", 5, 0.5),
         ]));
-        let text =
-            crate::encode_openmetrics(&out, &Default::default(), &Default::default()).unwrap();
+        let text = crate::encode_openmetrics(
+            &out.clone().into(),
+            &Default::default(),
+            &Default::default(),
+        )
+        .unwrap();
         assert!(
             text.contains(
                 r#"iowarden_io_requests_total{cgroup="other",cgroup_id="other",device="loop0",op="read"} 5"#

@@ -70,14 +70,14 @@ fn metrics_response(shared: &Shared, accept: Option<&str>) -> Reply {
         &snap,
         shared.pods.as_deref().map(|p| p as &dyn PodDirectory),
     );
-    let extra = SelfMetrics {
+    let extra = Arc::new(SelfMetrics {
         poll_duration_seconds: shared.poll_duration_ns.load(Ordering::Relaxed) as f64 / 1e9,
         polls_total: shared.polls.load(Ordering::Relaxed),
         scrape_count: shared.scrapes.load(Ordering::Relaxed),
         cgroups_folded: *shared.cgroups_folded.lock().unwrap(),
         build_version: env!("CARGO_PKG_VERSION").to_string(),
         runtime,
-    };
+    });
     let encoded = match negotiate(accept) {
         Exposition::Protobuf => {
             encode_protobuf(&snap, &extra, &shared.exposition).map(|b| (b, PROTOBUF_CONTENT_TYPE))

@@ -130,9 +130,7 @@ fn encode_params(enc: &mut DescriptorEncoder, models: &[DeviceCostModel]) -> std
 
 #[cfg(test)]
 mod tests {
-    use crate::model::{
-        CostClass, DeviceCostModel, DeviceRef, LinearModel, Op, SelfMetrics, Snapshot,
-    };
+    use crate::model::{CostClass, DeviceCostModel, DeviceRef, LinearModel, Op, Snapshot};
     use crate::openmetrics::encode_openmetrics;
 
     #[test]
@@ -170,7 +168,12 @@ mod tests {
             cost_models: vec![m],
             ..Default::default()
         };
-        let t = encode_openmetrics(&snap, &SelfMetrics::default(), &Default::default()).unwrap();
+        let t = encode_openmetrics(
+            &snap.clone().into(),
+            &Default::default(),
+            &Default::default(),
+        )
+        .unwrap();
         let l = r#"device="loop1",devt="7:1",op="read",pattern="random",size="4096""#;
         for line in [
             format!("iowarden_cost_class_requests_total{{{l}}} 10"),

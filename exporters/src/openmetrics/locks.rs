@@ -109,9 +109,12 @@ mod tests {
             }),
             ..Default::default()
         };
-        let text =
-            crate::openmetrics::encode_openmetrics(&s, &Default::default(), &Default::default())
-                .unwrap();
+        let text = crate::openmetrics::encode_openmetrics(
+            &s.clone().into(),
+            &Default::default(),
+            &Default::default(),
+        )
+        .unwrap();
         for want in [
             r#"iowarden_lock_wait_seconds_total{site="dd_dispatch_request",cgroup="/w"} 0.25"#,
             r#"iowarden_lock_wait_seconds_total{site="other",cgroup="/w"} 0.5"#,
@@ -122,7 +125,7 @@ mod tests {
             assert!(text.contains(want), "{want} not in\n{text}");
         }
         let none = crate::openmetrics::encode_openmetrics(
-            &Snapshot::default(),
+            &Default::default(),
             &Default::default(),
             &Default::default(),
         )

@@ -5,7 +5,7 @@
 //! domain's families are written by a file of their own (io, queues,
 //! runtime, nvme, iocost, locks, cost, tuner) with the helpers of `family`.
 
-use std::cell::Cell;
+use std::sync::Arc;
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
@@ -51,7 +51,7 @@ impl Default for ExpositionOptions {
     }
 }
 
-/// What one call of [`encode_openmetrics`] encodes, borrowed from its caller.
+/// What one encoding reads, borrowed from the collector.
 struct Input<'a> {
     snap: &'a Snapshot,
     extra: &'a SelfMetrics,
@@ -81,59 +81,39 @@ fn encode_families(enc: &mut DescriptorEncoder, input: &Input) -> std::fmt::Resu
     Ok(())
 }
 
-thread_local! {
-    /// The input of the encoding running on this thread; null outside one.
-    static INPUT: Cell<*const Input<'static>> = const { Cell::new(std::ptr::null()) };
-}
-
-/// Lends `input` to [`SnapshotCollector`] on this thread until dropped
-/// (on return and on unwinding alike).
-struct Lend {
-    previous: *const Input<'static>,
-}
-
-impl Lend {
-    fn new(input: &Input) -> Lend {
-        let ptr = (input as *const Input).cast::<Input<'static>>();
-        Lend {
-            previous: INPUT.with(|c| c.replace(ptr)),
-        }
-    }
-}
-
-impl Drop for Lend {
-    fn drop(&mut self) {
-        INPUT.with(|c| c.set(self.previous));
-    }
-}
-
-/// prometheus-client takes only `'static` collectors. Rather than own a copy
-/// of the snapshot (megabytes at thousands of cgroups, on every scrape), it
-/// reads the input [`encode_openmetrics`] lends it for the encoding.
+/// prometheus-client takes only `'static` collectors: this one owns what it
+/// encodes, the snapshot shared (an `Arc`, not a copy: megabytes at
+/// thousands of cgroups, on every scrape).
 #[derive(Debug)]
-struct SnapshotCollector;
+struct SnapshotCollector {
+    snap: Arc<Snapshot>,
+    extra: Arc<SelfMetrics>,
+    opts: ExpositionOptions,
+}
 
 impl Collector for SnapshotCollector {
     fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
-        let ptr = INPUT.with(Cell::get);
-        // SAFETY: the pointer is non-null only while encode_openmetrics runs
-        // on this thread, and then points to its Input, alive for that whole
-        // call; prometheus-client calls collectors synchronously within it.
-        let input = unsafe { ptr.as_ref() }.ok_or(std::fmt::Error)?;
-        encode_families(&mut enc, input)
+        let input = Input {
+            snap: &self.snap,
+            extra: &self.extra,
+            opts: &self.opts,
+        };
+        encode_families(&mut enc, &input)
     }
 }
 
 /// The snapshot as OpenMetrics text, ending in `# EOF`.
 pub fn encode_openmetrics(
-    snap: &Snapshot,
-    extra: &SelfMetrics,
+    snap: &Arc<Snapshot>,
+    extra: &Arc<SelfMetrics>,
     opts: &ExpositionOptions,
 ) -> Result<String, std::fmt::Error> {
-    let input = Input { snap, extra, opts };
-    let _lent = Lend::new(&input);
     let mut reg = Registry::default();
-    reg.register_collector(Box::new(SnapshotCollector));
+    reg.register_collector(Box::new(SnapshotCollector {
+        snap: Arc::clone(snap),
+        extra: Arc::clone(extra),
+        opts: opts.clone(),
+    }));
     let mut out = String::new();
     prometheus_client::encoding::text::encode(&mut out, &reg)?;
     Ok(out)
@@ -182,7 +162,12 @@ mod tests {
             io: vec![io],
             ..Default::default()
         };
-        let text = encode_openmetrics(&snap, &SelfMetrics::default(), &Default::default()).unwrap();
+        let text = encode_openmetrics(
+            &snap.clone().into(),
+            &Default::default(),
+            &Default::default(),
+        )
+        .unwrap();
         assert!(text.ends_with("# EOF\n"));
         for fam in [
             "iowarden_io_requests",
@@ -203,25 +188,5 @@ mod tests {
         );
         assert!(text.contains(r#"iowarden_io_latency_seconds_bucket{le="0.000016",cgroup="/a \"q\" \\b",cgroup_id="9",device="loop0",op="read",stage="total"} 3"#), "{text}");
         assert!(text.contains(r#"iowarden_io_latency_seconds_count{cgroup="/a \"q\" \\b",cgroup_id="9",device="loop0",op="read",stage="total"} 3"#), "{text}");
-    }
-
-    #[test]
-    fn the_collector_reads_only_a_lent_input() {
-        // Outside encode_openmetrics nothing is lent: the collector refuses
-        // rather than read a snapshot that is gone.
-        let mut reg = Registry::default();
-        reg.register_collector(Box::new(SnapshotCollector));
-        let mut out = String::new();
-        assert!(prometheus_client::encoding::text::encode(&mut out, &reg).is_err());
-        let snap = Snapshot {
-            hostname: "h".into(),
-            ..Default::default()
-        };
-        let text = encode_openmetrics(&snap, &SelfMetrics::default(), &Default::default()).unwrap();
-        assert!(text.contains(r#"hostname="h""#), "{text}");
-        assert!(
-            INPUT.with(Cell::get).is_null(),
-            "the loan ends with the call"
-        );
     }
 }

@@ -235,9 +235,12 @@ mod tests {
             ..Default::default()
         });
         s.nvme_hol.push(hol(Some("/hog"), 3, 0.003));
-        let text =
-            crate::openmetrics::encode_openmetrics(&s, &Default::default(), &Default::default())
-                .unwrap();
+        let text = crate::openmetrics::encode_openmetrics(
+            &s.clone().into(),
+            &Default::default(),
+            &Default::default(),
+        )
+        .unwrap();
         for want in [
             r#"iowarden_iocost_vrate_ratio{device="nvme0n1"} 1.25"#,
             r#"iowarden_iocost_qos_vrate_min_ratio{device="nvme0n1"} 0.5"#,

@@ -208,7 +208,7 @@ fn encode_cgroup_info(
 
 #[cfg(test)]
 mod tests {
-    use crate::model::{BpfProgramStats, RuntimeMetrics, SelfMetrics, Snapshot, TableFill};
+    use crate::model::{BpfProgramStats, RuntimeMetrics, SelfMetrics, TableFill};
     use crate::openmetrics::encode_openmetrics;
 
     fn text(bpf_stats_enabled: bool) -> String {
@@ -236,7 +236,12 @@ mod tests {
             scrape_count: 4,
             ..Default::default()
         };
-        encode_openmetrics(&Snapshot::default(), &extra, &Default::default()).unwrap()
+        encode_openmetrics(
+            &Default::default(),
+            &extra.clone().into(),
+            &Default::default(),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -246,7 +251,12 @@ mod tests {
                 cgroups_folded,
                 ..Default::default()
             };
-            encode_openmetrics(&Snapshot::default(), &extra, &Default::default()).unwrap()
+            encode_openmetrics(
+                &Default::default(),
+                &extra.clone().into(),
+                &Default::default(),
+            )
+            .unwrap()
         };
         assert!(encode(Some(7)).contains("\niowarden_cgroups_folded{} 7"));
         assert!(!encode(None).contains("iowarden_cgroups_folded"));

@@ -106,7 +106,7 @@ fn encode_fit(enc: &mut DescriptorEncoder, dev: &str, m: &ModelTunerStatus) -> s
 #[cfg(test)]
 mod tests {
     use crate::model::{LinearModel, ModelParam, ModelTunerStatus};
-    use crate::{encode_openmetrics, DeviceRef, SelfMetrics, Snapshot, TunerStatus};
+    use crate::{encode_openmetrics, DeviceRef, Snapshot, TunerStatus};
 
     #[test]
     fn model_status_is_exported() {
@@ -152,7 +152,12 @@ mod tests {
             }),
             ..Default::default()
         };
-        let t = encode_openmetrics(&snap, &SelfMetrics::default(), &Default::default()).unwrap();
+        let t = encode_openmetrics(
+            &snap.clone().into(),
+            &Default::default(),
+            &Default::default(),
+        )
+        .unwrap();
         let d = r#"device="nvme0n1""#;
         for line in [
             format!(r#"iowarden_tune_model_param{{{d},param="rrandiops",model="current"}} 3420"#),

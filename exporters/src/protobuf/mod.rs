@@ -5,6 +5,8 @@
 //! family is written once, by the OpenMetrics collectors, and transcoded from
 //! that text: one source for names, help and labels in both formats.
 
+use std::sync::Arc;
+
 use prost::Message;
 
 use crate::model::{SelfMetrics, Snapshot};
@@ -93,8 +95,8 @@ fn accepts_text(kind: &str) -> bool {
 /// The snapshot as length-delimited MetricFamily messages, latency
 /// histograms native.
 pub fn encode_protobuf(
-    snap: &Snapshot,
-    extra: &SelfMetrics,
+    snap: &Arc<Snapshot>,
+    extra: &Arc<SelfMetrics>,
     opts: &ExpositionOptions,
 ) -> Result<Vec<u8>, String> {
     let text_opts = ExpositionOptions {

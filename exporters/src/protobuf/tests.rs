@@ -82,9 +82,9 @@ fn snapshot() -> Snapshot {
 
 #[test]
 fn protobuf_carries_every_text_family_and_native_latency() {
-    let snap = snapshot();
+    let snap = std::sync::Arc::new(snapshot());
     let opts = ExpositionOptions::default();
-    let extra = SelfMetrics::default();
+    let extra = std::sync::Arc::new(SelfMetrics::default());
     let bytes = encode_protobuf(&snap, &extra, &opts).unwrap();
     let fams = decode_protobuf(&bytes).unwrap();
     let text = encode_openmetrics(&snap, &extra, &opts).unwrap();
@@ -125,14 +125,14 @@ fn protobuf_carries_every_text_family_and_native_latency() {
 
 #[test]
 fn stage_selection_sets_histograms_per_series() {
-    let snap = snapshot();
+    let snap = std::sync::Arc::new(snapshot());
     let all = ExpositionOptions {
         counters: crate::IoCounter::ALL.to_vec(),
         stages: Stage::ALL.to_vec(),
         classic: crate::openmetrics::ClassicBuckets::PowersOfTwo,
     };
     let fams =
-        decode_protobuf(&encode_protobuf(&snap, &SelfMetrics::default(), &all).unwrap()).unwrap();
+        decode_protobuf(&encode_protobuf(&snap, &Default::default(), &all).unwrap()).unwrap();
     let lat = fams
         .iter()
         .find(|f| f.name() == "iowarden_io_latency_seconds")
@@ -142,7 +142,7 @@ fn stage_selection_sets_histograms_per_series() {
         stages: vec![],
         ..all
     };
-    let text = encode_openmetrics(&snap, &SelfMetrics::default(), &none).unwrap();
+    let text = encode_openmetrics(&snap, &Default::default(), &none).unwrap();
     assert!(!text.contains("iowarden_io_latency"));
 }
 

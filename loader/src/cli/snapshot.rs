@@ -28,7 +28,6 @@ pub fn run(a: SnapshotArgs) -> Result<()> {
     if a.json {
         println!("{}", iowarden_exporters::encode_json(&snap));
     } else {
-        let extra = iowarden_exporters::SelfMetrics::default();
         let all = iowarden_exporters::ExpositionOptions {
             counters: iowarden_exporters::IoCounter::ALL.to_vec(),
             stages: iowarden_exporters::Stage::ALL.to_vec(),
@@ -36,7 +35,7 @@ pub fn run(a: SnapshotArgs) -> Result<()> {
         };
         print!(
             "{}",
-            iowarden_exporters::encode_openmetrics(&snap, &extra, &all)?
+            iowarden_exporters::encode_openmetrics(&snap.into(), &Default::default(), &all)?
         );
     }
     Ok(())

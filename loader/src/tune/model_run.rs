@@ -108,14 +108,6 @@ impl ModelLoop {
 
     /// Feeds the poll's cumulative snapshot: closes a window when one is due.
     pub fn observe(&mut self, snap: &Snapshot) -> Result<()> {
-        let sysdev = format!("/sys/dev/block/{}", self.device.devt());
-        if !Path::new(&sysdev).exists() {
-            bail!(
-                "device {} ({}) vanished",
-                self.device.name,
-                self.device.devt()
-            );
-        }
         let classes = snap
             .cost_models
             .iter()

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
@@ -155,7 +155,7 @@ impl Tuner {
             }
         }
         let v = self.controller.vrate();
-        say_not_held(self.pin.set(&mut self.writer, v)?);
+        say_not_held(self.pin(v)?);
         // iowarden_tune_qos_value exists only while the tuner holds the qos
         // (the pinned-vrate alert is inhibited by it): not in a dry run.
         if !self.writer.config().dry_run {
@@ -182,6 +182,22 @@ impl Tuner {
             .collect()
     }
 
+    fn check_device(&self) -> Result<()> {
+        let d = &self.opts.device;
+        if !Path::new(&format!("/sys/dev/block/{}", d.devt())).exists() {
+            bail!("device {} ({}) vanished", d.name, d.devt());
+        }
+        Ok(())
+    }
+
+    /// Pins vrate at `v`; a write that fails because the device went away
+    /// says so.
+    fn pin(&mut self, v: f64) -> Result<PinOutcome> {
+        self.pin
+            .set(&mut self.writer, v)
+            .or_else(|e| self.check_device().and(Err(e)))
+    }
+
     fn check_cgroups(&self) -> Result<()> {
         for p in &self.protected {
             if !self.root.join(&p.path[1..]).is_dir() {
@@ -194,6 +210,7 @@ impl Tuner {
     /// Called after every poll with the cumulative snapshot: decides once
     /// per period and attaches the tuner's status to the snapshot.
     pub fn on_poll(&mut self, snap: &mut Snapshot) -> Result<()> {
+        self.check_device()?;
         self.check_cgroups()?;
         if let Some(ml) = self.model.as_mut() {
             ml.observe(snap)?;
@@ -255,12 +272,16 @@ impl Tuner {
         let dry_run = self.writer.config().dry_run;
         let mut line = None;
         if d.to != d.from {
-            line = say_not_held(self.pin.set(&mut self.writer, d.to)?);
+            line = say_not_held(self.pin(d.to)?);
             if !dry_run {
                 self.set_qos_status(d.to);
             }
-        } else if let Some(pinned) = self.pin.retry(&mut self.writer)? {
-            say_not_held(pinned);
+        } else if d.action != Action::Insufficient {
+            // A period with I/O enough to judge has I/O for the pin to settle on.
+            let retried = self.pin.retry(&mut self.writer);
+            if let Some(pinned) = retried.or_else(|e| self.check_device().and(Err(e)))? {
+                say_not_held(pinned);
+            }
         }
         Ok(written_or_would(dry_run, line))
     }

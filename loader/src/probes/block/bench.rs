@@ -8,12 +8,14 @@ use std::os::fd::{AsFd, AsRawFd};
 
 use anyhow::{Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{MapCore, MapFlags};
 use nix::sched::{sched_setaffinity, CpuSet};
 use nix::unistd::Pid;
 
 use super::capacity::Capacity;
 use super::{BlockConfig, BlockProbe, Claims};
 use crate::probes::open_object;
+use crate::skel::types::iow_series;
 use crate::skel::{IowardenSkel, IowardenSkelBuilder};
 
 const ADDS: &str = "completion_adds_bench";
@@ -54,6 +56,21 @@ impl ShardBench {
             self.run_prog(ADDS, cpus, repeat)?,
             self.run_prog(EMPTY, cpus, repeat)?,
         ))
+    }
+
+    /// Bytes counted in series slot 0, shard by shard: what the runs added
+    /// (4096 each), exact or not under contention.
+    pub fn series_bytes(&self) -> Result<Vec<u64>> {
+        let map = &self.skel.maps.series;
+        let n = map.max_entries();
+        (0..n)
+            .map(|i| {
+                let v = map
+                    .lookup(&i.to_ne_bytes(), MapFlags::ANY)?
+                    .context("series entry missing")?;
+                Ok(crate::probes::pod::<iow_series>(&v).bytes)
+            })
+            .collect()
     }
 
     fn run_prog(&self, name: &str, cpus: &[usize], repeat: u32) -> Result<Vec<f64>> {
