@@ -260,7 +260,8 @@ floor = {p: ns for p, (ns, _) in per_prog(sys.argv[13]).items()}
 tracepoint = lambda p: p.removesuffix("_btf")
 def above_floor(per):  # ns per fio I/O above the floor, and each program's ns per run above it
     f = lambda p: floor.get(tracepoint(p), float("nan"))
-    ios = sum(ns * r for ns, r in per.values()) - sum(f(p) * r for p, (_, r) in per.items())
+    # Over the programs that ran about once per I/O (a requeue now and then is not).
+    ios = sum((ns - f(p)) * r for p, (ns, r) in per.items() if r >= 0.01)
     return ios, {p: ns - f(p) for p, (ns, _) in per.items()}
 print("  the floor (a program that returns at once, BPF stats' clock reads included): " +
       ", ".join(f"{p} {ns:.0f} ns a run" for p, ns in floor.items()))

@@ -14,7 +14,9 @@ if len(runs) < 3:
     print(f"summarize: {len(runs)} invocation(s); the README quotes at least 3", file=sys.stderr)
 
 def row(label, values, fmt):
-    v = sorted(values)
+    v = sorted(x for x in values if x == x)  # NaN: a program with no floor twin
+    if not v:
+        return
     print(f"  {label:44s} median {fmt(statistics.median(v))}, range {fmt(v[0])}-{fmt(v[-1])}")
 
 print(f"{len(runs)} invocations of make bench, {', '.join(sorted({r['date'] for r in runs}))}, "
@@ -25,10 +27,22 @@ row("iowarden --shards 1 / biolatency", [r["shards1_ratio"] for r in runs], rati
 row("iowarden, BPF per fio I/O", [r["iowarden_ns_per_io"] for r in runs], ns)
 row("iowarden --shards 1, BPF per fio I/O", [r["shards1_ns_per_io"] for r in runs], ns)
 row("biolatency, BPF per fio I/O", [r["biolatency_ns_per_io"] for r in runs], ns)
+def above_floor(per):
+    """ns per fio I/O above the floor, over programs that ran (an earlier
+    floor had no requeue or merge program)."""
+    return sum(p["above_floor"] * p["runs_per_io"] for p in per.values() if p["runs_per_io"] >= 0.01)
+
 for key, label in (("iowarden", "iowarden"), ("shards1", "iowarden --shards 1"), ("biolatency", "biolatency")):
-    row(f"{label}, above the floor per fio I/O", [r[f"{key}_above_floor_ns_per_io"] for r in runs], ns)
-    for p in sorted(runs[0][f"{key}_per_program"]):
-        row(f"  {p}, a run", [r[f"{key}_per_program"][p]["ns_per_run"] for r in runs], ns)
-        row(f"  {p}, above the floor", [r[f"{key}_per_program"][p]["above_floor"] for r in runs], ns)
-for p in sorted(runs[0]["floor_ns_per_run"]):
-    row(f"floor {p}, a run", [r["floor_ns_per_run"][p] for r in runs], ns)
+    row(f"{label}, above the floor per fio I/O", [above_floor(r[f"{key}_per_program"]) for r in runs], ns)
+    # Programs that ran about once per fio I/O (a requeue now and then is not quoted).
+    progs = {p for r in runs for p, v in r[f"{key}_per_program"].items() if v["runs_per_io"] >= 0.01}
+    for p in sorted(progs):
+        per = [r[f"{key}_per_program"][p] for r in runs if p in r[f"{key}_per_program"]]
+        row(f"  {p}, a run", [v["ns_per_run"] for v in per], ns)
+        row(f"  {p}, above the floor", [v["above_floor"] for v in per], ns)
+for p in sorted({p for r in runs for p in r["floor_ns_per_run"]}):
+    row(f"floor {p}, a run", [r["floor_ns_per_run"][p] for r in runs if p in r["floor_ns_per_run"]], ns)
+for n in sorted({row_["cpus"] for r in runs for row_ in r["shards"]["rows"]}):
+    pts = [row_ for r in runs for row_ in r["shards"]["rows"] if row_["cpus"] == n]
+    row(f"counter updates, {n} CPU(s), a shard each", [p["own_shard_ns"] for p in pts], ns)
+    row(f"counter updates, {n} CPU(s), one shared shard", [p["shared_shard_ns"] for p in pts], ns)
