@@ -17,6 +17,7 @@ pub mod native;
 mod transcode;
 
 use native::native_histogram;
+use transcode::label_pairs;
 pub use transcode::transcode_openmetrics;
 
 /// Content type of the protobuf exposition.
@@ -142,16 +143,6 @@ fn latency_family(snap: &Snapshot, opts: &ExpositionOptions) -> MetricFamily {
         metric,
         unit: None,
     }
-}
-
-pub(crate) fn label_pairs(labels: Vec<(String, String)>) -> Vec<proto::LabelPair> {
-    labels
-        .into_iter()
-        .map(|(name, value)| proto::LabelPair {
-            name: Some(name),
-            value: Some(value),
-        })
-        .collect()
 }
 
 /// Decodes a length-delimited exposition (tests and tools).

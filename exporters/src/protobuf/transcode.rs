@@ -1,7 +1,6 @@
 //! OpenMetrics text, as iowarden's collectors write it, transcoded to
 //! MetricFamily messages: the protobuf exposition's counters and gauges.
 
-use super::label_pairs;
 use crate::proto::{self, MetricFamily, MetricType};
 
 /// Counter and gauge families of OpenMetrics text (as iowarden's collectors
@@ -138,4 +137,15 @@ fn unescape(s: &str) -> String {
         }
     }
     out
+}
+
+/// Label pairs of a protobuf metric, in the order given.
+pub(super) fn label_pairs(labels: Vec<(String, String)>) -> Vec<proto::LabelPair> {
+    labels
+        .into_iter()
+        .map(|(name, value)| proto::LabelPair {
+            name: Some(name),
+            value: Some(value),
+        })
+        .collect()
 }

@@ -1,18 +1,15 @@
-//! One phase of a suite: fresh cgroups for its tenants, the knob set up,
-//! one fio per cgroup (started at its offset), the monitor polled on a
-//! fixed interval for per-tenant timelines, fio's JSON read back, the knob
-//! restored and the cgroups removed (the poll loop itself: phase_loop.rs).
-//! Everything kernel-facing of the bench that is not a knob lives here.
+//! What one phase of a suite is made of: its tenants, the context it runs
+//! in, the samples and results it yields (running it: phase_loop.rs).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use iowarden_exporters::{DeviceRef, Histogram};
 
-use super::fio::{self, FioResult, Job};
+use super::fio::{FioResult, Job};
 use super::knob::KnobCtl;
 use super::Params;
 use crate::monitor::Monitor;
@@ -315,49 +312,6 @@ pub struct Ctx {
 /// Knob setup of a phase: called with the tenants' cgroup directories
 /// after they exist and before any fio starts.
 pub type Setup<'a> = &'a mut dyn FnMut(&mut KnobCtl, &[PathBuf]) -> Result<()>;
-
-/// Runs one phase; see the module comment.
-pub fn run_phase(
-    ctx: &mut Ctx,
-    name: &str,
-    tenants: &[Tenant],
-    interval_s: f64,
-    setup: Setup<'_>,
-) -> Result<PhaseRun> {
-    if ctx.stop.load(Ordering::Relaxed) {
-        bail!("interrupted");
-    }
-    crate::say!(
-        "iowarden bench: {name}: {}",
-        tenants
-            .iter()
-            .map(|t| match t.job.file {
-                fio::JobFile::Tenant => format!(
-                    "{} ({} bs={} qd={} weight {})",
-                    t.name,
-                    t.job.file.file_name(),
-                    t.job.bs,
-                    t.job.qd,
-                    t.weight
-                ),
-                f => format!("{} ({}, from {:.1}s)", t.name, f.file_name(), t.start_s),
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    let dirs: Vec<PathBuf> = tenants
-        .iter()
-        .map(|t| ctx.cgroups.make(&t.name))
-        .collect::<Result<_>>()?;
-    let result = super::phase_loop::run_in(ctx, name, tenants, &dirs, interval_s, setup);
-    let restored = ctx.ctl.restore();
-    for d in &dirs {
-        ctx.cgroups.remove(d);
-    }
-    let run = result?;
-    restored?;
-    Ok(run)
-}
 
 #[cfg(test)]
 mod tests {

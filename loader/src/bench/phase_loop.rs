@@ -1,6 +1,9 @@
-//! The poll loop of one phase: starts each tenant's fio on its schedule,
-//! samples the monitor every interval into per-tenant timelines, stops the
-//! tenants that are held or tied to a partner, and collects fio's results.
+//! Runs one phase of a suite: fresh cgroups for its tenants, the knob set
+//! up, one fio per cgroup started on its schedule, the monitor sampled every
+//! interval into per-tenant timelines, the tenants that are held or tied to
+//! a partner stopped, fio's results collected, the knob restored and the
+//! cgroups removed. Everything kernel-facing of the bench that is not a
+//! knob lives here.
 
 use std::fs::File;
 use std::os::unix::fs::MetadataExt;
@@ -88,6 +91,49 @@ struct PhaseLoop<'a> {
     samples: Vec<Sample>,
     /// When each tenant's first I/O completed (seconds since t0).
     first_io: Vec<Option<f64>>,
+}
+
+/// Runs one phase; see the module comment.
+pub fn run_phase(
+    ctx: &mut Ctx,
+    name: &str,
+    tenants: &[Tenant],
+    interval_s: f64,
+    setup: Setup<'_>,
+) -> Result<PhaseRun> {
+    if ctx.stop.load(Ordering::Relaxed) {
+        bail!("interrupted");
+    }
+    crate::say!(
+        "iowarden bench: {name}: {}",
+        tenants
+            .iter()
+            .map(|t| match t.job.file {
+                fio::JobFile::Tenant => format!(
+                    "{} ({} bs={} qd={} weight {})",
+                    t.name,
+                    t.job.file.file_name(),
+                    t.job.bs,
+                    t.job.qd,
+                    t.weight
+                ),
+                f => format!("{} ({}, from {:.1}s)", t.name, f.file_name(), t.start_s),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let dirs: Vec<PathBuf> = tenants
+        .iter()
+        .map(|t| ctx.cgroups.make(&t.name))
+        .collect::<Result<_>>()?;
+    let result = run_in(ctx, name, tenants, &dirs, interval_s, setup);
+    let restored = ctx.ctl.restore();
+    for d in &dirs {
+        ctx.cgroups.remove(d);
+    }
+    let run = result?;
+    restored?;
+    Ok(run)
 }
 
 pub(super) fn run_in(

@@ -8,8 +8,9 @@
 use std::fmt;
 
 use super::cost_qos::Ctrl;
+use super::devnum::DevNum;
+use super::fields::KnobError;
 use super::fields::{self, opt, parse_u64, write_fields, Layout};
-use super::{DevNum, KnobError};
 
 const KNOB: &str = "io.cost.model";
 

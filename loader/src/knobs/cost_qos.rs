@@ -8,11 +8,12 @@
 
 use std::fmt;
 
+use super::devnum::DevNum;
+use super::fields::KnobError;
 use super::fields::{
     self, opt, parse_fixed_in, parse_in, write_fields, Fixed2, Layout, PCT_MAX, VRATE_MAX,
     VRATE_MIN,
 };
-use super::{DevNum, KnobError};
 
 const KNOB: &str = "io.cost.qos";
 

@@ -3,7 +3,7 @@
 use std::fmt;
 
 use super::fields::digits_u64;
-use super::KnobError;
+use super::fields::KnobError;
 
 /// Largest major / minor the kernel's dev_t holds (MINORBITS = 20).
 pub const MAJOR_MAX: u32 = (1 << 12) - 1;

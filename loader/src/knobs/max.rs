@@ -6,8 +6,9 @@
 
 use std::fmt;
 
+use super::devnum::DevNum;
+use super::fields::KnobError;
 use super::fields::{self, opt, parse_in, write_fields, Layout};
-use super::{DevNum, KnobError};
 
 const KNOB: &str = "io.max";
 

@@ -6,8 +6,8 @@
 
 use std::fmt;
 
+use super::fields::KnobError;
 use super::fields::{self, opt, parse_fixed_in, parse_u64, write_fields, Fixed2, Layout, PCT_MAX};
-use super::KnobError;
 
 const KNOB: &str = "io.pressure";
 

@@ -22,6 +22,16 @@ use anyhow::{anyhow, bail, Context, Result};
 use super::journal::{self, PendingSet, Record};
 use super::writer::{fsync_dir, same_target, try_flock, Writer};
 
+impl Writer {
+    /// Restores what runs that are gone (killed, crashed) left changed:
+    /// one message per knob. Journals of live runs are left alone; below is
+    /// what happens to damaged or unreadable ones. (Here, not in writer.rs:
+    /// recovery needs the writer, the writer never needs recovery.)
+    pub fn recover(&mut self) -> Result<Vec<String>> {
+        recover(self)
+    }
+}
+
 pub(crate) const CORRUPT_SUFFIX: &str = ".corrupt";
 
 fn io_error(what: &str, path: &Path, e: std::io::Error) -> anyhow::Error {
@@ -67,7 +77,7 @@ fn list(dir: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
     Ok((journals, corrupt))
 }
 
-pub(crate) fn recover(w: &mut Writer) -> Result<Vec<String>> {
+fn recover(w: &mut Writer) -> Result<Vec<String>> {
     let dir = w.config().state_dir.clone();
     let (journals, corrupt) = list(&dir)?;
     for c in &corrupt {

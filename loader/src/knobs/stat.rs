@@ -8,8 +8,9 @@
 
 use std::fmt;
 
+use super::devnum::DevNum;
+use super::fields::KnobError;
 use super::fields::{self, opt, parse_u64, write_fields, Fixed2, Layout};
-use super::{DevNum, KnobError};
 
 const KNOB: &str = "io.stat";
 

@@ -18,8 +18,9 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use super::cost_qos::{self, pinned_vrate_line, LatencyTargets};
+use super::devnum::DevNum;
+use super::stat;
 use super::writer::Writer;
-use super::{stat, DevNum};
 
 /// How long the first step may wait for the kernel's vrate to reach the
 /// pin. At 4 % per 1 ms period, 10000 % comes down to 1 % in ~0.23 s of

@@ -7,8 +7,9 @@
 
 use std::fmt;
 
+use super::devnum::DevNum;
+use super::fields::KnobError;
 use super::fields::{self, parse_in};
-use super::{DevNum, KnobError};
 
 const KNOB: &str = "io.weight";
 pub const WEIGHT_MIN: u64 = 1;

@@ -370,13 +370,6 @@ impl Writer {
         }
     }
 
-    /// Restores what runs that are gone (killed, crashed) left changed:
-    /// one message per knob. Journals of live runs are left alone; see
-    /// recovery.rs for what happens to damaged or unreadable ones.
-    pub fn recover(&mut self) -> Result<Vec<String>> {
-        super::recovery::recover(self)
-    }
-
     pub(crate) fn own_journal(&self) -> Option<&Path> {
         self.journal.as_ref().map(|(p, _)| p.as_path())
     }

@@ -4,6 +4,7 @@
 //! and its guarded write-back (model_guard, model_run).
 
 pub mod controller;
+mod decision_log;
 pub mod measure;
 pub mod model_fit;
 pub mod model_guard;

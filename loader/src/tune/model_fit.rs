@@ -20,8 +20,6 @@
 //! device (Σ issue→completion time / window, Little's law) is at least
 //! `saturation_depth`: deeper than the device's internal parallelism.
 
-use std::collections::VecDeque;
-
 use iowarden_exporters::{CostClass, Op};
 
 use crate::costmodel::{LinearModel, PAGE_SIZE};
@@ -179,53 +177,6 @@ impl Fit {
 pub fn unit_costs(m: &LinearModel) -> [f64; PARAMS] {
     let lc = crate::costmodel::lcoefs(m);
     lc.map(|c| c as f64 / crate::costmodel::VTIME_PER_SEC as f64)
-}
-
-/// The saturated windows of one device and the fit over them.
-pub struct Estimator {
-    cfg: FitConfig,
-    windows: VecDeque<Window>,
-    unsaturated: u64,
-}
-
-impl Estimator {
-    pub fn new(cfg: FitConfig) -> Estimator {
-        Estimator {
-            cfg,
-            windows: VecDeque::new(),
-            unsaturated: 0,
-        }
-    }
-
-    pub fn config(&self) -> &FitConfig {
-        &self.cfg
-    }
-
-    /// Keeps the window if the device was saturated over it; says whether.
-    pub fn push(&mut self, w: Window) -> bool {
-        let work: f64 = w.x.iter().sum();
-        if w.seconds <= 0.0 || work <= 0.0 || w.mean_inflight < self.cfg.saturation_depth {
-            self.unsaturated += 1;
-            return false;
-        }
-        if self.windows.len() == self.cfg.capacity {
-            self.windows.pop_front();
-        }
-        self.windows.push_back(w);
-        true
-    }
-
-    /// Forgets every window (after the device changed, e.g. a new model
-    /// changes nothing here, but a vanished and returned device does).
-    pub fn clear(&mut self) {
-        self.windows.clear();
-        self.unsaturated = 0;
-    }
-
-    pub fn fit(&self) -> Fit {
-        let rows: Vec<&Window> = self.windows.iter().collect();
-        crate::tune::model_solve::fit_windows(&rows, &self.cfg, self.unsaturated)
-    }
 }
 
 /// io.cost.model's value of a column from per-unit costs (seconds): bps

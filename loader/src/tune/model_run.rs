@@ -14,10 +14,10 @@ use anyhow::{bail, Result};
 use iowarden_exporters::{CostClass, DeviceRef, ModelParam, ModelTunerStatus, Snapshot};
 use serde_json::json;
 
-use super::model_fit::{Estimator, Fit, FitConfig, Window};
+use super::decision_log::put_write_outcome;
+use super::model_fit::{Fit, FitConfig, Window};
 use super::model_guard::{Guard, GuardConfig, ModelAction, ModelDecision};
-use super::model_solve::NAMES;
-use super::runner::put_write_outcome;
+use super::model_solve::{Estimator, NAMES};
 use crate::costmodel::{LinearModel, AUTOP_HDD, AUTOP_SSD_DFL};
 use crate::knobs::writer::Writer;
 

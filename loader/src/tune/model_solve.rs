@@ -1,6 +1,8 @@
-//! The least-squares half of the occupancy estimator (model_fit.rs): which
-//! terms the windows identify, their non-negative fit, and each parameter's
-//! standard error. Pure arithmetic.
+//! The occupancy estimator over the windows model_fit.rs defines: the
+//! saturated windows kept, which terms they identify, their non-negative
+//! least-squares fit, and each parameter's standard error. Pure arithmetic.
+
+use std::collections::VecDeque;
 
 use super::model_fit::{is_page_col, page_col, param_value, Fit, FitConfig, Window, PARAMS};
 
@@ -275,6 +277,53 @@ fn median(mut v: Vec<f64>) -> f64 {
         v[n / 2]
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// The saturated windows of one device and the fit over them.
+pub struct Estimator {
+    cfg: FitConfig,
+    windows: VecDeque<Window>,
+    unsaturated: u64,
+}
+
+impl Estimator {
+    pub fn new(cfg: FitConfig) -> Estimator {
+        Estimator {
+            cfg,
+            windows: VecDeque::new(),
+            unsaturated: 0,
+        }
+    }
+
+    pub fn config(&self) -> &FitConfig {
+        &self.cfg
+    }
+
+    /// Keeps the window if the device was saturated over it; says whether.
+    pub fn push(&mut self, w: Window) -> bool {
+        let work: f64 = w.x.iter().sum();
+        if w.seconds <= 0.0 || work <= 0.0 || w.mean_inflight < self.cfg.saturation_depth {
+            self.unsaturated += 1;
+            return false;
+        }
+        if self.windows.len() == self.cfg.capacity {
+            self.windows.pop_front();
+        }
+        self.windows.push_back(w);
+        true
+    }
+
+    /// Forgets every window (after the device changed, e.g. a new model
+    /// changes nothing here, but a vanished and returned device does).
+    pub fn clear(&mut self) {
+        self.windows.clear();
+        self.unsaturated = 0;
+    }
+
+    pub fn fit(&self) -> Fit {
+        let rows: Vec<&Window> = self.windows.iter().collect();
+        fit_windows(&rows, &self.cfg, self.unsaturated)
     }
 }
 

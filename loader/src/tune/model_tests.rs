@@ -5,6 +5,7 @@
 use iowarden_exporters::{CostClass, Op};
 
 use super::model_fit::*;
+use super::model_solve::Estimator;
 use crate::costmodel::LinearModel;
 
 /// The guest's emulated NVMe as `iowarden profile` measured it (issue 15).

@@ -8,35 +8,22 @@
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Result};
-use iowarden_exporters::{DeviceRef, Snapshot, TunerDecision, TunerStatus};
+use iowarden_exporters::{Snapshot, TunerDecision, TunerStatus};
 use serde_json::json;
 
-use super::controller::{Action, Controller, ControllerConfig, Decision, Measurement};
+use super::controller::{Action, Controller, Decision, Measurement};
+use super::decision_log::{put_write_outcome, written_or_would};
 use super::measure::{measure, Protected};
-use super::model_run::{self, ModelLoop, ModelOptions};
+use super::model_run::{self, ModelLoop};
+pub use super::setup::TuneOptions;
 use super::setup::{check_options, initial_status, iocost_qos_path, resolve_protected};
-use super::slo::Slo;
 use crate::host::cgroups::CgroupResolver;
 use crate::knobs::vrate_pin::{PinOutcome, VratePin};
-use crate::knobs::writer::{Writer, WriterConfig};
+use crate::knobs::writer::Writer;
 use crate::knobs::DevNum;
-
-pub struct TuneOptions {
-    pub device: DeviceRef,
-    /// Cgroup paths, relative to the io hierarchy's root or absolute.
-    pub protect: Vec<String>,
-    pub slos: Vec<Slo>,
-    pub controller: ControllerConfig,
-    pub period: Duration,
-    /// io.weight `default W` for the protected cgroups.
-    pub protect_weight: Option<u32>,
-    pub writer: WriterConfig,
-    /// `--model`: also fit io.cost.model and write it back.
-    pub model: Option<ModelOptions>,
-}
 
 pub struct Tuner {
     opts: TuneOptions,
@@ -65,32 +52,6 @@ fn say_not_held(p: PinOutcome) -> Option<String> {
         );
     }
     Some(p.line)
-}
-
-/// A decision's qos line as (written, would_write): in a dry run the writer
-/// wrote nothing, so the line is only what would have been written.
-fn written_or_would(dry_run: bool, line: Option<String>) -> (Option<String>, Option<String>) {
-    if dry_run {
-        (None, line)
-    } else {
-        (line, None)
-    }
-}
-
-/// Puts a decision line's write outcome in it: `written` (the line, or
-/// null) in a real run; `would_write` and no `written` in a dry run, which
-/// writes nothing.
-pub(crate) fn put_write_outcome(
-    line: &mut serde_json::Value,
-    dry_run: bool,
-    written: Option<String>,
-    would_write: Option<String>,
-) {
-    if dry_run {
-        line["would_write"] = json!(would_write);
-    } else {
-        line["written"] = json!(written);
-    }
 }
 
 impl Tuner {
@@ -455,6 +416,7 @@ fn worst_slo_ratio(m: &Measurement, min_samples: u64) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tune::controller::ControllerConfig;
 
     #[test]
     fn the_model_judges_the_worst_slo_or_nothing() {
@@ -484,51 +446,5 @@ mod tests {
         // Bounded like every other vrate the tuner writes.
         assert_eq!(c.rescale(10.0), 100.0);
         assert_eq!(c.rescale(0.001), 5.0);
-    }
-
-    #[test]
-    fn dry_run_lines_carry_would_write_and_no_written() {
-        let line = |dry_run, written: Option<&str>, would: Option<&str>| {
-            let mut l = json!({"action": "hold"});
-            put_write_outcome(
-                &mut l,
-                dry_run,
-                written.map(str::to_string),
-                would.map(str::to_string),
-            );
-            l
-        };
-        assert_eq!(
-            line(true, None, Some("259:0 min=50")),
-            json!({"action": "hold", "would_write": "259:0 min=50"})
-        );
-        assert_eq!(
-            line(true, None, None),
-            json!({"action": "hold", "would_write": null})
-        );
-        assert_eq!(
-            line(false, Some("259:0 min=50"), None),
-            json!({"action": "hold", "written": "259:0 min=50"})
-        );
-    }
-
-    #[test]
-    fn a_dry_run_reports_would_write_not_written() {
-        let l = Some("259:0 enable=1 min=40.00 max=40.00".to_string());
-        assert_eq!(written_or_would(true, l.clone()), (None, l.clone()));
-        assert_eq!(written_or_would(false, l.clone()), (l.clone(), None));
-        assert_eq!(written_or_would(true, None), (None, None));
-        // The status JSON carries would_write only when there is one.
-        let d = TunerDecision {
-            would_write: l,
-            ..Default::default()
-        };
-        let v = serde_json::to_value(&d).unwrap();
-        assert!(
-            v["written"].is_null() && v["would_write"].is_string(),
-            "{v}"
-        );
-        let v = serde_json::to_value(TunerDecision::default()).unwrap();
-        assert!(v.get("would_write").is_none(), "{v}");
     }
 }

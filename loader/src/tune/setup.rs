@@ -2,13 +2,32 @@
 //! the device's io.cost.qos, the cgroups to protect.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
-use iowarden_exporters::{TunerSlo, TunerStatus};
+use iowarden_exporters::{DeviceRef, TunerSlo, TunerStatus};
 
+use super::controller::ControllerConfig;
 use super::measure::Protected;
-use super::runner::TuneOptions;
+use super::model_run::ModelOptions;
+use super::slo::Slo;
 use crate::host::cgroups::CgroupResolver;
+use crate::knobs::writer::WriterConfig;
+
+/// What `iowarden tune` is asked to do.
+pub struct TuneOptions {
+    pub device: DeviceRef,
+    /// Cgroup paths, relative to the io hierarchy's root or absolute.
+    pub protect: Vec<String>,
+    pub slos: Vec<Slo>,
+    pub controller: ControllerConfig,
+    pub period: Duration,
+    /// io.weight `default W` for the protected cgroups.
+    pub protect_weight: Option<u32>,
+    pub writer: WriterConfig,
+    /// `--model`: also fit io.cost.model and write it back.
+    pub model: Option<ModelOptions>,
+}
 
 /// `/lc`, `lc` and `/sys/fs/cgroup/lc` all name the same cgroup.
 pub(super) fn relative_path(root: &Path, p: &str) -> String {

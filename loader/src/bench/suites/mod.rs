@@ -19,7 +19,8 @@ use anyhow::Result;
 
 use super::fio::{Job, JobFile};
 use super::knob::KnobCtl;
-use super::phase::{run_phase, Ctx, PhaseRun, Sample, Tenant};
+use super::phase::{Ctx, PhaseRun, Sample, Tenant};
+use super::phase_loop::run_phase;
 use super::report::*;
 use super::score;
 use super::Knob;

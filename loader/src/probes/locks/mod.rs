@@ -4,11 +4,12 @@
 //! that are gone, `fill` builds the report (report.rs) with the stacks
 //! named by symbols.rs. sites.rs holds the pure logic of lock sites.
 
+mod raw;
 pub mod report;
 pub mod sites;
 pub mod symbols;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use anyhow::{Context, Result};
 use iowarden_exporters::{BpfProgramStats, ProbeStatus, Snapshot, TableFill};
@@ -16,31 +17,18 @@ use libbpf_rs::btf::Btf;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags};
 
-use crate::locks_skel::types::{lk_const, lk_counter, lk_counters, lk_flag, lk_stack, lk_stats};
+use crate::locks_skel::types::{lk_const, lk_counters, lk_stack, lk_stats};
 use crate::locks_skel::{LocksSkel, LocksSkelBuilder};
 use crate::probes::{
     claimed_slots, free_slot, open_object, pod, prog_stats_of, slots_in_use, table_fill,
     tracepoint_available, FillContext, Probe,
 };
+pub use raw::{LockKey, RawLockSample, NO_STACK};
 use sites::TopSites;
 use symbols::StackNames;
 
 pub const MAX_SLOTS: u32 = lk_const::LK_MAX_SLOTS.0;
 pub const MAX_RANGES: usize = lk_const::LK_MAX_RANGES.0 as usize;
-pub const NO_STACK: u32 = lk_const::LK_NO_STACK.0;
-use crate::bpf_consts::{
-    LK_KEY_CGID_SHIFT as KEY_CGID_SHIFT, LK_KEY_KIND_SHIFT as KEY_KIND_SHIFT,
-    LK_KEY_STACK_SHIFT as KEY_STACK_SHIFT,
-};
-
-/// (series, drop reason) names of enum lk_counter, by index.
-const COUNTERS: &[(lk_counter, &str)] = &[
-    (lk_counter::LK_DROP_SLOT_FULL, "slot_full"),
-    (lk_counter::LK_DROP_STACK, "stack"),
-    (lk_counter::LK_DROP_NEST, "nest"),
-    (lk_counter::LK_DROP_STORAGE, "storage"),
-    (lk_counter::LK_DROP_UNMATCHED, "unmatched"),
-];
 
 #[derive(Debug, Clone)]
 pub struct LockConfig {
@@ -64,34 +52,6 @@ impl Default for LockConfig {
                 .unwrap_or(lk_const::LK_STACK_DEPTH.0),
         }
     }
-}
-
-/// Decoded series key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct LockKey {
-    pub cgroup_id: u64,
-    pub stack_id: u32,
-    pub flags: u32,
-}
-
-impl LockKey {
-    pub fn decode(k: u64) -> LockKey {
-        LockKey {
-            cgroup_id: k >> KEY_CGID_SHIFT,
-            stack_id: ((k >> KEY_STACK_SHIFT) & NO_STACK as u64) as u32,
-            flags: ((k >> KEY_KIND_SHIFT) & lk_flag::LK_F_MASK.0 as u64) as u32,
-        }
-    }
-}
-
-/// Sums over CPUs (and over duplicate slots of one key).
-#[derive(Debug, Clone, Default)]
-pub struct RawLockSample {
-    pub series: BTreeMap<LockKey, (u64, u64, Vec<u64>)>,
-    /// The table slots each key was read from (two CPUs racing on a new key
-    /// can claim two).
-    pub slots: BTreeMap<LockKey, Vec<u32>>,
-    pub counters: [u64; lk_counter::LK_NR_COUNTERS.0 as usize],
 }
 
 pub struct LockProbe {
@@ -345,6 +305,10 @@ impl Probe for LockProbe {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bpf_consts::{
+        LK_KEY_CGID_SHIFT as KEY_CGID_SHIFT, LK_KEY_KIND_SHIFT as KEY_KIND_SHIFT,
+        LK_KEY_STACK_SHIFT as KEY_STACK_SHIFT,
+    };
 
     #[test]
     fn keys_decode_as_the_bpf_side_packs_them() {

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use iowarden_exporters::{CgroupRef, LockReport, LockSeries, LockStack};
 
+use super::raw::{RawLockSample, COUNTERS};
 use super::sites::{self, TopSites};
-use super::{RawLockSample, COUNTERS};
 use crate::host::cgroups::CgroupResolver;
 use crate::locks_skel::types::lk_counter;
 use crate::probes::cgroup_ref;
