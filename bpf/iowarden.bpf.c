@@ -636,47 +636,5 @@ IOW_PROGRAM(block_rq_merge, on_merge)
 IOW_PROGRAM(block_rq_insert, on_insert)
 IOW_PROGRAM(block_rq_issue, on_issue)
 
-/*
- * Not attached: `iowarden bench-shards` runs it (BPF_PROG_RUN; XDP for its
- * repeat count) on several CPUs at once. The counter updates of one timed
- * 4 KiB random read, with on_complete's helpers, on series slot 0, device
- * 0's hardware queue 0 and one cost class: CPUs that share a shard add to
- * the same cache lines, as CPUs completing one cgroup's I/O on one device
- * do. The request's own reads (cgroup, device, stamps) are not in it.
- */
-SEC("xdp")
-int completion_adds_bench(struct xdp_md *x)
-{
-	__u32 idx = shard(), class = IOW_COST_SIZES; /* dev 0 read random 4 KiB */
-	struct iow_series *s = bpf_map_lookup_elem(&series, &idx);
-	__u64 now = bpf_ktime_get_ns(), cost = 1000;
-
-	if (!s)
-		return XDP_PASS;
-	add(&s->bytes, 4096);
-	add(&s->cost, cost);
-	add(&s->rand_ios, 1);
-	s->cursor = now;
-	count_hwq_completion(bpf_map_lookup_elem(&hwq_stats, &idx), now - 80000, now);
-	sample_cost_class(class, cost, 4096, 80000);
-	count_latency(s, now - 100000, now - 80000, now);
-	return XDP_PASS;
-}
-
-/* The floor of completion_adds_bench: BPF_PROG_RUN's own loop. */
-SEC("xdp")
-int empty_bench(struct xdp_md *x)
-{
-	return XDP_PASS;
-}
-
-/* Not attached: run on demand (BPF_PROG_RUN) by the tests. */
-SEC("syscall")
-int hist_bucket_selftest(struct iow_bucket_probe *p)
-{
-	/* Unrolled: the context may only be accessed at constant offsets. */
-#pragma unroll
-	for (int i = 0; i < IOW_SELFTEST_N; i++)
-		p->bucket[i] = hist_bucket(p->ns[i]);
-	return 0;
-}
+/* Programs never attached, run on demand (BPF_PROG_RUN). */
+#include "run_on_demand.bpf.h"
