@@ -71,11 +71,6 @@ impl VratePin {
         }
     }
 
-    /// Whether the last pin has taken hold in the kernel.
-    pub fn held(&self) -> bool {
-        self.pinned.is_none_or(|(_, held)| held)
-    }
-
     /// Pins vrate at `v` %, both steps, through the journaling writer.
     pub fn set(&mut self, writer: &mut Writer, v: f64) -> Result<PinOutcome> {
         let devnum = self.dev.to_string();
