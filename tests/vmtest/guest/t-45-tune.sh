@@ -93,12 +93,16 @@ phase tight $PHASE 3 & PH=$!
 sleep 1; pin_vrate $MM $VMIN
 wait $PH; d_vrate=$(vrate $MM); read d_p99 d_lc d_hog d_tot < <(nums tight)
 echo "  (d) fixed vrate $VMIN% (the kernel's at the end: ${d_vrate}%): LC p99 ${d_p99} ms, LC ${d_lc} MB/s, hog ${d_hog} MB/s, total ${d_tot} MB/s"
-SLO_MS=$(python3 -c "import math; print(max(1, math.ceil(2 * $d_p99)))")
+# 2 x (d)'s p99, and never below a quarter of (b)'s: a pin from a high
+# vrate can leave the hog in debt for all of (d) (LC p99 0.6 ms in one run,
+# 3.9 ms in another), a p99 the tuner's steady state at the same vrate
+# does not see (2.5 ms in that run); (b) still misses it by 4x.
+SLO_MS=$(python3 -c "import math; print(max(1, math.ceil(max(2 * $d_p99, $b_p99 / 4))))")
 SLO="read-p99=${SLO_MS}ms"
 echo "$MM enable=0" > $CG/io.cost.qos
 echo "$MM ctrl=auto" > $CG/io.cost.qos
 pre_tune_qos=$(qos)
-ok "tune: the tightest QoS held (kernel vrate ${d_vrate}%) and SLO $SLO (2 x its p99) is missed by the default QoS (b) (fio LC p99 ${b_p99} ms)" "[ '$d_vrate' = $(printf %.2f $VMIN) ] && python3 -c 'import sys; sys.exit(not $b_p99 > $SLO_MS)'"
+ok "tune: the tightest QoS held (kernel vrate ${d_vrate}%) and SLO $SLO (2 x its p99, at least (b)'s / 4) is missed by the default QoS (b) (fio LC p99 ${b_p99} ms)" "[ '$d_vrate' = $(printf %.2f $VMIN) ] && python3 -c 'import sys; sys.exit(not $b_p99 > $SLO_MS)'"
 
 # (c) the tuner, started on the live workload; the steady state is from its
 # first convergence to the end of the jobs.
