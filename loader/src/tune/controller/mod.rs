@@ -7,6 +7,7 @@
 //! cgroups' latency against aggregate throughput, monotonically. The search:
 //! - an SLO miss lowers v at once (to the highest value known to meet every
 //!   SLO, else multiplicatively) and blocks increases for a few periods;
+//!   a miss at a value known to meet them must repeat in the next period;
 //! - SLOs met with slack raise v (bisecting towards the lowest value known to
 //!   miss, else multiplicatively), one bounded step per period;
 //! - SLOs met but within the hysteresis margin hold v;
@@ -182,7 +183,8 @@ pub struct Controller {
     backoff: u32,
     /// Consecutive periods met within the margin at the current v.
     tight: u32,
-    /// The last period was a marginal miss waiting for confirmation.
+    /// The last period was a miss where the SLO held before, waiting for
+    /// confirmation.
     unconfirmed: bool,
     /// Consecutive periods with slack while converged.
     slack: u32,
@@ -264,8 +266,8 @@ impl Controller {
     }
 
     /// The period's verdict, in order of precedence: too few samples to
-    /// judge; a miss caused by iocost's own throttle; a marginal miss to
-    /// confirm; a miss; else met, while converged or while searching.
+    /// judge; a miss caused by iocost's own throttle; a miss where the SLO
+    /// held before, to confirm; a miss; else met, while converged or while searching.
     fn judge(&mut self, m: &Measurement, from: f64) -> Verdict {
         if let Some(s) = m.slos.iter().find(|s| s.samples < self.cfg.min_samples) {
             return (
@@ -282,7 +284,7 @@ impl Controller {
             let name = worst_slo.map_or("", |s| s.name.as_str());
             return self.raise_out_of_throttle(from, worst, name);
         }
-        if let Some(verdict) = self.confirm_marginal_miss(from, worst) {
+        if let Some(verdict) = self.confirm_contradicting_miss(from, worst) {
             return verdict;
         }
         if worst > 1.0 {

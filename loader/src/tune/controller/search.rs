@@ -39,18 +39,20 @@ impl Controller {
         )
     }
 
-    /// A marginal miss (within the margin) at a value that met before may be
-    /// noise: it is acted on only when the next period misses too. Large
-    /// misses act at once. Some(hold) while waiting for confirmation.
-    pub(super) fn confirm_marginal_miss(&mut self, from: f64, worst: f64) -> Option<Verdict> {
-        let marginal = worst <= 1.0 + self.cfg.margin;
-        if worst > 1.0 && marginal && !self.unconfirmed && self.good.is_some_and(|g| g >= from) {
+    /// A miss at a vrate the SLO held at before contradicts what was
+    /// measured there: it is acted on only when the next period misses too,
+    /// whatever its size (a TCG guest's per-period p99 swings 4x between two
+    /// periods at one vrate; a host's flush or compaction does the same).
+    /// A real change of load costs one period more. Misses at values never
+    /// known good act at once. Some(hold) while waiting for confirmation.
+    pub(super) fn confirm_contradicting_miss(&mut self, from: f64, worst: f64) -> Option<Verdict> {
+        if worst > 1.0 && !self.unconfirmed && self.good.is_some_and(|g| g >= from) {
             self.unconfirmed = true;
             return Some((
                 Action::Hold,
                 from,
                 format!(
-                    "SLO missed by a margin ({:.0}% of target) where it held before: confirming next period",
+                    "SLO missed ({:.0}% of target) where it held before: confirming next period",
                     worst * 100.0
                 ),
             ));

@@ -35,6 +35,8 @@ fn a_protected_cgroup_throttled_by_iocost_raises_vrate() {
     // A queueing miss above never sends it back below the throttled value.
     c.decide(&slo(0.0005, 0.002, 1000)); // backoff
     c.decide(&slo(0.0005, 0.002, 1000)); // backoff
+                                         // 13 met twice: its first miss waits for confirmation.
+    assert_eq!(c.decide(&slo(0.004, 0.002, 1000)).action, Action::Hold);
     let d = c.decide(&slo(0.004, 0.002, 1000));
     assert_eq!(d.action, Action::Decrease);
     assert!(d.to > 10.0, "{d:?}");
@@ -143,7 +145,7 @@ fn a_miss_lowers_at_once_and_blocks_increases_while_backing_off() {
 }
 
 #[test]
-fn a_marginal_miss_where_it_held_before_needs_confirmation() {
+fn a_miss_where_it_held_before_needs_confirmation() {
     let mut c = Controller::new(ControllerConfig {
         start: 50.0,
         ..Default::default()
@@ -157,13 +159,47 @@ fn a_marginal_miss_where_it_held_before_needs_confirmation() {
     c.decide(&slo(0.0022, 0.002, 1000));
     let d = c.decide(&slo(0.0022, 0.002, 1000)); // confirmed
     assert_eq!(d.action, Action::Decrease, "{d:?}");
-    // A large miss acts at once.
+    // A large miss where it held before waits for the next period too (a
+    // TCG guest's per-period p99 swings 4x at one vrate), then acts.
     let mut c = Controller::new(ControllerConfig {
         start: 50.0,
         ..Default::default()
     });
     c.decide(&slo(0.0018, 0.002, 1000));
-    assert_eq!(c.decide(&slo(0.003, 0.002, 1000)).action, Action::Decrease);
+    assert_eq!(c.decide(&slo(0.008, 0.002, 1000)).action, Action::Hold);
+    assert_eq!(c.decide(&slo(0.008, 0.002, 1000)).action, Action::Decrease);
+}
+
+#[test]
+fn a_miss_where_it_never_held_acts_at_once() {
+    let mut c = Controller::new(ControllerConfig {
+        start: 50.0,
+        ..Default::default()
+    });
+    c.decide(&slo(0.0005, 0.002, 1000)); // slack: up to 65
+    let d = c.decide(&slo(0.003, 0.002, 1000)); // 65 never met
+    assert_eq!((d.action, d.to), (Action::Decrease, 50.0), "{d:?}");
+}
+
+#[test]
+fn a_noisy_miss_after_leaving_a_bad_value_converges_on_the_good_one() {
+    // The CI run that asked for it: missed at 89, met at 75.65, missed at
+    // 82.33, back at 75.65 a 218% miss, then met.
+    let mut c = Controller::new(ControllerConfig {
+        start: 89.0,
+        ..Default::default()
+    });
+    assert_eq!(c.decide(&slo(0.0202, 0.005, 410)).to, 62.3);
+    for _ in 0..2 {
+        assert_eq!(c.decide(&slo(0.0035, 0.005, 8000)).action, Action::Hold);
+    }
+    assert_eq!(c.decide(&slo(0.0034, 0.005, 8000)).to, 75.65);
+    assert_eq!(c.decide(&slo(0.0035, 0.005, 8000)).to, 82.33);
+    assert_eq!(c.decide(&slo(0.0197, 0.005, 876)).to, 75.65);
+    let d = c.decide(&slo(0.0109, 0.005, 8412));
+    assert_eq!((d.action, d.to), (Action::Hold, 75.65), "{d:?}");
+    let d = c.decide(&slo(0.0035, 0.005, 8000));
+    assert_eq!((d.action, d.to), (Action::Converged, 75.65), "{d:?}");
 }
 
 #[test]
