@@ -57,6 +57,11 @@ fn main() {
         iowarden::say!("iowarden: error: {e:#}");
         std::process::exit(1);
     }
+    if cli::trace::hung_up() {
+        // 128 + SIGHUP, as a shell reports a process the hangup killed.
+        iowarden::say!("iowarden: stopped by SIGHUP (the terminal or session went away)");
+        std::process::exit(129);
+    }
 }
 
 fn real_main(cli: Cli) -> Result<()> {

@@ -1,8 +1,8 @@
 //! What every tracing subcommand shares: the probe options (TraceArgs),
 //! starting the monitor, and the SIGINT/SIGTERM flag.
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock};
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -12,6 +12,7 @@ use iowarden::host::preflight;
 use iowarden::monitor::{Monitor, MonitorConfig};
 use iowarden::probes::block::BlockConfig;
 use iowarden::probes::locks::LockConfig;
+use iowarden_exporters::Stage;
 
 #[derive(Args, Clone)]
 pub struct TraceArgs {
@@ -82,7 +83,9 @@ pub fn parse_cost_model(s: &str) -> Result<iowarden::costmodel::LinearModel, Str
     iowarden::costmodel::parse_over(iowarden::costmodel::AUTOP_SSD_DFL, s)
 }
 
-pub fn monitor_config(t: &TraceArgs) -> Result<MonitorConfig> {
+/// `stages`: the latency stages exported or shown; the queue and device
+/// histograms are counted only when one of them is.
+pub fn monitor_config(t: &TraceArgs, stages: &[Stage]) -> Result<MonitorConfig> {
     let filter_devt = match &t.device {
         Some(spec) => {
             let d = resolve_device(spec)?;
@@ -103,6 +106,7 @@ pub fn monitor_config(t: &TraceArgs) -> Result<MonitorConfig> {
             capacity,
             filter_devt,
             latency: !t.no_latency,
+            stage_histograms: stages.iter().any(|s| *s != Stage::Total),
             hwq: !t.no_hwq,
             hwq_events: t.hwq_events,
             cost: !t.no_cost,
@@ -120,8 +124,8 @@ pub fn monitor_config(t: &TraceArgs) -> Result<MonitorConfig> {
 
 /// Checks privileges and BTF, loads and attaches the programs, and says
 /// which optional probes are missing and why.
-pub fn start_monitor(trace: &TraceArgs) -> Result<Monitor> {
-    let cfg = monitor_config(trace)?;
+pub fn start_monitor(trace: &TraceArgs, stages: &[Stage]) -> Result<Monitor> {
+    let cfg = monitor_config(trace, stages)?;
     preflight::check()?;
     let monitor = Monitor::start(&cfg)?;
     for p in monitor.probe_report() {
@@ -138,6 +142,7 @@ pub fn start_monitor(trace: &TraceArgs) -> Result<Monitor> {
 /// A flag SIGINT, SIGTERM and SIGHUP set. The handlers store to it
 /// directly (no handler thread: `run` drops its capabilities per thread
 /// after attaching, and a thread started before would keep them all).
+/// SIGHUP also sets the hangup flag (see [`hung_up`]).
 pub fn stop_flag() -> Result<Arc<AtomicBool>> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let stop = Arc::new(AtomicBool::new(false));
@@ -145,5 +150,15 @@ pub fn stop_flag() -> Result<Arc<AtomicBool>> {
         signal_hook::flag::register(sig, stop.clone())
             .context("installing the SIGINT/SIGTERM/SIGHUP handler")?;
     }
+    signal_hook::flag::register(SIGHUP, HANGUP.clone()).context("installing the SIGHUP handler")?;
     Ok(stop)
+}
+
+/// Set by SIGHUP: the terminal or session went away.
+static HANGUP: LazyLock<Arc<AtomicBool>> = LazyLock::new(Default::default);
+
+/// A SIGHUP arrived. The command stopped as on SIGINT (programs detached,
+/// knobs restored), but nobody asked it to: main exits non-zero.
+pub fn hung_up() -> bool {
+    HANGUP.load(Ordering::Relaxed)
 }
