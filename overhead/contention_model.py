@@ -8,9 +8,10 @@ Usage: contention_model.py OUT.svg BENCH-OUTPUT... (files with a
 
 The model. A completed request's counter updates write L distinct cache
 lines of its shard: the series' first two lines (bytes, cost, random ios,
-cursor, the queue and device latency sums), one histogram bucket line for
-each of the 3 stages, its hardware queue's line and its cost class's line:
-L = 7 (bpf/iowarden.bpf.c completion_adds_bench writes the same ones). When
+cursor, the queue and device latency sums), the total stage's histogram
+bucket line (`run`'s default counts no queue or device buckets), its
+hardware queue's line and its cost class's line: L = 5
+(bpf/run_on_demand.bpf.h completion_adds_bench writes the same ones). When
 N CPUs complete one series at once, a line was last written by another CPU
 with probability (N - 1) / N, and each such write first moves the line:
 
@@ -30,7 +31,7 @@ import math
 import statistics
 import sys
 
-LINES = 7
+LINES = 5
 SAME_SOCKET_NS = 40.0
 REMOTE_NS = (100.0, 200.0)
 CPUS = [1, 2, 4, 8, 16, 24, 32, 48, 64, 96]

@@ -161,7 +161,7 @@ impl Monitor {
         probes.extend(optional.status.iter().cloned());
         Ok(Monitor {
             block,
-            acc: Accumulator::new(block_cfg.hwq_events),
+            acc: Accumulator::new(block_cfg.hwq_events, block_cfg.stage_histograms),
             optional,
             resolver,
             devices,

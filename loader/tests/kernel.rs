@@ -479,7 +479,7 @@ fn queues_without_issue_stamps_get_the_issue_program() {
     let (daemon, log) = Daemon::start_logged(
         19619,
         "200ms",
-        &["--device", &dev.name()],
+        &["--device", &dev.name(), "--histogram-stages", "all"],
         &[("IOWARDEN_IGNORE_KERNEL_ISSUE_STAMPS", "1")],
     );
     let read = |n: usize| {
@@ -533,4 +533,49 @@ fn queues_without_issue_stamps_get_the_issue_program() {
         "{:?}",
         after.probes
     );
+}
+
+/// The queue and device stages' buckets are counted only where they are
+/// exported: under `run`'s default (`--histogram-stages total`) the
+/// snapshot has their sums and no counts, never zeros; with `all`, the
+/// device stage counts every request the total stage counts.
+#[test]
+fn stage_histograms_are_counted_only_when_exported() {
+    let dev = LoopDev::file(64);
+    let fleet = Daemon::start_ephemeral(&["--device", &dev.name()], &[]).0;
+    let all =
+        Daemon::start_ephemeral(&["--device", &dev.name(), "--histogram-stages", "all"], &[]).0;
+    let st = Command::new("dd")
+        .args([&format!("if={}", dev.path), "of=/dev/null", "bs=4k"])
+        .args(["count=300", "iflag=direct", "status=none"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let reads = |d: &Daemon| -> iowarden_exporters::StageHistograms {
+        let s = d.settled();
+        let mut h = iowarden_exporters::StageHistograms::default();
+        for x in s.io.iter().filter(|x| x.device.name == dev.name()) {
+            h.queue.add(&x.latency.queue);
+            h.device.add(&x.latency.device);
+            h.total.add(&x.latency.total);
+        }
+        h
+    };
+    let (f, a) = (reads(&fleet), reads(&all));
+    let n = |h: &iowarden_exporters::Histogram| h.counts.iter().sum::<u64>();
+    println!(
+        "defaults: total {} requests, queue/device counts {}/{} buckets, sums {:.6}/{:.6} s; all: total {}, device {}",
+        n(&f.total),
+        f.queue.counts.len(),
+        f.device.counts.len(),
+        f.queue.sum_seconds,
+        f.device.sum_seconds,
+        n(&a.total),
+        n(&a.device)
+    );
+    assert!(n(&f.total) > 0 && n(&a.total) > 0);
+    assert!(f.queue.counts.is_empty() && f.device.counts.is_empty());
+    assert!(f.device.sum_seconds > 0.0);
+    assert_eq!(n(&a.device), n(&a.total));
+    assert_eq!(n(&a.queue), n(&a.total));
 }

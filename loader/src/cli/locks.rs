@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
-use iowarden_exporters::Snapshot;
+use iowarden_exporters::{Snapshot, Stage};
 
 use iowarden::duration::parse_duration;
 use iowarden::views::locks as lockview;
@@ -47,7 +47,7 @@ pub fn run(a: LocksArgs) -> Result<()> {
     // Before loading: a signal while the programs load must not kill the
     // process with them half set up (SIGHUP's default action).
     let stop = stop_flag()?;
-    let mut monitor = start_monitor(&trace)?;
+    let mut monitor = start_monitor(&trace, &Stage::ALL)?;
     let device = trace.device_name()?;
     let prev = monitor.poll()?;
     if prev.locks.is_none() {

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
+use iowarden_exporters::Stage;
 
 use iowarden::duration::parse_duration;
 
@@ -28,7 +29,7 @@ pub fn run(a: ModelArgs) -> Result<()> {
     // Before loading: a signal while the programs load must not kill the
     // process with them half set up (SIGHUP's default action).
     let stop = stop_flag()?;
-    let mut monitor = start_monitor(&trace)?;
+    let mut monitor = start_monitor(&trace, &Stage::ALL)?;
     // Said once the programs are attached and Ctrl-C is handled: from here
     // on every request is counted (scripts wait for this line).
     iowarden::say!(

@@ -65,7 +65,7 @@ pub fn run(a: RunArgs) -> Result<()> {
     // Before loading: a signal while the programs load must not kill the
     // process with them half set up (SIGHUP's default action).
     let stop = stop_flag()?;
-    let monitor = start_monitor(&a.trace)?;
+    let monitor = start_monitor(&a.trace, &a.export.histogram_stages.0)?;
     // Before any thread starts: capabilities are per thread.
     let keep = iowarden::host::privileges::Keep {
         bpf_calls: iowarden::probes::features::bpf_calls_need_capability(),

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
+use iowarden_exporters::Stage;
 
 use iowarden::duration::parse_duration;
 
@@ -22,7 +23,7 @@ pub struct SnapshotArgs {
 }
 
 pub fn run(a: SnapshotArgs) -> Result<()> {
-    let mut monitor = start_monitor(&a.trace)?;
+    let mut monitor = start_monitor(&a.trace, &Stage::ALL)?;
     std::thread::sleep(a.wait);
     let snap = monitor.poll()?;
     if a.json {

@@ -9,7 +9,7 @@ use clap::Args;
 
 use iowarden::duration::{parse_duration, parse_interval};
 use iowarden::views::top::{render, render_panels, rows, NoisyNeighbourDetector};
-use iowarden_exporters::Snapshot;
+use iowarden_exporters::{Snapshot, Stage};
 
 use super::trace::{start_monitor, stop_flag, TraceArgs};
 
@@ -28,7 +28,7 @@ pub fn run(a: TopArgs) -> Result<()> {
     // Before loading: a signal while the programs load must not kill the
     // process with them half set up (SIGHUP's default action).
     let stop = stop_flag()?;
-    let mut monitor = start_monitor(&a.trace)?;
+    let mut monitor = start_monitor(&a.trace, &Stage::ALL)?;
     let device = a.trace.device_name()?;
     let opts = TopOptions {
         interval: a.interval,

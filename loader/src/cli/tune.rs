@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
+use iowarden_exporters::ExpositionOptions;
 
 use iowarden::daemon;
 use iowarden::duration::{parse_duration, parse_interval};
@@ -124,7 +125,7 @@ pub fn tune(a: TuneArgs) -> Result<()> {
     // Before loading: a signal while the programs load must not kill the
     // process with them half set up (SIGHUP's default action).
     let stop = stop_flag()?;
-    let monitor = start_monitor(&trace)?;
+    let monitor = start_monitor(&trace, &ExpositionOptions::default().stages)?;
     tuner.start()?;
     eprintln!(
         "iowarden: {}",

@@ -20,7 +20,7 @@ NB=nullb0
 echo none > /sys/block/$NB/queue/scheduler
 echo +io > $CG/cgroup.subtree_control
 mkdir -p $CG/fd-a $CG/fd-b
-"$IOWARDEN_BIN" run --listen 127.0.0.1:9618 --interval 1s --device $NB > $SCRATCH/fd-iowarden.log 2>&1 &
+"$IOWARDEN_BIN" run --listen 127.0.0.1:9618 --interval 1s --histogram-stages all --device $NB > $SCRATCH/fd-iowarden.log 2>&1 &
 IW=$!
 for _ in $(seq 600); do python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:9618/snapshot.json")' 2>/dev/null && break; sleep 0.2; done
 fd_fio() { # cgroup rw bs qd ios

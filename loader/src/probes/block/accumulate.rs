@@ -10,7 +10,7 @@ use iowarden_exporters::{
 
 use crate::costmodel::{ClassSample, SIZES, VTIME_PER_SEC};
 use crate::host::devices::DeviceNames;
-use crate::probes::block::hist::{NBUCKETS, NSTAGES};
+use crate::probes::block::hist::{NBUCKETS, NSTAGES, TOTAL_STAGE};
 use crate::probes::block::RawSample;
 use crate::skel::types::{iow_drop, iow_key_layout, iow_series};
 
@@ -68,6 +68,9 @@ pub struct Accumulator {
     drops: DropCounters,
     /// inserted/issued are counted per hardware queue (--hwq-events).
     hwq_events: bool,
+    /// The queue and device stages' buckets are counted (else their
+    /// histograms have sums and no counts).
+    stage_histograms: bool,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -113,9 +116,10 @@ fn add_series_delta(t: &mut Totals, cur: &iow_series, old: &iow_series) {
 }
 
 impl Accumulator {
-    pub fn new(hwq_events: bool) -> Accumulator {
+    pub fn new(hwq_events: bool, stage_histograms: bool) -> Accumulator {
         Accumulator {
             hwq_events,
+            stage_histograms,
             ..Default::default()
         }
     }
@@ -224,8 +228,14 @@ impl Accumulator {
             let Some(&devt) = self.dev_of_idx.get(&k.dev_idx) else {
                 continue;
             };
+            // Uncounted stages: no counts rather than zeros, which would
+            // say no request was measured.
+            let counted = |s: usize| self.stage_histograms || s == TOTAL_STAGE;
             let stage = |s: usize| Histogram {
-                counts: t.hist[s * NBUCKETS..(s + 1) * NBUCKETS].to_vec(),
+                counts: match counted(s) {
+                    true => t.hist[s * NBUCKETS..(s + 1) * NBUCKETS].to_vec(),
+                    false => Vec::new(),
+                },
                 sum_seconds: t.lat_sum_ns[s] as f64 / 1e9,
             };
             io.push(IoSeries {
@@ -353,6 +363,40 @@ mod tests {
         });
         assert_eq!(acc.totals[&key].lat_sum_ns, [300, 1200, 1500]);
         assert_eq!(acc.totals[&key].ios, 2);
+    }
+
+    #[test]
+    fn uncounted_stages_have_sums_and_no_counts() {
+        let key = (7u64 << 9) | 1;
+        let mut s = shard(2, 5, 2);
+        s.lat_sum_ns = [300, 1200];
+        let raw = RawSample {
+            series: vec![RawSeries {
+                slot: 0,
+                key,
+                shards: vec![s],
+            }],
+            devs: vec![(0, (7 << 20) | 1)],
+            ..Default::default()
+        };
+        let snap = |stage_histograms| {
+            let mut acc = Accumulator::new(false, stage_histograms);
+            acc.add(&raw);
+            let mut names = DeviceNames::default();
+            let cg = |id| CgroupRef {
+                id,
+                ..Default::default()
+            };
+            acc.snapshot(&cg, &mut names, &[], 1.0).io.remove(0).latency
+        };
+        let only_total = snap(false);
+        assert!(only_total.queue.counts.is_empty() && only_total.device.counts.is_empty());
+        assert_eq!(only_total.queue.sum_seconds, 300e-9);
+        assert_eq!(only_total.device.sum_seconds, 1200e-9);
+        assert_eq!(only_total.total.counts.iter().sum::<u64>(), 2);
+        let all = snap(true);
+        assert_eq!(all.queue.counts.len(), NBUCKETS);
+        assert_eq!(all.total, only_total.total);
     }
 
     #[test]

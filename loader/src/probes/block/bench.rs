@@ -37,6 +37,8 @@ impl ShardBench {
             .context("opening the BPF object")?;
         let cfg = BlockConfig {
             capacity: Capacity { slots: 1, shards },
+            // What `run` counts by default (--histogram-stages total).
+            stage_histograms: false,
             ..Default::default()
         };
         BlockProbe::configure(&mut open, &cfg, &btf, Claims::CompareAndSwap)?;

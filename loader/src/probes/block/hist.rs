@@ -1,11 +1,13 @@
 //! Layout of the BPF latency histograms (log-linear in microseconds), taken
 //! from the constants of bpf/iowarden.h via the skeleton.
 
-use crate::skel::types::iow_const;
+use crate::skel::types::{iow_const, iow_stage};
 
 pub const SUB_BITS: u32 = iow_const::IOW_HIST_SUB_BITS.0;
 pub const NBUCKETS: usize = iow_const::IOW_HIST_BUCKETS.0 as usize;
 pub const NSTAGES: usize = iow_const::IOW_NR_STAGES.0 as usize;
+/// The total stage's index: counted whenever latency is.
+pub const TOTAL_STAGE: usize = iow_stage::IOW_STAGE_TOTAL.0 as usize;
 
 /// Lower bound of bucket `i`, in microseconds.
 pub fn lower_us(i: usize) -> u64 {

@@ -40,6 +40,9 @@ pub struct BlockConfig {
     /// Trace only this device (kernel dev_t: major << 20 | minor).
     pub filter_devt: Option<u32>,
     pub latency: bool,
+    /// Count the queue and device stages' histograms too (their sums are
+    /// always kept): only when they are exported or shown.
+    pub stage_histograms: bool,
     pub hwq: bool,
     /// Count inserted/issued per hardware queue: two more programs per request.
     pub hwq_events: bool,
@@ -65,6 +68,7 @@ impl Default for BlockConfig {
             },
             filter_devt: None,
             latency: true,
+            stage_histograms: true,
             hwq: true,
             hwq_events: false,
             cost: true,
@@ -319,6 +323,7 @@ impl BlockProbe {
             .as_deref_mut()
             .context("BPF object has no .rodata")?;
         rodata.enable_latency = cfg.latency;
+        rodata.enable_stage_hists = cfg.stage_histograms;
         rodata.enable_hwq = cfg.hwq;
         rodata.enable_hwq_events = cfg.hwq_events;
         rodata.enable_cost = cfg.cost;
