@@ -3,6 +3,7 @@
 //! `tune --model` adds the io.cost.model estimator (model_fit, model_solve)
 //! and its guarded write-back (model_guard, model_run).
 
+pub mod capped_device;
 pub mod controller;
 mod decision_log;
 pub mod measure;

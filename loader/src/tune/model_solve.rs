@@ -104,6 +104,18 @@ fn solve(rows: &[&Window], cols: &[usize]) -> Option<Solution> {
     })
 }
 
+/// The plain least-squares costs (seconds per unit, by column) of windows
+/// over every column they use: no trimming, no judging. None when the
+/// columns are not determined. What a noiseless estimator reaches.
+pub fn least_squares(rows: &[&Window]) -> Option<[f64; PARAMS]> {
+    let cols: Vec<usize> = ORDER
+        .iter()
+        .copied()
+        .filter(|&c| rows.iter().any(|w| w.x[c] > 0.0))
+        .collect();
+    solve(rows, &cols).map(|s| s.theta)
+}
+
 impl Solution {
     fn var(&self, a: usize, b: usize) -> Option<f64> {
         let cov = self.cov.as_ref()?;

@@ -1,0 +1,178 @@
+//! A device capped the way QEMU throttles one, and the best linear model of
+//! what it served: the yardstick for `tune --model`'s fit on the guest.
+//!
+//! QEMU's throttle group drains an IOPS bucket and a bandwidth bucket
+//! independently, so a saturated window of N requests and B bytes takes
+//! max(N / iops, B / bps), not the sum over requests of max(1 / iops,
+//! bytes / bps): in a window mixing sizes, the small requests' IOPS
+//! overlap the large ones' bandwidth. No linear model (a cost per request
+//! plus one per page, io.cost.model's) is exact once windows mix sizes;
+//! the best one for the windows seen is their least-squares model, and a
+//! fit is judged against it, not against the caps. Pure logic.
+
+use super::model_fit::{param_value, Window, PARAMS};
+use super::model_solve::least_squares;
+use crate::costmodel::PAGE_SIZE;
+
+/// A device with an IOPS cap and a bandwidth cap, both always in force.
+#[derive(Clone, Copy, Debug)]
+pub struct CappedDevice {
+    pub iops: f64,
+    pub bps: f64,
+}
+
+/// Requests of one kind in a window.
+#[derive(Clone, Copy, Debug)]
+pub struct Requests {
+    pub write: bool,
+    pub random: bool,
+    pub bytes: u64,
+    pub count: f64,
+}
+
+impl CappedDevice {
+    /// Seconds the saturated device takes for `ios` requests of `bytes` in all.
+    pub fn seconds(&self, ios: f64, bytes: f64) -> f64 {
+        (ios / self.iops).max(bytes / self.bps)
+    }
+
+    /// The saturated window in which the device served `reqs`, in the
+    /// estimator's columns (a page per 4 KiB, at least one per request).
+    pub fn window(&self, reqs: &[Requests]) -> Window {
+        let mut w = Window {
+            mean_inflight: 32.0,
+            ..Default::default()
+        };
+        let (mut ios, mut bytes) = (0.0, 0.0);
+        for r in reqs {
+            let o = if r.write { 3 } else { 0 };
+            let base = o + 1 + r.random as usize;
+            w.x[base] += r.count;
+            w.x[o] += r.count * (r.bytes / PAGE_SIZE).max(1) as f64;
+            w.bytes[base] += r.count * r.bytes as f64;
+            ios += r.count;
+            bytes += r.count * r.bytes as f64;
+        }
+        w.seconds = self.seconds(ios, bytes);
+        w
+    }
+}
+
+/// io.cost.model's values (rbps, rseqiops, rrandiops, wbps, wseqiops,
+/// wrandiops) of the least-squares linear model of `windows`; None for a
+/// column they do not use or that comes out free. None when undetermined.
+pub fn best_linear_model(windows: &[Window]) -> Option<[Option<u64>; PARAMS]> {
+    let rows: Vec<&Window> = windows.iter().collect();
+    let theta = least_squares(&rows)?;
+    let used = |c: usize| windows.iter().any(|w| w.x[c] > 0.0);
+    Some(std::array::from_fn(|c| {
+        used(c).then(|| param_value(c, &theta)).flatten()
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tune::model_fit::FitConfig;
+    use crate::tune::model_solve::Estimator;
+
+    const RBPS: usize = 0;
+    const RRANDIOPS: usize = 2;
+    /// The guest NVMe of the run: 1,500 requests/s, 64 MiB/s.
+    const DEV: CappedDevice = CappedDevice {
+        iops: 1500.0,
+        bps: 64.0 * 1048576.0,
+    };
+
+    fn reads(bytes: u64, count: f64) -> Requests {
+        Requests {
+            write: false,
+            random: true,
+            bytes,
+            count,
+        }
+    }
+
+    /// One second of the saturated device, a share `big` of its requests
+    /// 128 KiB random reads, the rest 4 KiB.
+    fn second(big: f64) -> Window {
+        let per_request = DEV.seconds(1.0, big * 131072.0 + (1.0 - big) * 4096.0);
+        let n = 1.0 / per_request;
+        DEV.window(&[reads(4096, n * (1.0 - big)), reads(131072, n * big)])
+    }
+
+    fn within(got: u64, want: f64, tol: f64) -> bool {
+        (got as f64 / want - 1.0).abs() <= tol
+    }
+
+    #[test]
+    fn a_window_takes_the_longer_of_the_two_caps() {
+        let w = DEV.window(&[reads(4096, 1500.0)]);
+        assert!((w.seconds - 1.0).abs() < 1e-12);
+        // 512 x 128 KiB = 64 MiB: bandwidth-bound, one second.
+        let w = DEV.window(&[reads(131072, 512.0)]);
+        assert!((w.seconds - 1.0).abs() < 1e-12);
+        // Both at once overlap: 1.5 s of IOPS (2012 requests), 1.03 s of bytes.
+        let w = DEV.window(&[reads(4096, 1500.0), reads(131072, 512.0)]);
+        assert!((w.seconds - 2012.0 / 1500.0).abs() < 1e-9, "{}", w.seconds);
+    }
+
+    #[test]
+    fn windows_of_one_size_each_give_the_line_through_the_caps() {
+        // No window mixes sizes: the two-point line through the caps.
+        let m = best_linear_model(&[second(0.0), second(1.0), second(0.0)]).unwrap();
+        assert_eq!(m[RRANDIOPS], Some(1500));
+        // 4 KiB costs 1/1500 s, 128 KiB 2 ms: a page 41.5 us, 94 MiB/s.
+        let page = (131072.0 / DEV.bps - 1.0 / 1500.0) / 31.0;
+        assert!(within(m[RBPS].unwrap(), 4096.0 / page, 1e-6), "{m:?}");
+        assert_eq!(m[1], None, "no sequential reads: no rseqiops");
+    }
+
+    /// The miss, reproduced: a hog alternating 4 KiB and 128 KiB
+    /// random reads beside a 4 KiB reader gives windows of every mix, and
+    /// the best linear model of them has rrandiops a quarter above the cap
+    /// (and rbps 75 % above it): the device, not the estimator, departs
+    /// from a linear model.
+    #[test]
+    fn mixed_windows_put_the_best_model_above_the_caps() {
+        let ws: Vec<Window> = [0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9, 1.0]
+            .map(second)
+            .to_vec();
+        let m = best_linear_model(&ws).unwrap();
+        let r = m[RRANDIOPS].unwrap();
+        assert!(within(r, 1853.0, 0.01), "rrandiops {r}");
+        let b = m[RBPS].unwrap() as f64 / 1048576.0;
+        assert!((b - 112.4).abs() < 1.0, "rbps {b:.1} MiB/s");
+    }
+
+    fn fit_of(ws: &[Window]) -> crate::tune::model_fit::Fit {
+        let mut e = Estimator::new(FitConfig::default());
+        for w in ws {
+            e.push(w.clone());
+        }
+        e.fit()
+    }
+
+    /// The estimator on those exact windows, as many as it keeps (240),
+    /// determines the best model: what is left between a guest fit and
+    /// this yardstick is measurement. On fewer windows the misfit reads as
+    /// error, and the terms stay undetermined rather than wrong.
+    #[test]
+    fn the_estimator_on_exact_windows_reaches_the_best_model() {
+        let mixes = [0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9, 1.0];
+        let ws: Vec<Window> = mixes.iter().cycle().take(240).map(|&f| second(f)).collect();
+        let best = best_linear_model(&ws).unwrap();
+        let fit = fit_of(&ws);
+        for c in [RBPS, RRANDIOPS] {
+            let got = fit.params[c].value;
+            let want = best[c].unwrap() as f64;
+            assert!(
+                got.is_some_and(|v| within(v, want, 0.10)),
+                "column {c}: fit {got:?}, best linear model {want:.0}: {fit:#?}"
+            );
+        }
+        let few = fit_of(&ws[..36]);
+        assert_eq!(few.params[RRANDIOPS].value, None, "{few:#?}");
+        assert_eq!(few.params[RBPS].value, None, "{few:#?}");
+    }
+}
