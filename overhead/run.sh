@@ -63,10 +63,6 @@ BT='tracepoint:block:block_rq_issue { @start[args->dev, args->sector] = nsecs; }
 tracepoint:block:block_rq_complete /@start[args->dev, args->sector]/ {
   @usecs = hist((nsecs - @start[args->dev, args->sector]) / 1000); delete(@start[args->dev, args->sector]); }'
 start_bpftrace() {
-  # bpftrace finds tracepoints through tracefs.
-  if [[ ! -d /sys/kernel/tracing/events ]]; then
-    mount -t tracefs nodev /sys/kernel/tracing; MOUNTED_TRACEFS=1
-  fi
   ulimit -l unlimited 2>/dev/null || true
   bpftrace -e "$BT" >"$W/bt.log" 2>&1 & BG=$!
   for _ in $(seq 300); do grep -q Attaching "$W/bt.log" && { sleep 1; return; }; sleep 0.1; done
@@ -212,6 +208,12 @@ start_floor() {
 clang -O2 -g -target bpf -c overhead/floor.bpf.c -o "$W/floor.bpf.o"
 HAVE_BT=1
 bpftrace -e 'BEGIN { exit(); }' >/dev/null 2>&1 || HAVE_BT=0
+# bpftrace finds tracepoints through tracefs. Mounted here, in this shell:
+# the tools start in subshells (`< <(run_tool ...)`), where a mount's flag
+# was lost and the tracefs left behind.
+if ((HAVE_BT)) && [[ ! -d /sys/kernel/tracing/events ]]; then
+  mount -t tracefs nodev /sys/kernel/tracing; MOUNTED_TRACEFS=1
+fi
 
 declare -a NONE IOW IOA BIO BTR NSIO NSIA NSBIO NSBT DIOW DIOA DBIO DFL
 for r in $(seq "$REPS"); do
