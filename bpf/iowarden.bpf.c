@@ -140,6 +140,9 @@ struct {
 			__sync_fetch_and_add((p), (v));  \
 	} while (0)
 
+/* A count of one and a sum `v` in one packed word (IOW_PACK_COUNT_BITS). */
+#define packed(v, counted) (((__u64)(v) << IOW_PACK_COUNT_BITS) | (counted))
+
 static __always_inline void count_drop(__u32 what)
 {
 	__u32 zero = 0;
@@ -458,10 +461,11 @@ static __always_inline __u32 size_class(__u32 nr_bytes)
  * charges whole requests at completion (a merged bio pays no base cost in
  * the kernel either). Returns the cost class of the request in
  * cost_classes (before sharding), or IOW_COST_CLASSES when not charged;
- * *cost receives the cost.
+ * *cost receives the cost and *rand_out whether it is random (counted with the
+ * bytes, in one add).
  */
 static __always_inline __u32 charge_cost(struct request *rq, struct iow_series *s, __u64 key,
-					 __u32 dev, __u32 nr_bytes, __u64 *cost)
+					 __u32 dev, __u32 nr_bytes, __u64 *cost, __u32 *rand_out)
 {
 	__u32 op = (key >> IOW_KEY_OP_SHIFT) & 3;
 	__u32 idx = dev;
@@ -494,9 +498,8 @@ static __always_inline __u32 charge_cost(struct request *rq, struct iow_series *
 	if (!pages)
 		pages = 1;
 	*cost = c->lcoef[op * 3 + 1 + rand] + pages * c->lcoef[op * 3];
+	*rand_out = rand;
 	add(&s->cost, *cost);
-	if (rand)
-		add(&s->rand_ios, 1);
 	size = size_class(nr_bytes);
 	if (size >= IOW_COST_SIZES)
 		size = IOW_COST_SIZES - 1;
@@ -512,8 +515,7 @@ static __always_inline void sample_cost_class(__u32 class, __u64 cost, __u32 nr_
 
 	if (!c)
 		return;
-	add(&c->ios, 1);
-	add(&c->bytes, nr_bytes);
+	add(&c->bytes_ios, packed(nr_bytes, 1));
 	add(&c->device_ns, device_ns);
 	add(&c->cost, cost);
 }
@@ -523,9 +525,7 @@ static __always_inline void count_hwq_completion(struct iow_hwq_stats *h, __u64 
 {
 	if (!h)
 		return;
-	add(&h->completed, 1);
-	if (issued)
-		add(&h->busy_ns, now - issued);
+	add(&h->busy_completed, packed(issued ? now - issued : 0, 1));
 }
 
 /* A timed request's stages: allocated at start, issued, completed now. */
@@ -546,7 +546,7 @@ static __always_inline int on_complete(__u64 *ctx, const bool cas)
 {
 	struct request *rq = (struct request *)ctx[0];
 	__u32 nr_bytes = (__u32)ctx[2];
-	__u32 dev = traced_dev(rq, cas), class = IOW_COST_CLASSES;
+	__u32 dev = traced_dev(rq, cas), class = IOW_COST_CLASSES, rand = 0;
 	struct iow_series *s;
 	__u64 key, cost = 0, now, issued, start;
 
@@ -555,13 +555,15 @@ static __always_inline int on_complete(__u64 *ctx, const bool cas)
 	s = series_of(rq, dev, &key, cas);
 	if (!s)
 		return 0;
-	add(&s->bytes, nr_bytes);
 	/* A request may complete in parts; it is one I/O when the last part
 	 * completes (the remaining length is what this completion covers). */
-	if (nr_bytes < rq->__data_len)
+	if (nr_bytes < rq->__data_len) {
+		add(&s->bytes_rand, packed(nr_bytes, 0));
 		return 0;
+	}
 	if (enable_cost)
-		class = charge_cost(rq, s, key, dev, nr_bytes, &cost);
+		class = charge_cost(rq, s, key, dev, nr_bytes, &cost, &rand);
+	add(&s->bytes_rand, packed(nr_bytes, rand));
 	now = bpf_ktime_get_ns();
 	issued = issue_time(rq, dev);
 	if (issued > now)

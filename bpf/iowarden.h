@@ -42,6 +42,12 @@ enum iow_const {
 	/* blk-iocost.c LCOEF_RANDIO_PAGES: a request starting further than this
 	 * many 4 KiB pages from the previous one's end is random. */
 	IOW_COST_RANDIO_PAGES = 4096,
+	/* A count and a sum packed in one word, so that a shared shard pays one
+	 * atomic add for both: the count in the low IOW_PACK_COUNT_BITS bits,
+	 * the sum above (adding (v << bits) | 1). User space reads the change
+	 * between two polls, exact while a poll sees fewer than 2^22 counted
+	 * and a sum below 2^42 per shard (4 TiB, 73 minutes of busy time). */
+	IOW_PACK_COUNT_BITS = 22,
 };
 
 /* Index into iow_cost_coefs.lcoef, as blk-iocost.c's LCOEF_*: op * 3 + term. */
@@ -107,9 +113,10 @@ enum iow_key_layout {
 #define IOW_CACHELINE __attribute__((aligned(64)))
 
 struct iow_series {
-	__u64 bytes;      /* completed bytes (partial completions included) */
+	/* packed (IOW_PACK_COUNT_BITS): completed bytes (partial completions
+	 * included) above, the requests the model classified random below */
+	__u64 bytes_rand;
 	__u64 cost;       /* linear model cost of completed reads/writes, vtime (2^37/s) */
-	__u64 rand_ios;   /* of those, requests the model classified random */
 	__u64 unmeasured; /* completed requests without a latency sample */
 	__u64 merged;     /* requests merged into another one */
 	__u64 requeued;   /* requests handed back by the driver */
@@ -127,9 +134,10 @@ struct iow_series {
 
 /* One shard of one hardware queue, at (dev_idx * IOW_MAX_HWQ + hctx) * shards + shard. */
 struct iow_hwq_stats {
-	__u64 completed;
+	/* packed (IOW_PACK_COUNT_BITS): the sum of issue -> completion times
+	 * (mean occupancy by Little's law) above, completions below */
+	__u64 busy_completed;
 	__u64 requeued;
-	__u64 busy_ns;   /* sum of issue -> completion times: mean occupancy by Little's law */
 	__u64 inserted;  /* into the I/O scheduler (only with --hwq-events and a scheduler) */
 	__u64 issued;    /* only with --hwq-events */
 } IOW_CACHELINE;
@@ -150,8 +158,7 @@ struct iow_cost_coefs {
  * time was measured), at class * shards + shard: what the online refit and
  * the model error are computed from. */
 struct iow_cost_class {
-	__u64 ios;
-	__u64 bytes;
+	__u64 bytes_ios; /* packed (IOW_PACK_COUNT_BITS): bytes above, requests below */
 	__u64 device_ns; /* sum of issue -> completion times */
 	__u64 cost;      /* sum of model costs, vtime */
 } IOW_CACHELINE;

@@ -25,9 +25,8 @@ int completion_adds_bench(struct xdp_md *x)
 
 	if (!s)
 		return XDP_PASS;
-	add(&s->bytes, 4096);
+	add(&s->bytes_rand, packed(4096, 1));
 	add(&s->cost, cost);
-	add(&s->rand_ios, 1);
 	s->cursor = now;
 	count_hwq_completion(bpf_map_lookup_elem(&hwq_stats, &idx), now - 80000, now);
 	sample_cost_class(class, cost, 4096, 80000);

@@ -72,7 +72,8 @@ fn bpf_bucketing_matches_user_space_bounds() {
 
 /// The completion's counter updates stay exact when two CPUs add to one
 /// shared shard at once (atomic adds), and land in each CPU's own shard
-/// when every CPU has one (plain adds): bytes counted = 4096 per run.
+/// when every CPU has one (plain adds): 4096 bytes and one random request
+/// per run, packed in one word.
 #[test]
 fn counter_updates_are_exact_on_shared_and_own_shards() {
     use iowarden::probes::block::bench::ShardBench;
@@ -83,10 +84,12 @@ fn counter_updates_are_exact_on_shared_and_own_shards() {
         let b = ShardBench::load(shards).expect("loading the bench program (needs root)");
         b.run(&cpus, RUNS).unwrap();
         let bytes = b.series_bytes().unwrap();
-        // Each run adds 4096 to its CPU's shard (cpu & (shards - 1)).
-        let mut want = vec![0u64; shards as usize];
+        // Each run adds 4096 and 1 to its CPU's shard (cpu & (shards - 1)).
+        let mut want = vec![(0u64, 0u64); shards as usize];
         for &c in &cpus {
-            want[c & (shards as usize - 1)] += 4096 * RUNS as u64;
+            let w = &mut want[c & (shards as usize - 1)];
+            w.0 += 4096 * RUNS as u64;
+            w.1 += RUNS as u64;
         }
         assert_eq!(bytes, want, "{shards} shard(s), CPUs {cpus:?}");
     }

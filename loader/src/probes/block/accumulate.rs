@@ -12,7 +12,9 @@ use crate::costmodel::{ClassSample, SIZES, VTIME_PER_SEC};
 use crate::host::devices::DeviceNames;
 use crate::probes::block::hist::{NBUCKETS, NSTAGES, TOTAL_STAGE};
 use crate::probes::block::RawSample;
-use crate::skel::types::{iow_drop, iow_key_layout, iow_series};
+use crate::skel::types::{
+    iow_const, iow_cost_class, iow_drop, iow_hwq_stats, iow_key_layout, iow_series,
+};
 
 /// The fields of a series key; see bpf/iowarden.h.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -63,8 +65,12 @@ pub struct Accumulator {
     totals: HashMap<u64, Totals>,
     dev_of_idx: HashMap<u32, u32>,
     hwq: HashMap<(u32, u32), QueueTotals>,
+    /// The shards of each hardware queue as last read.
+    hwq_prev: HashMap<(u32, u32), Vec<iow_hwq_stats>>,
     /// Cost class samples by (devt, class within the device).
     cost_classes: HashMap<(u32, u32), ClassTotals>,
+    /// The shards of each cost class as last read.
+    class_prev: HashMap<(u32, u32), Vec<iow_cost_class>>,
     drops: DropCounters,
     /// inserted/issued are counted per hardware queue (--hwq-events).
     hwq_events: bool,
@@ -90,14 +96,27 @@ struct QueueTotals {
     busy_ns: u64,
 }
 
+/// The change of a counter between two reads (counters wrap).
+fn d(cur: u64, old: u64) -> u64 {
+    cur.wrapping_sub(old)
+}
+
+/// The (count, sum) a packed word (bpf/iowarden.h IOW_PACK_COUNT_BITS)
+/// changed by between two reads.
+fn unpack(cur: u64, old: u64) -> (u64, u64) {
+    let bits = iow_const::IOW_PACK_COUNT_BITS.0;
+    let change = d(cur, old);
+    (change & ((1 << bits) - 1), change >> bits)
+}
+
 /// Adds the change of one shard of a series since the previous read.
 fn add_series_delta(t: &mut Totals, cur: &iow_series, old: &iow_series) {
-    let d = |c: u64, o: u64| c.wrapping_sub(o);
-    t.bytes += d(cur.bytes, old.bytes);
+    let (rand, bytes) = unpack(cur.bytes_rand, old.bytes_rand);
+    t.bytes += bytes;
+    t.rand_ios += rand;
     t.merged += d(cur.merged, old.merged);
     t.requeued += d(cur.requeued, old.requeued);
     t.cost += d(cur.cost, old.cost);
-    t.rand_ios += d(cur.rand_ios, old.rand_ios);
     // Requests: every measured one is in the total-stage histogram once,
     // every other one in `unmeasured`.
     t.ios += d(cur.unmeasured, old.unmeasured);
@@ -147,27 +166,34 @@ impl Accumulator {
         for &(idx, devt) in &raw.devs {
             self.dev_of_idx.insert(idx, devt);
         }
-        // Hardware queue and class counters are never reset: sum the shards.
+        // Hardware queue and class entries are never released: their
+        // shards' changes since the previous read add up.
         for h in &raw.hwqs {
-            let mut q = QueueTotals::default();
-            for c in &h.shards {
-                q.inserted += c.inserted;
-                q.issued += c.issued;
-                q.completed += c.completed;
-                q.requeued += c.requeued;
-                q.busy_ns += c.busy_ns;
+            let prev = self.hwq_prev.entry((h.devt, h.hctx)).or_default();
+            let q = self.hwq.entry((h.devt, h.hctx)).or_default();
+            for (i, c) in h.shards.iter().enumerate() {
+                let old = prev.get(i).copied().unwrap_or_default();
+                let (completed, busy_ns) = unpack(c.busy_completed, old.busy_completed);
+                q.completed += completed;
+                q.busy_ns += busy_ns;
+                q.inserted += d(c.inserted, old.inserted);
+                q.issued += d(c.issued, old.issued);
+                q.requeued += d(c.requeued, old.requeued);
             }
-            self.hwq.insert((h.devt, h.hctx), q);
+            *prev = h.shards.clone();
         }
         for c in &raw.cost_classes {
-            let mut t = ClassTotals::default();
-            for v in &c.shards {
-                t.ios += v.ios;
-                t.bytes += v.bytes;
-                t.device_ns += v.device_ns;
-                t.cost += v.cost;
+            let prev = self.class_prev.entry((c.devt, c.class)).or_default();
+            let t = self.cost_classes.entry((c.devt, c.class)).or_default();
+            for (i, v) in c.shards.iter().enumerate() {
+                let old = prev.get(i).copied().unwrap_or_default();
+                let (ios, bytes) = unpack(v.bytes_ios, old.bytes_ios);
+                t.ios += ios;
+                t.bytes += bytes;
+                t.device_ns += d(v.device_ns, old.device_ns);
+                t.cost += d(v.cost, old.cost);
             }
-            self.cost_classes.insert((c.devt, c.class), t);
+            *prev = c.shards.clone();
         }
         let n = |what: iow_drop| raw.drops.n[what.0 as usize];
         self.drops = DropCounters {
@@ -295,17 +321,51 @@ impl Accumulator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probes::block::RawSeries;
+    use crate::probes::block::{RawHwq, RawSeries};
 
     /// A shard that saw `ios` 4 KiB requests, `n` of them in total-stage bucket `bucket`.
     fn shard(ios: u64, bucket: usize, n: u32) -> iow_series {
         let mut s = iow_series {
-            bytes: ios * 4096,
+            bytes_rand: pack(0, ios * 4096),
             unmeasured: ios - n as u64,
             ..Default::default()
         };
         s.hist[2 * NBUCKETS + bucket] = n;
         s
+    }
+
+    /// `n` counted and a sum `sum`, packed as the BPF side adds them.
+    fn pack(n: u64, sum: u64) -> u64 {
+        (sum << iow_const::IOW_PACK_COUNT_BITS.0) | n
+    }
+
+    #[test]
+    fn packed_counts_survive_their_field_and_the_word_wrapping() {
+        let bits = iow_const::IOW_PACK_COUNT_BITS.0;
+        // The count field two short of wrapping, the word one short of 2^64.
+        let old = u64::MAX - 1;
+        let cur = old.wrapping_add(pack(3, 4096 * 3));
+        assert_eq!(unpack(cur, old), (3, 4096 * 3));
+        let mut acc = Accumulator::default();
+        let hwq = |busy_completed| RawSample {
+            hwqs: vec![RawHwq {
+                devt: 1,
+                hctx: 0,
+                shards: vec![iow_hwq_stats {
+                    busy_completed,
+                    ..Default::default()
+                }],
+            }],
+            ..Default::default()
+        };
+        acc.add(&hwq(old));
+        acc.add(&hwq(cur));
+        let q = acc.hwq[&(1, 0)];
+        let mask = (1 << bits) - 1;
+        assert_eq!(
+            (q.completed, q.busy_ns),
+            ((old & mask) + 3, (old >> bits) + 4096 * 3)
+        );
     }
 
     #[test]
@@ -407,8 +467,7 @@ mod tests {
         // Device 0, write (op 1), random, 64 KiB (size 4): (1 * 2 + 1) * 9 + 4.
         let class = 3 * SIZES as u32 + 4;
         let c = |ios, ns| iow_cost_class {
-            ios,
-            bytes: ios * 65536,
+            bytes_ios: pack(ios, ios * 65536),
             device_ns: ns,
             cost: ios * 100,
             ..Default::default()

@@ -60,9 +60,11 @@ impl ShardBench {
         ))
     }
 
-    /// Bytes counted in series slot 0, shard by shard: what the runs added
-    /// (4096 each), exact or not under contention.
-    pub fn series_bytes(&self) -> Result<Vec<u64>> {
+    /// (bytes, random requests) counted in series slot 0, shard by shard:
+    /// what the runs added (4096 and 1 each, in one packed word), exact or
+    /// not under contention.
+    pub fn series_bytes(&self) -> Result<Vec<(u64, u64)>> {
+        let bits = crate::skel::types::iow_const::IOW_PACK_COUNT_BITS.0;
         let map = &self.skel.maps.series;
         let n = map.max_entries();
         (0..n)
@@ -70,7 +72,8 @@ impl ShardBench {
                 let v = map
                     .lookup(&i.to_ne_bytes(), MapFlags::ANY)?
                     .context("series entry missing")?;
-                Ok(crate::probes::pod::<iow_series>(&v).bytes)
+                let packed = crate::probes::pod::<iow_series>(&v).bytes_rand;
+                Ok((packed >> bits, packed & ((1 << bits) - 1)))
             })
             .collect()
     }

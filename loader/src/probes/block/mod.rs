@@ -515,7 +515,7 @@ impl BlockProbe {
         for class in 0..COST_CLASSES_PER_DEV {
             let i = (idx * COST_CLASSES_PER_DEV + class) as usize;
             let v = self.counters.classes.range(i * shards, shards);
-            if v.iter().any(|c| c.ios != 0) {
+            if v.iter().any(|c| c.bytes_ios != 0) {
                 out.cost_classes.push(RawCostClass {
                     devt,
                     class,
@@ -527,7 +527,7 @@ impl BlockProbe {
             let i = (idx * MAX_HWQ + hctx) as usize;
             let v = self.counters.hwq.range(i * shards, shards);
             if v.iter()
-                .any(|h| h.issued != 0 || h.inserted != 0 || h.completed != 0)
+                .any(|h| h.issued != 0 || h.inserted != 0 || h.busy_completed != 0)
             {
                 out.hwqs.push(RawHwq {
                     devt,
