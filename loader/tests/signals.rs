@@ -7,28 +7,12 @@
 mod fixtures;
 
 use std::io::Read;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fixtures::*;
 
 const BIN: &str = env!("CARGO_BIN_EXE_iowarden");
-
-/// Waits up to 60 s for `child` to exit.
-fn exit_of(child: &mut Child, what: &str) -> ExitStatus {
-    let t0 = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if t0.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what} still running 60 s after it was told to stop");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 fn signal(child: &Child, sig: i32) {
     assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
@@ -42,6 +26,20 @@ fn catches(pid: u32, sig: i32) -> bool {
         .find_map(|l| l.strip_prefix("SigCgt:"))
         .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
         .is_some_and(|m| m & (1 << (sig - 1)) != 0)
+}
+
+/// Sends SIGTERM as soon as `child` has a handler for it (its SigCgt):
+/// while its programs load, or just after.
+fn terminate_once_caught(child: &Child, what: &str) {
+    let t0 = Instant::now();
+    while !catches(child.id(), libc::SIGTERM) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "{what} installed no SIGTERM handler within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    signal(child, libc::SIGTERM);
 }
 
 /// `iowarden top` in a pipe (no terminal), its stdout to read.
@@ -60,7 +58,7 @@ fn sighup_ends_run_with_129_and_detaches_its_programs() {
     let (mut daemon, log) = Daemon::start_ephemeral(&[], &[]);
     let progs = loaded_programs_of(daemon.child.id());
     signal(&daemon.child, libc::SIGHUP);
-    let status = exit_of(&mut daemon.child, "run");
+    let status = exit_within_a_minute(&mut daemon.child, "SIGHUP to run");
     assert_eq!(status.code(), Some(129), "run's status: {status}");
     assert!(
         log.text().contains("stopped by SIGHUP"),
@@ -75,7 +73,7 @@ fn sighup_ends_top_in_a_pipe_with_129_and_detaches_its_programs() {
     let mut top = top_in_a_pipe(&[]);
     let progs = loaded_programs_of(top.id());
     signal(&top, libc::SIGHUP);
-    let status = exit_of(&mut top, "top");
+    let status = exit_within_a_minute(&mut top, "SIGHUP to top");
     assert_eq!(status.code(), Some(129), "top's status: {status}");
     assert_unloaded(&progs, "top");
 }
@@ -95,7 +93,7 @@ fn a_closed_stdout_ends_top_with_an_error_and_detaches_its_programs() {
         String::from_utf8_lossy(&first)
     );
     drop(out);
-    let status = exit_of(&mut top, "top");
+    let status = exit_within_a_minute(&mut top, "top's stdout closed");
     assert_eq!(status.code(), Some(1), "top's status: {status}");
     assert_unloaded(&progs, "top");
 }
@@ -105,16 +103,8 @@ fn sigterm_is_honoured_while_loading_and_long_before_the_duration() {
     // SIGTERM as soon as the handler is in place: the programs are being
     // loaded then (or just attached). --duration is 10 minutes.
     let mut top = top_in_a_pipe(&["--duration", "600s"]);
-    let t0 = Instant::now();
-    while !catches(top.id(), libc::SIGTERM) {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "top installed no SIGTERM handler within 30 s"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    signal(&top, libc::SIGTERM);
-    let status = exit_of(&mut top, "top --duration 600s");
+    terminate_once_caught(&top, "top");
+    let status = exit_within_a_minute(&mut top, "SIGTERM to top --duration 600s");
     assert_eq!(status.code(), Some(0), "top's status: {status}");
 
     let state = tempfile::tempdir().unwrap();
@@ -124,15 +114,7 @@ fn sigterm_is_honoured_while_loading_and_long_before_the_duration() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let t0 = Instant::now();
-    while !catches(run.id(), libc::SIGTERM) {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "run installed no SIGTERM handler within 30 s"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    signal(&run, libc::SIGTERM);
-    let status = exit_of(&mut run, "run");
+    terminate_once_caught(&run, "run");
+    let status = exit_within_a_minute(&mut run, "SIGTERM to run");
     assert_eq!(status.code(), Some(0), "run's status: {status}");
 }

@@ -189,18 +189,7 @@ fn a_terminal_that_goes_away_ends_top_and_unloads_its_programs() {
     drop(slave_fd);
     let progs = loaded_programs_of(top.id());
     drop(master);
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(status) = top.try_wait().unwrap() {
-            break status;
-        }
-        if t0.elapsed() > Duration::from_secs(60) {
-            let _ = top.kill();
-            let _ = top.wait();
-            panic!("top still running 60 s after its terminal went away");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let status = exit_within_a_minute(&mut top, "top's terminal went away");
     assert_eq!(status.code(), Some(1), "top's status: {status}");
     assert_unloaded(&progs, "top");
 }
@@ -287,17 +276,7 @@ fn the_demo_cleans_up_when_its_terminal_goes_away() {
     };
     let progs = loaded_programs_of(top);
     drop(master);
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = demo.try_wait().unwrap() {
-            break s;
-        }
-        if t0.elapsed() > Duration::from_secs(60) {
-            let _ = demo.kill();
-            panic!("the demo still running 60 s after its terminal went away");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let status = exit_within_a_minute(&mut demo, "the demo's terminal went away");
     assert!(!status.success(), "the demo's status: {status}");
     let t0 = Instant::now();
     loop {

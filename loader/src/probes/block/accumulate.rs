@@ -103,7 +103,7 @@ fn d(cur: u64, old: u64) -> u64 {
 
 /// The (count, sum) a packed word (bpf/iowarden.h IOW_PACK_COUNT_BITS)
 /// changed by between two reads.
-fn unpack(cur: u64, old: u64) -> (u64, u64) {
+pub(crate) fn unpack(cur: u64, old: u64) -> (u64, u64) {
     let bits = iow_const::IOW_PACK_COUNT_BITS.0;
     let change = d(cur, old);
     (change & ((1 << bits) - 1), change >> bits)

@@ -14,6 +14,7 @@ use nix::unistd::Pid;
 
 use super::capacity::Capacity;
 use super::{BlockConfig, BlockProbe, Claims};
+use crate::probes::block::accumulate::unpack;
 use crate::probes::open_object;
 use crate::skel::types::iow_series;
 use crate::skel::{IowardenSkel, IowardenSkelBuilder};
@@ -64,7 +65,6 @@ impl ShardBench {
     /// what the runs added (4096 and 1 each, in one packed word), exact or
     /// not under contention.
     pub fn series_bytes(&self) -> Result<Vec<(u64, u64)>> {
-        let bits = crate::skel::types::iow_const::IOW_PACK_COUNT_BITS.0;
         let map = &self.skel.maps.series;
         let n = map.max_entries();
         (0..n)
@@ -72,8 +72,8 @@ impl ShardBench {
                 let v = map
                     .lookup(&i.to_ne_bytes(), MapFlags::ANY)?
                     .context("series entry missing")?;
-                let packed = crate::probes::pod::<iow_series>(&v).bytes_rand;
-                Ok((packed >> bits, packed & ((1 << bits) - 1)))
+                let (random, bytes) = unpack(crate::probes::pod::<iow_series>(&v).bytes_rand, 0);
+                Ok((bytes, random))
             })
             .collect()
     }
