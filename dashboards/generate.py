@@ -506,6 +506,13 @@ def tuner():
                  [target(latency_quantile(0.99, "instance, device, cgroup",
                                           'instance=~"$instance", device=~"$device", cgroup=~"$cgroup", stage="total"'),
                          "{{cgroup}} {{device}}")], unit="s")
+    d.bargauge("Missed after first convergence",
+               "Share of the decision periods since the search first converged in which the SLO "
+               "missed (probes upwards, a device tipping, load changes); NaN until it converges.",
+               [target(f"iowarden_tune_slo_periods_missed_after_convergence_total{cg}"
+                       f" / iowarden_tune_slo_periods_after_convergence_total{cg}",
+                       "{{cgroup}} {{slo}}", instant=True)],
+               unit="percentunit", max_=1)
     d.row("QoS")
     d.timeseries("QoS values over time", "Each QoS field the tuner sets, per device.",
                  [target(f"iowarden_tune_qos_value{dev}", "{{device}} {{field}}")])

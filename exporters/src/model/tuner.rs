@@ -21,6 +21,15 @@ pub struct TunerSlo {
     /// Periods measured / periods met since the tuner started.
     pub periods: u64,
     pub periods_met: u64,
+    /// Periods measured since the search first converged, those that
+    /// missed, and the worst quantile among them: what the SLO cost once
+    /// the search had found its value (probes, tips, load changes).
+    #[serde(default)]
+    pub periods_after_convergence: u64,
+    #[serde(default)]
+    pub periods_missed_after_convergence: u64,
+    #[serde(default)]
+    pub worst_after_convergence_seconds: Option<f64>,
 }
 
 /// One decision of the tuner (the latest is kept in the status).

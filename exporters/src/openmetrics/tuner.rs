@@ -69,6 +69,27 @@ fn encode_slos(enc: &mut DescriptorEncoder, t: &TunerStatus) -> std::fmt::Result
         "Decision periods in which the SLO held",
         None,
         &slo_rows(&|s| Some(s.periods_met as f64)),
+    )?;
+    counter(
+        enc,
+        "iowarden_tune_slo_periods_after_convergence",
+        "Decision periods measured for the SLO since the search first converged",
+        None,
+        &slo_rows(&|s| Some(s.periods_after_convergence as f64)),
+    )?;
+    counter(
+        enc,
+        "iowarden_tune_slo_periods_missed_after_convergence",
+        "Decision periods since the search first converged in which the SLO missed",
+        None,
+        &slo_rows(&|s| Some(s.periods_missed_after_convergence as f64)),
+    )?;
+    gauge(
+        enc,
+        "iowarden_tune_slo_worst_after_convergence",
+        "The SLO's worst quantile over a decision period since the search first converged",
+        Some(Unit::Seconds),
+        &slo_rows(&|s| s.worst_after_convergence_seconds),
     )
 }
 
@@ -116,5 +137,55 @@ fn encode_state(enc: &mut DescriptorEncoder, t: &TunerStatus) -> std::fmt::Resul
     match &t.model {
         Some(m) => super::tune_model::encode(enc, dev, m),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{encode_openmetrics, DeviceRef, Snapshot, TunerSlo, TunerStatus};
+
+    fn text(slo: TunerSlo) -> String {
+        let snap = Snapshot {
+            tuner: Some(TunerStatus {
+                device: DeviceRef {
+                    name: "nvme0n1".into(),
+                    major: 259,
+                    minor: 0,
+                },
+                slos: vec![slo],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        encode_openmetrics(&snap.into(), &Default::default(), &Default::default()).unwrap()
+    }
+
+    #[test]
+    fn misses_after_convergence_are_exported() {
+        let slo = TunerSlo {
+            cgroup: "/lc".into(),
+            slo: "read-p99=6ms".into(),
+            periods: 43,
+            periods_met: 36,
+            periods_after_convergence: 29,
+            periods_missed_after_convergence: 2,
+            worst_after_convergence_seconds: Some(0.0076),
+            ..Default::default()
+        };
+        let t = text(slo.clone());
+        let l = r#"device="nvme0n1",cgroup="/lc",slo="read-p99=6ms""#;
+        for line in [
+            format!("iowarden_tune_slo_periods_after_convergence_total{{{l}}} 29"),
+            format!("iowarden_tune_slo_periods_missed_after_convergence_total{{{l}}} 2"),
+            format!("iowarden_tune_slo_worst_after_convergence_seconds{{{l}}} 0.0076"),
+        ] {
+            assert!(t.contains(&line), "{line} in\n{t}");
+        }
+        // Before the first convergence there is no worst period.
+        let t = text(TunerSlo {
+            worst_after_convergence_seconds: None,
+            ..slo
+        });
+        assert!(!t.contains("iowarden_tune_slo_worst_after_convergence_seconds{"));
     }
 }

@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Result};
-use iowarden_exporters::{Snapshot, TunerDecision, TunerStatus};
+use iowarden_exporters::{Snapshot, TunerDecision, TunerSlo, TunerStatus};
 use serde_json::json;
 
-use super::controller::{Action, Controller, Decision, Measurement};
+use super::controller::{Action, Controller, Decision, Measurement, SloSample};
 use super::decision_log::{put_write_outcome, written_or_would};
 use super::measure::{measure, Protected};
 use super::model_run::{self, ModelLoop};
@@ -257,17 +257,16 @@ impl Tuner {
         written: &Option<String>,
         would_write: &Option<String>,
     ) {
+        // This period ran after the first convergence (the decision that
+        // converged judged the period before it).
+        let settled = self.decisions.contains_key(Action::Converged.as_str());
         *self
             .decisions
             .entry(d.action.as_str().to_string())
             .or_default() += 1;
         if d.action != Action::Insufficient {
             for (st, s) in self.status.slos.iter_mut().zip(&m.slos) {
-                st.observed_seconds = s.observed_seconds;
-                st.samples = s.samples;
-                st.met = s.observed_seconds.is_some_and(|o| o <= s.target_seconds);
-                st.periods += 1;
-                st.periods_met += st.met as u64;
+                record_period(st, s, settled);
             }
         }
         // The latest convergence: a miss reopens the search, and the time
@@ -392,6 +391,14 @@ impl Tuner {
                 "; {} {}: met in {} of {} periods",
                 t.cgroup, t.slo, t.periods_met, t.periods
             ));
+            if let Some(worst) = t.worst_after_convergence_seconds {
+                s.push_str(&format!(
+                    ", missed in {} of {} after first converging (worst {:.3}ms)",
+                    t.periods_missed_after_convergence,
+                    t.periods_after_convergence,
+                    worst * 1e3
+                ));
+            }
         }
         if let Some(ml) = &self.model {
             s.push_str(&format!("; {}", ml.summary()));
@@ -411,6 +418,25 @@ fn worst_slo_ratio(m: &Measurement, min_samples: u64) -> Option<f64> {
     m.slos.iter().try_fold(0.0f64, |w, s| {
         (s.samples >= min_samples).then(|| w.max(s.effective() / s.target_seconds))
     })
+}
+
+/// One judged period of an SLO into its status; `settled`: the search had
+/// converged before the period.
+fn record_period(st: &mut TunerSlo, s: &SloSample, settled: bool) {
+    st.observed_seconds = s.observed_seconds;
+    st.samples = s.samples;
+    st.met = s.observed_seconds.is_some_and(|o| o <= s.target_seconds);
+    st.periods += 1;
+    st.periods_met += st.met as u64;
+    if settled {
+        st.periods_after_convergence += 1;
+        st.periods_missed_after_convergence += !st.met as u64;
+        st.worst_after_convergence_seconds = st
+            .worst_after_convergence_seconds
+            .into_iter()
+            .chain(s.observed_seconds)
+            .reduce(f64::max);
+    }
 }
 
 #[cfg(test)]
@@ -434,6 +460,35 @@ mod tests {
         };
         assert_eq!(worst_slo_ratio(&m, 100), Some(1.5));
         assert_eq!(worst_slo_ratio(&m, 501), None);
+    }
+
+    #[test]
+    fn misses_after_the_first_convergence_are_counted_apart() {
+        use crate::tune::controller::SloSample;
+        let slo = |observed: f64| SloSample {
+            name: "/lc read-p99=2ms".into(),
+            target_seconds: 0.002,
+            observed_seconds: Some(observed),
+            samples: 500,
+            throttle_seconds: 0.0,
+        };
+        let mut st = TunerSlo::default();
+        // Searching: a miss, a hit; then converged: a hit, the worst miss, a
+        // smaller one.
+        for (observed, settled) in [
+            (0.004, false),
+            (0.001, false),
+            (0.001, true),
+            (0.009, true),
+            (0.003, true),
+        ] {
+            record_period(&mut st, &slo(observed), settled);
+        }
+        assert_eq!((st.periods, st.periods_met), (5, 2));
+        assert_eq!(st.periods_after_convergence, 3);
+        assert_eq!(st.periods_missed_after_convergence, 2);
+        assert_eq!(st.worst_after_convergence_seconds, Some(0.009));
+        assert!(!st.met);
     }
 
     #[test]

@@ -10,9 +10,9 @@
 # This guest's speed depends on its host, so the SLO is derived, not fixed:
 # 2 × (d)'s p99 (per-period p99s swing widely here), which (b) must miss. Then (c) the tuner with that SLO must
 # converge within MAX_PERIODS decision periods, meet it in the steady state
-# from its last convergence to the end of the jobs (the LC cgroup's p99
-# from iowarden's histograms over that window; fio's clat p99, which adds
-# the completion path up to fio, printed beside it), and keep more
+# (the LC cgroup's p99 from iowarden's histograms over every stretch at a
+# converged vrate, at least STEADY_PERIODS periods; tuner_windows.py; fio's
+# clat p99 over the whole phase printed beside it), and keep more
 # aggregate throughput than (d). Then: kill -9 mid-run and the next iowarden
 # restores the qos; bad input changes nothing; a protected cgroup vanishing
 # mid-run stops the tuner, which restores. Last, `iowarden profile --apply`
@@ -42,6 +42,11 @@ TUNE_PERIOD=4
 # (~135 s at ~4.6 s a period) leaves a steady window of ~70 s.
 TUNED_RAMP=55
 TUNED_RUN=150
+# The steady state is every period the kernel ran at a converged vrate, up to
+# the next decision that moved it: a probe upwards after 20 periods of
+# slack, or a confirmed miss. Converging in period 29 leaves ~13 periods; 8
+# give the p99 ~600 reads above it.
+STEADY_PERIODS=8
 PHASE=12
 VMIN=20
 echo +io > $CG/cgroup.subtree_control
@@ -113,21 +118,20 @@ echo "$MM ctrl=auto" > $CG/io.cost.qos
 pre_tune_qos=$(qos)
 ok "tune: the tightest QoS held (kernel vrate ${d_vrate}%) and SLO $SLO (2 x its p99, at least (b)'s / 4) is missed by the default QoS (b) (fio LC p99 ${b_p99} ms)" "[ '$d_vrate' = $(printf %.2f $VMIN) ] && python3 -c 'import sys; sys.exit(not $b_p99 > $SLO_MS)'"
 
-# (c) the tuner, started on the live workload; the steady state is from its
-# first convergence to the end of the jobs.
+# (c) the tuner, started on the live workload.
 phase tuned $TUNED_RUN $TUNED_RAMP &
 PH=$!
 sleep 5
 "$IW" tune --device $DEV --protect /tn-lc --slo $SLO --vrate-min $VMIN --start 60 --period ${TUNE_PERIOD}s --protect-weight 1000 \
   --listen 127.0.0.1:9623 --state-dir $ST > $T/decisions.jsonl 2> $T/tune.log & TP=$!
-snap() { python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9623/snapshot.json").read().decode())' > $T/$1.json; }
+python3 "$(dirname "$0")/tuner_windows.py" poll http://127.0.0.1:9623/snapshot.json $T/polls.jsonl /tn-lc $DEV & PP=$!
 ( sleep 15; python3 "$(dirname "$0")/promql.py" $SCRATCH 127.0.0.1:9623 "$(dirname "$0")/../../../dashboards/iowarden-tuner.json" > $SCRATCH/promql-9623 2>&1 ) & PQ=$!
-# "N AT C LAST": the first convergence (N = judged periods up to it, AT =
-# its time in s), C = convergences so far, LAST = the last one's time.
+# "N AT C": the first convergence (N = judged periods up to it, AT = its
+# time in s), C = convergences so far.
 convergences() {
   python3 -c '
 import json, sys
-n, first, count, last = 0, None, 0, "none"
+n, first, count = 0, None, 0
 for l in open(sys.argv[1]):
     if not l.endswith("\n"):
         break  # still being written
@@ -135,58 +139,28 @@ for l in open(sys.argv[1]):
     n += d["action"] != "insufficient"
     if d["action"] == "converged":
         first = first or "%d %s" % (n, d["at_seconds"])
-        count, last = count + 1, d["at_seconds"]
-print(first or "none none", count, last)' $T/decisions.jsonl
+        count += 1
+print(first or "none none", count)' $T/decisions.jsonl
 }
-conv_n=none; conv_at=none; seen=0; last_at=none
+conv_n=none; conv_at=none; seen=0
 while kill -0 $PH 2>/dev/null; do
-  read n at count at_last <<< "$(convergences)"
-  if [ "$count" -gt "$seen" ]; then
-    # The steady window starts at the last convergence: a miss that reopens
-    # the search (the device tipping) is followed by a new one.
-    snap steady0; seen=$count; last_at=$at_last
-    if [ "$conv_n" = none ]; then
-      conv_n=$n; conv_at=$at
-      # The pin in force when it converged (written before the decision is logged).
-      conv_qos=$(qos); conv_kernel_vrate=$(vrate $MM)
-    fi
+  read n at count <<< "$(convergences)"
+  seen=$count
+  if [ "$count" -gt 0 ] && [ "$conv_n" = none ]; then
+    conv_n=$n; conv_at=$at
+    # The pin in force when it converged (written before the decision is logged).
+    conv_qos=$(qos); conv_kernel_vrate=$(vrate $MM)
   fi
   sleep 1
 done
-wait $PH; snap steady1
-# Never converged while the jobs ran: an empty window (the SLO check fails too).
-[ "$seen" -gt 0 ] || cp $T/steady1.json $T/steady0.json
+wait $PH; sleep 1; kill $PP; wait $PP
 wait $PQ
 read c_p99 c_lc c_hog c_tot < <(nums tuned)
 during_qos=$(qos)
 kill -TERM $TP; wait $TP; trc=$?
 grep -E '^iowarden tune:' $T/tune.log | sed 's/^/  /' | cut -c1-230
 # The LC cgroup's read p99 over the steady state, from iowarden's histograms.
-iw_p99=$(python3 - $T/steady0.json $T/steady1.json <<'PY'
-import json, sys
-s0, s1 = (json.load(open(p)) for p in sys.argv[1:3])
-def counts(s):
-    c = [0] * len(s["hist_lower_bounds_seconds"])
-    for x in s["io"]:
-        if x["cgroup"]["path"] == "/tn-lc" and x["device"]["name"] == "nvme0n1" and x["op"] == "read":
-            for i, n in enumerate(x["latency"]["total"]["counts"]):
-                c[i] += n
-    return c
-lb = s1["hist_lower_bounds_seconds"]
-d = [b - a for a, b in zip(counts(s0), counts(s1))]
-total, rank, acc = sum(d), None, 0
-rank = max(1, -(-99 * total // 100))
-for i, n in enumerate(d):
-    if acc + n >= rank:
-        hi = lb[i + 1] if i + 1 < len(lb) else lb[i] * 2
-        print(f"{(lb[i] + (hi - lb[i]) * (rank - acc) / n) * 1e3:.3f} {total}")
-        break
-    acc += n
-else:
-    print("nan 0")
-PY
-)
-read iw_p99 iw_n <<< "$iw_p99"
+read iw_p99 iw_n steady_n steady_w <<< "$(python3 "$(dirname "$0")/tuner_windows.py" steady $T/polls.jsonl $T/decisions.jsonl)"
 echo "  (c) tuned:              LC p99 ${c_p99} ms (iowarden: ${iw_p99} ms over $iw_n reads), LC ${c_lc} MB/s, hog ${c_hog} MB/s, total ${c_tot} MB/s; qos then: $during_qos"
 conv_vrate=$(python3 -c '
 import json, sys
@@ -200,11 +174,11 @@ import json, sys
 ds = [json.loads(l) for l in open(sys.argv[1])]
 first = next((i for i, d in enumerate(ds) if d["action"] == "converged"), len(ds))
 print(sum(d["action"] == "decrease" for d in ds[first:]))' $T/decisions.jsonl)
-echo "  tune: first converged after $conv_n judged periods (${conv_at} s) at vrate ${conv_vrate}%, last at ${last_at} s ($seen convergences); periods in all, insufficient: $periods; misses that reopened the search afterwards: $reopened; at the end: $(grep 'converged after\|not converged' $T/tune.log | tail -1)"
+echo "  tune: first converged after $conv_n judged periods (${conv_at} s) at vrate ${conv_vrate}% ($seen convergences; $steady_n periods at a converged vrate in $steady_w stretches); periods in all, insufficient: $periods; misses that reopened the search afterwards: $reopened; at the end: $(grep 'converged after\|not converged' $T/tune.log | tail -1)"
 ok "tune: converges within $MAX_PERIODS decision periods (took $conv_n, ${conv_at} s)" "[ '$conv_n' != none ] && [ '$conv_n' -le $MAX_PERIODS ]"
 conv_min=$(echo "$conv_qos" | sed -n 's/.* min=\([0-9.]*\).*/\1/p')
 ok "tune: the kernel's vrate is the one pinned when it converged (${conv_kernel_vrate}% for '$conv_qos')" "[ -n '$conv_min' ] && [ '$conv_kernel_vrate' = '$conv_min' ]"
-ok "tune: SLO $SLO met in the steady state from its last convergence at ${last_at} s (iowarden LC read p99 ${iw_p99} ms over $iw_n reads; fio clat p99 ${c_p99} ms)" "[ $iw_n -ge 500 ] && python3 -c 'import sys; sys.exit(not $iw_p99 <= $SLO_MS)'"
+ok "tune: SLO $SLO met in the steady state: $steady_n periods at a converged vrate, at least $STEADY_PERIODS (iowarden LC read p99 ${iw_p99} ms over $iw_n reads; fio clat p99 over the phase ${c_p99} ms)" "[ $steady_n -ge $STEADY_PERIODS ] && [ $iw_n -ge 500 ] && python3 -c 'import sys; sys.exit(not $iw_p99 <= $SLO_MS)'"
 ok "tune: more aggregate throughput than the tightest fixed QoS (${c_tot} vs ${d_tot} MB/s)" "python3 -c 'import sys; sys.exit(not $c_tot > $d_tot)'"
 ok "tune: exits 0 on SIGTERM and restores the qos" "[ $trc -eq 0 ] && [ \"\$(qos)\" = \"\$pre_tune_qos\" ]"
 cat $SCRATCH/promql-9623

@@ -13,8 +13,8 @@
 //! - SLOs met but within the hysteresis margin hold v;
 //! - once the good/bad bracket is narrower than the resolution, or v has held
 //!   within the margin for a while, the search has converged; a miss
-//!   reopens it, and long slack probes upwards again (the load may have
-//!   changed).
+//!   reopens it, and long slack probes upwards again, one resolution step
+//!   at a time (the load may have changed).
 
 mod search;
 

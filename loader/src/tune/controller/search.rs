@@ -116,7 +116,11 @@ impl Controller {
     }
 
     /// Met while converged: hold, unless slack has lasted long enough that
-    /// the load may be lighter now; then search upwards again.
+    /// the load may be lighter now; then search upwards again, one
+    /// resolution step first: the bracket just closed there, so a probe
+    /// that misses costs one period near the converged value (not a jump
+    /// to ×1.3, 3× the SLO in a guest run), and the search reconverges
+    /// at the next period; a probe that meets goes on multiplicatively.
     pub(super) fn hold_or_reprobe(&mut self, from: f64, worst: f64, has_slack: bool) -> Verdict {
         if !has_slack {
             self.slack = 0;
@@ -126,7 +130,7 @@ impl Controller {
                 self.converged = false;
                 self.bad = None;
                 self.slack = 0;
-                self.v = self.step_to(from * self.cfg.increase);
+                self.v = self.step_to(from * (1.0 + self.cfg.resolution));
                 return (
                     Action::Increase,
                     self.v,

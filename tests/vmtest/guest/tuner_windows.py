@@ -1,0 +1,123 @@
+"""The tuner's steady state, measured apart from the tuner's own verdicts.
+
+  tuner_windows.py poll URL OUT CGROUP DEVICE
+      Records every poll iowarden publishes at URL (/snapshot.json) until
+      killed: one JSON line per poll in OUT with the poll's time, the tuner's
+      last decision and CGROUP's cumulative read latency histogram (total
+      stage) on DEVICE.
+  tuner_windows.py steady OUT DECISIONS
+      Prints "P99_MS READS PERIODS WINDOWS": the read p99 over every stretch
+      the kernel ran at a converged vrate (from a "converged" decision to the
+      next decision that moves vrate, or the end), the judged periods in
+      them and how many stretches there were.
+
+The stretches are chosen by vrate only, never by whether a period met the
+SLO: a miss at the converged vrate (the one being confirmed, and the one
+confirming it) counts against it. Each boundary is the poll its decision was
+made on (the tuner decides on that poll's snapshot and publishes it until the
+next poll, 500 ms later), so no I/O at another vrate leaks in; where that
+poll was not caught, the window shrinks to the polls inside it.
+"""
+import json
+import re
+import sys
+import time
+import urllib.request
+
+TAKEN_AT = re.compile(rb'"taken_at_unix_seconds":\s*([0-9.eE+-]+)')
+
+
+def poll(url, out, cgroup, device):
+    last = None
+    with open(out, "a") as f:
+        while True:
+            try:
+                body = urllib.request.urlopen(url, timeout=5).read()
+            except OSError:
+                time.sleep(0.1)
+                continue
+            m = TAKEN_AT.search(body)
+            if m and m.group(1) != last:
+                last = m.group(1)
+                s = json.loads(body)
+                f.write(json.dumps(record(s, cgroup, device)) + "\n")
+                f.flush()
+            time.sleep(0.1)
+
+
+def record(s, cgroup, device):
+    counts = [0] * len(s["hist_lower_bounds_seconds"])
+    for x in s["io"]:
+        if x["cgroup"]["path"] == cgroup and x["device"]["name"] == device and x["op"] == "read":
+            for i, n in enumerate(x["latency"]["total"]["counts"]):
+                counts[i] += n
+    last = (s.get("tuner") or {}).get("last") or {}
+    return {
+        "t": s["taken_at_unix_seconds"],
+        "decided_at": last.get("at_seconds"),
+        "counts": counts,
+        "bounds": s["hist_lower_bounds_seconds"],
+    }
+
+
+def stretches(decisions):
+    """[(start_at, end_at or None, judged periods)] at a converged vrate."""
+    out, cur = [], None
+    for d in decisions:
+        if cur is not None:
+            cur[2] += d["action"] != "insufficient"
+            if d["vrate_to"] != cur[3]:
+                out.append((cur[0], d["at_seconds"], cur[2]))
+                cur = None
+        if cur is None and d["action"] == "converged":
+            cur = [d["at_seconds"], None, 0, d["vrate_to"]]
+    if cur is not None:
+        out.append((cur[0], None, cur[2]))
+    return out
+
+
+def p99_ms(counts, bounds):
+    total = sum(counts)
+    if total == 0:
+        return float("nan")
+    rank, acc = max(1, -(-99 * total // 100)), 0
+    for i, n in enumerate(counts):
+        if acc + n >= rank:
+            hi = bounds[i + 1] if i + 1 < len(bounds) else bounds[i] * 2
+            return (bounds[i] + (hi - bounds[i]) * (rank - acc) / n) * 1e3
+        acc += n
+    return float("nan")
+
+
+def steady(out, decisions_path):
+    polls = [json.loads(l) for l in open(out) if l.endswith("\n")]
+    decisions = [json.loads(l) for l in open(decisions_path) if l.endswith("\n")]
+    # The tuner's start on the polls' clock: a decision's own poll has
+    # t - at_seconds = start (at is read just after the poll); a later poll
+    # more.
+    decided = [p["t"] - p["decided_at"] for p in polls if p["decided_at"] is not None]
+    if not decided:
+        print("nan 0 0 0")  # the tuner never decided while polled
+        return
+    start = min(decided)
+    slack = 0.05
+    counts = [0] * len(polls[0]["counts"]) if polls else []
+    periods = windows = 0
+    for a, b, n in stretches(decisions):
+        first = next((p for p in polls if p["t"] >= start + a - slack), None)
+        inside = [p for p in polls if b is None or p["t"] <= start + b + slack]
+        if first is None or not inside or inside[-1]["t"] <= first["t"]:
+            continue
+        last = inside[-1]
+        counts = [c + y - x for c, x, y in zip(counts, first["counts"], last["counts"])]
+        periods += n
+        windows += 1
+    bounds = polls[0]["bounds"] if polls else []
+    print(f"{p99_ms(counts, bounds):.3f} {sum(counts)} {periods} {windows}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "poll":
+        poll(*sys.argv[2:6])
+    else:
+        steady(*sys.argv[2:4])
