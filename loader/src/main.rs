@@ -44,6 +44,10 @@ enum Cmd {
     /// (`make bench` runs it)
     #[command(hide = true)]
     BenchShards(cli::bench_shards::BenchShardsArgs),
+    /// The best linear io.cost.model of a QEMU-capped device over the
+    /// windows a `tune --model` run logged (the guest's model proofs run it)
+    #[command(hide = true)]
+    CappedModel(cli::capped_model::CappedModelArgs),
     /// Read, set and restore cgroup v2 io.* knobs (journaled, restorable)
     Knob {
         #[command(subcommand)]
@@ -75,6 +79,7 @@ fn real_main(cli: Cli) -> Result<()> {
         Cmd::Profile(a) => cli::profile::run(a),
         Cmd::Bench(a) => cli::bench::run(a),
         Cmd::BenchShards(a) => cli::bench_shards::run(a),
+        Cmd::CappedModel(a) => cli::capped_model::run(a),
         Cmd::Knob { cmd } => iowarden::knobs::cli::run(cmd),
     }
 }

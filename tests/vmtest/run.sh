@@ -13,6 +13,9 @@
 #   VMTEST_ONLY='m-47-model'  run a measurement script (guest/m-*.sh: proofs too
 #                             long, or too close to their bound, for make test)
 #   VMTEST_CACHE=dir          where the venv, NVMe image and logs live
+#   VMTEST_DRIVE='throttling.iops-total=1000,throttling.bps-total=268435456'
+#                             QEMU drive options for every script instead of
+#                             their "vmtest-drive" lines (another device point)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 TOP=$PWD
@@ -27,7 +30,8 @@ header() {
     checks) sed -n '1s/^# vmtest-checks: \([0-9][0-9]*\)$/\1/p' "$1" ;;
     kernels) sed -n '2,4s/^# vmtest-kernels: \([0-9. ]*\)$/\1/p' "$1" ;;
     append) sed -n '2,4s/^# vmtest-append: \(.*\)$/\1/p' "$1" ;;
-    drive) sed -n '2,4s/^# vmtest-drive: \([a-z0-9.=,-]*\)$/\1/p' "$1" ;;
+    drive) if [[ -n ${VMTEST_DRIVE:-} ]]; then echo "$VMTEST_DRIVE"; else
+      sed -n '2,4s/^# vmtest-drive: \([a-z0-9.=,-]*\)$/\1/p' "$1"; fi ;;
   esac
 }
 
@@ -123,7 +127,7 @@ boot() {  # line extra-cmdline extra-drive-options scripts expected log
   timeout --kill-after=10 "$TIMEOUT" vng --run "$kernel" "${accel[@]}" --cpus 2 --memory 2G \
     --append "cgroup_no_v1=all $extra" \
     --qemu-opts="$qaccel -drive file=$img,if=none,id=nvm,format=raw,$drive_opts -device nvme,serial=iowarden,drive=nvm,max_ioqpairs=4" \
-    --exec "IOWARDEN_BIN=$IOWARDEN_BIN VMTEST_KERNEL_LINE=$line VMTEST_LIST='$list' $TOP/tests/vmtest/guest/run-all.sh" 2>&1 | cat > "$log"
+    --exec "IOWARDEN_BIN=$IOWARDEN_BIN VMTEST_KERNEL_LINE=$line VMTEST_LIST='$list' VMTEST_DRIVE='$drive_opts' $TOP/tests/vmtest/guest/run-all.sh" 2>&1 | cat > "$log"
   rc=${PIPESTATUS[0]}
   set -e
   grep -E 'PASS|FAIL|^  |^(OK|BAD) |passed, |guest:' "$log" || true

@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod bench_shards;
+pub mod capped_model;
 pub mod locks;
 pub mod model;
 pub mod profile;

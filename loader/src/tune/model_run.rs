@@ -15,7 +15,7 @@ use iowarden_exporters::{CostClass, DeviceRef, ModelParam, ModelTunerStatus, Sna
 use serde_json::json;
 
 use super::decision_log::put_write_outcome;
-use super::model_fit::{Fit, FitConfig, Window};
+use super::model_fit::{Fit, FitConfig, Window, PARAMS};
 use super::model_guard::{Guard, GuardConfig, ModelAction, ModelDecision};
 use super::model_solve::{Estimator, NAMES};
 use crate::costmodel::{LinearModel, AUTOP_HDD, AUTOP_SSD_DFL};
@@ -286,6 +286,24 @@ fn window_line(w: &Window, saturated: bool) -> serde_json::Value {
     })
 }
 
+/// A window back from its JSON line (what the guest's proofs read), with
+/// whether it was saturated; None for any other line.
+pub fn window_from_line(line: &serde_json::Value) -> Option<(Window, bool)> {
+    let w = line.get("model_window")?;
+    let named = |key: &str| -> [f64; PARAMS] {
+        std::array::from_fn(|c| w[key][NAMES[c]].as_f64().unwrap_or(0.0))
+    };
+    Some((
+        Window {
+            seconds: w["seconds"].as_f64()?,
+            mean_inflight: w["mean_inflight"].as_f64()?,
+            x: named("requests_or_pages"),
+            bytes: named("bytes"),
+        },
+        w["saturated"].as_bool()?,
+    ))
+}
+
 /// Whether a decision moved the model (and so vrate).
 pub fn changed(d: &ModelDecision) -> bool {
     matches!(d.action, ModelAction::Step | ModelAction::Rollback) && d.to != d.from
@@ -336,5 +354,25 @@ impl ModelArgs {
             },
             window: self.model_window,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_logged_window_reads_back_as_itself() {
+        let w = Window {
+            seconds: 1.25,
+            mean_inflight: 9.5,
+            x: [256.0, 10.0, 1500.0, 0.0, 0.0, 300.0],
+            bytes: [0.0, 40960.0, 6144000.0, 0.0, 0.0, 1228800.0],
+        };
+        let line = window_line(&w, true);
+        assert_eq!(window_from_line(&line), Some((w.clone(), true)));
+        let text = serde_json::from_str(&line.to_string()).unwrap();
+        assert_eq!(window_from_line(&text), Some((w, true)));
+        assert_eq!(window_from_line(&json!({"model_action": "hold"})), None);
     }
 }

@@ -13,8 +13,8 @@
 //! - SLOs met but within the hysteresis margin hold v;
 //! - once the good/bad bracket is narrower than the resolution, or v has held
 //!   within the margin for a while, the search has converged; a miss
-//!   reopens it, and long slack probes upwards again, one resolution step
-//!   at a time (the load may have changed).
+//!   reopens it, and long slack probes upwards again in steps of one
+//!   resolution (the load may have changed) until a miss.
 
 mod search;
 
@@ -188,6 +188,9 @@ pub struct Controller {
     unconfirmed: bool,
     /// Consecutive periods with slack while converged.
     slack: u32,
+    /// Searching upwards from a converged value after long slack: steps
+    /// of one resolution until a miss.
+    probing: bool,
     converged: bool,
 }
 
@@ -210,6 +213,7 @@ impl Controller {
             tight: 0,
             unconfirmed: false,
             slack: 0,
+            probing: false,
             converged: false,
         }
     }

@@ -99,6 +99,7 @@ impl Controller {
     /// After any miss: the search is open again and increases wait.
     fn reopen_after_miss(&mut self) {
         self.converged = false;
+        self.probing = false;
         self.tight = 0;
         self.slack = 0;
         self.backoff = self.cfg.backoff_periods;
@@ -116,11 +117,11 @@ impl Controller {
     }
 
     /// Met while converged: hold, unless slack has lasted long enough that
-    /// the load may be lighter now; then search upwards again, one
-    /// resolution step first: the bracket just closed there, so a probe
-    /// that misses costs one period near the converged value (not a jump
-    /// to ×1.3, 3× the SLO in a guest run), and the search reconverges
-    /// at the next period; a probe that meets goes on multiplicatively.
+    /// the load may be lighter now; then search upwards again in steps of
+    /// one resolution (the bracket's width), each a period: the miss that
+    /// ends the climb is one period a step above a good value (a jump of
+    /// ×1.3 missed by 3× in a guest run and tipped the device), and the
+    /// bracket it leaves is closed, so the search converges at the next.
     pub(super) fn hold_or_reprobe(&mut self, from: f64, worst: f64, has_slack: bool) -> Verdict {
         if !has_slack {
             self.slack = 0;
@@ -130,6 +131,9 @@ impl Controller {
                 self.converged = false;
                 self.bad = None;
                 self.slack = 0;
+                self.probing = true;
+                // A backoff left from before converging is stale.
+                self.backoff = 0;
                 self.v = self.step_to(from * (1.0 + self.cfg.resolution));
                 return (
                     Action::Increase,
@@ -183,6 +187,7 @@ impl Controller {
         self.tight = 0;
         let target = match self.bad {
             Some(b) => (from + b) / 2.0,
+            None if self.probing => from * (1.0 + self.cfg.resolution),
             None => from * self.cfg.increase,
         };
         self.v = self.step_to(target);

@@ -227,6 +227,37 @@ fn long_slack_probes_one_resolution_step_and_a_missed_probe_reconverges() {
 }
 
 #[test]
+fn a_probe_that_meets_climbs_on_in_resolution_steps_without_a_stale_backoff() {
+    let mut c = Controller::new(ControllerConfig {
+        start: 50.0,
+        ..Default::default()
+    });
+    c.decide(&slo(0.0005, 0.002, 1000)); // slack: up to 65
+    c.decide(&slo(0.006, 0.002, 1000)); // 65 never held: back to 50
+                                        // Bisecting down to a closed bracket, each miss backing off anew; the
+                                        // last converges at once, with its backoff still counted.
+    for probe in [57.5, 53.75] {
+        assert_eq!(c.decide(&slo(0.0005, 0.002, 1000)).action, Action::Hold);
+        assert_eq!(c.decide(&slo(0.0005, 0.002, 1000)).action, Action::Hold);
+        assert_eq!(c.decide(&slo(0.0005, 0.002, 1000)).to, probe);
+        assert_eq!(c.decide(&slo(0.006, 0.002, 1000)).to, 50.0);
+    }
+    let d = c.decide(&slo(0.0005, 0.002, 1000));
+    assert_eq!((d.action, d.to), (Action::Converged, 50.0), "{d:?}");
+    for _ in 1..c.cfg.reprobe_periods {
+        c.decide(&slo(0.0005, 0.002, 1000));
+    }
+    assert_eq!(c.decide(&slo(0.0005, 0.002, 1000)).to, 55.0);
+    // Met at 55: the climb goes on by 10 % (not x1.3 to 71.5), at once
+    // (the backoff from before converging does not hold it).
+    let d = c.decide(&slo(0.0005, 0.002, 1000));
+    assert_eq!((d.action, d.to), (Action::Increase, 60.5), "{d:?}");
+    assert_eq!(c.decide(&slo(0.006, 0.002, 1000)).to, 55.0);
+    let d = c.decide(&slo(0.0005, 0.002, 1000));
+    assert_eq!((d.action, d.to), (Action::Converged, 55.0), "{d:?}");
+}
+
+#[test]
 fn hysteresis_holds_within_the_margin() {
     let mut c = Controller::new(ControllerConfig {
         start: 50.0,
