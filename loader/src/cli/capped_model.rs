@@ -1,7 +1,8 @@
 //! `iowarden capped-model` (hidden; the guest's model proofs run it): the
-//! best linear io.cost.model of a device capped the way QEMU throttles one
-//! (tune/capped_device.rs), over the saturated windows a `tune --model` run
-//! logged: the yardstick its fit is judged against, besides `profile`.
+//! best linear io.cost.model of the saturated windows a `tune --model` run
+//! logged, as measured and as a device that were exactly its QEMU caps
+//! would have taken them (tune/capped_device.rs): the yardsticks its fit is
+//! judged against, besides `profile`.
 
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -25,8 +26,22 @@ pub struct CappedModelArgs {
     log: PathBuf,
 }
 
-/// Prints "rbps=V ... wrandiops=V windows=N", "-" for a term the windows
-/// do not use.
+/// "rbps=V ... wrandiops=V", "-" for a term the windows do not use.
+fn terms(model: [Option<u64>; 6]) -> String {
+    NAMES
+        .iter()
+        .zip(model)
+        .map(|(n, v)| format!("{n}={}", v.map_or("-".into(), |v| v.to_string())))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Prints three lines: "caps TERMS windows=N", the best linear model of the
+/// windows as the caps would take them (max(requests/iops, bytes/bps));
+/// "measured TERMS windows=N", of the windows as the device took them; and
+/// "caps-time ...", how well the caps' time explains the measured one
+/// (QEMU queues throttled requests in order, so a large request waiting
+/// for bandwidth holds back small ones the IOPS budget would admit).
 pub fn run(a: CappedModelArgs) -> Result<()> {
     for (flag, v) in [("--iops", a.iops), ("--bps", a.bps)] {
         if !(v.is_finite() && v > 0.0) {
@@ -38,25 +53,39 @@ pub fn run(a: CappedModelArgs) -> Result<()> {
         bps: a.bps,
     };
     let file = std::fs::File::open(&a.log).with_context(|| format!("{}", a.log.display()))?;
-    let mut windows = Vec::new();
+    let mut measured = Vec::new();
     for line in std::io::BufReader::new(file).lines() {
         let Ok(v) = serde_json::from_str(&line?) else {
             continue; // a line cut short when the run was killed
         };
         if let Some((w, true)) = window_from_line(&v) {
-            windows.push(dev.recharge(&w));
+            measured.push(w);
         }
     }
-    if windows.is_empty() {
+    if measured.is_empty() {
         bail!("{}: no saturated model windows", a.log.display());
     }
-    let best = best_linear_model(&windows)
-        .with_context(|| format!("{} windows determine no linear model", windows.len()))?;
-    let terms: Vec<String> = NAMES
+    let n = measured.len();
+    let capped: Vec<_> = measured.iter().map(|w| dev.recharge(w)).collect();
+    let undetermined = || format!("{n} windows determine no linear model");
+    let caps = best_linear_model(&capped).with_context(undetermined)?;
+    let real = best_linear_model(&measured).with_context(undetermined)?;
+    println!("caps {} windows={n}", terms(caps));
+    println!("measured {} windows={n}", terms(real));
+    let mut ratios: Vec<f64> = measured
         .iter()
-        .zip(best)
-        .map(|(n, v)| format!("{n}={}", v.map_or("-".into(), |v| v.to_string())))
+        .zip(&capped)
+        .map(|(m, c)| m.seconds / c.seconds)
         .collect();
-    println!("{} windows={}", terms.join(" "), windows.len());
+    ratios.sort_by(f64::total_cmp);
+    let q = |p: f64| ratios[((n - 1) as f64 * p).round() as usize];
+    let within = ratios.iter().filter(|r| (*r - 1.0).abs() <= 0.1).count();
+    println!(
+        "caps-time measured/caps: median {:.2} p10 {:.2} p90 {:.2} max {:.2}; within 10 %: {within} of {n}",
+        q(0.5),
+        q(0.1),
+        q(0.9),
+        q(1.0)
+    );
     Ok(())
 }

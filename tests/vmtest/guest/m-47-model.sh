@@ -18,11 +18,15 @@
 #       hog must hold a read-p99 SLO (iowarden's histograms and fio's clat
 #       p99) with more aggregate throughput than the tightest fixed QoS; the
 #       wall time to its first convergence is printed, not asserted;
-#   (4) each run's fit against the best linear model of the windows it
-#       saw on this capped device (`iowarden capped-model`: QEMU's caps act
-#       as max(requests/iops, bytes/bps) per window, tune/capped_device.rs),
-#       every term both determine within 10 %; and in (3) the SLO missed in
-#       at most 10 % of the periods after the first convergence.
+#   (4) each run's fit against the best linear model of the saturated
+#       windows it logged (`iowarden capped-model`), every term both
+#       determine within 10 %: what the estimator's choices (windows kept,
+#       stalls left out) cost; beside it the best linear model had the
+#       device been exactly its caps, max(requests/iops, bytes/bps), which
+#       QEMU's in-order queue departs from when windows mix sizes (a large
+#       request waiting for bandwidth holds back small ones); and in (3)
+#       the SLO missed in at most 10 % of the periods after the first
+#       convergence.
 #   kill -9, a vanished device and bad input: t-48-model-safety.sh.
 # Other device points: VMTEST_DRIVE='throttling.iops-total=N,throttling.bps-total=B'
 # (run.sh) replaces the caps below; profile's duration follows bps.
@@ -128,25 +132,30 @@ print(det, f"{fe:.3f}", f"{me:.3f}", "; ".join(und) or "none")
 PY
 }
 # "N WORST" of a run's last fit against the best linear model of the
-# saturated windows it logged on this device's caps: terms both determine,
-# the largest relative difference.
+# saturated windows it logged, as the device took them ("measured"): terms
+# both determine, the largest relative difference. Printed beside: the best
+# linear model of the same windows had the device been exactly its caps
+# ("caps", max(requests/iops, bytes/bps)), and how far the measured time is
+# from the caps' (capped-model's third line).
 judge_best() { # NAME
   local best
   best=$("$IW" capped-model --iops "${CAP_IOPS:-0}" --bps "${CAP_BPS:-0}" $T/$1.jsonl 2>&1) || {
     echo "    $1: $best" >&2; echo "0 nan"; return; }
   python3 - "$T/$1.jsonl" "$best" <<'PY'
 import json, sys
-best = dict(t.split("=") for t in sys.argv[2].split())
+lines = {l.split()[0]: l for l in sys.argv[2].splitlines()}
+model = {k: dict(t.split("=") for t in lines[k].split()[1:]) for k in ("caps", "measured")}
 ds = [json.loads(l) for l in open(sys.argv[1]) if l.endswith("\n") and "model_action" in l]
 n, worst = 0, 0.0
 for p in ds[-1]["fit"]["params"] if ds else []:
-    b = best.get(p["name"], "-")
+    b, c = model["measured"].get(p["name"], "-"), model["caps"].get(p["name"], "-")
     if p["fitted"] is None or b == "-":
         continue
     e = p["fitted"] / int(b) - 1
     n, worst = n + 1, max(worst, abs(e))
-    print(f'    {p["name"]}: best linear model {b}, fit {p["fitted"]} ({e:+.1%})', file=sys.stderr)
-print(f'    best linear model over {best["windows"]} saturated windows: {sys.argv[2]}', file=sys.stderr)
+    caps = f", caps' {c} ({p['fitted'] / int(c) - 1:+.1%})" if c != "-" else ""
+    print(f'    {p["name"]}: fit {p["fitted"]}, best linear model of the windows {b} ({e:+.1%}){caps}', file=sys.stderr)
+print(f'    over {model["measured"]["windows"]} saturated windows; {lines["caps-time"]}', file=sys.stderr)
 print(n, f"{worst:.3f}")
 PY
 }
