@@ -106,7 +106,7 @@ fn encode_fit(enc: &mut DescriptorEncoder, dev: &str, m: &ModelTunerStatus) -> s
 #[cfg(test)]
 mod tests {
     use crate::model::{LinearModel, ModelParam, ModelTunerStatus};
-    use crate::{encode_openmetrics, DeviceRef, Snapshot, TunerStatus};
+    use crate::TunerStatus;
 
     #[test]
     fn model_status_is_exported() {
@@ -140,24 +140,10 @@ mod tests {
             decisions: vec![("step".into(), 2)],
             ..Default::default()
         };
-        let snap = Snapshot {
-            tuner: Some(TunerStatus {
-                device: DeviceRef {
-                    name: "nvme0n1".into(),
-                    major: 259,
-                    minor: 0,
-                },
-                model: Some(m),
-                ..Default::default()
-            }),
+        let t = super::super::tuner::tests::encoded(TunerStatus {
+            model: Some(m),
             ..Default::default()
-        };
-        let t = encode_openmetrics(
-            &snap.clone().into(),
-            &Default::default(),
-            &Default::default(),
-        )
-        .unwrap();
+        });
         let d = r#"device="nvme0n1""#;
         for line in [
             format!(r#"iowarden_tune_model_param{{{d},param="rrandiops",model="current"}} 3420"#),

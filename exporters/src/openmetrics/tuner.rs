@@ -141,10 +141,11 @@ fn encode_state(enc: &mut DescriptorEncoder, t: &TunerStatus) -> std::fmt::Resul
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use crate::{encode_openmetrics, DeviceRef, Snapshot, TunerSlo, TunerStatus};
 
-    fn text(slo: TunerSlo) -> String {
+    /// The OpenMetrics text of a snapshot holding only `status`, on nvme0n1.
+    pub(in crate::openmetrics) fn encoded(status: TunerStatus) -> String {
         let snap = Snapshot {
             tuner: Some(TunerStatus {
                 device: DeviceRef {
@@ -152,12 +153,18 @@ mod tests {
                     major: 259,
                     minor: 0,
                 },
-                slos: vec![slo],
-                ..Default::default()
+                ..status
             }),
             ..Default::default()
         };
         encode_openmetrics(&snap.into(), &Default::default(), &Default::default()).unwrap()
+    }
+
+    fn text(slo: TunerSlo) -> String {
+        encoded(TunerStatus {
+            slos: vec![slo],
+            ..Default::default()
+        })
     }
 
     #[test]

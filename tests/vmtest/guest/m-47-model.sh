@@ -240,27 +240,17 @@ wait $l; snap s1; b1=$(dev_bytes); w1=$(date +%s.%N)
 kill -TERM $tp; wait $tp; orc=$?
 stop_hog $hog
 tuned_tot=$(python3 -c "print(f'{($b1 - $b0) / ($w1 - $w0) / 1e6:.1f}')")
-python3 - $T/off.jsonl $T/s0.json $T/s1.json $T/tuned.json $t0 > $T/off.sum <<'PY'
+python3 - $T/off.jsonl $T/s0.json $T/s1.json $T/tuned.json "$(dirname "$0")" > $T/off.sum <<'PY'
 import json, sys
+sys.path.insert(0, sys.argv[5])
+from tuner_windows import p99_ms, record
 ds = [json.loads(l) for l in open(sys.argv[1])]
 q = [d for d in ds if "action" in d]
 conv = next((d["at_seconds"] for d in q if d["action"] == "converged"), None)
 s0, s1 = (json.load(open(p)) for p in sys.argv[2:4])
-def counts(s):
-    c = [0] * len(s["hist_lower_bounds_seconds"])
-    for x in s["io"]:
-        if x["cgroup"]["path"] == "/md-lc" and x["device"]["name"] == "nvme0n1" and x["op"] == "read":
-            c = [a + b for a, b in zip(c, x["latency"]["total"]["counts"])]
-    return c
-lb = s1["hist_lower_bounds_seconds"]
-d = [b - a for a, b in zip(counts(s0), counts(s1))]
-total = sum(d); rank = max(1, -(-99 * total // 100)); acc = 0; p99 = float("nan")
-for i, n in enumerate(d):
-    if acc + n >= rank:
-        hi = lb[i + 1] if i + 1 < len(lb) else lb[i] * 2
-        p99 = (lb[i] + (hi - lb[i]) * (rank - acc) / n) * 1e3
-        break
-    acc += n
+r0, r1 = (record(s, "/md-lc", "nvme0n1") for s in (s0, s1))
+d = [b - a for a, b in zip(r0["counts"], r1["counts"])]
+total, p99 = sum(d), p99_ms(d, r1["bounds"])
 def mbps(s):
     return sum(x["bytes"] for x in s["io"] if x["device"]["name"] == "nvme0n1")
 tot = (mbps(s1) - mbps(s0)) / (s1["taken_at_unix_seconds"] - s0["taken_at_unix_seconds"]) / 1e6

@@ -16,7 +16,8 @@ SLO: a miss at the converged vrate (the one being confirmed, and the one
 confirming it) counts against it. Each boundary is the poll its decision was
 made on (the tuner decides on that poll's snapshot and publishes it until the
 next poll, 500 ms later), so no I/O at another vrate leaks in; where that
-poll was not caught, the window shrinks to the polls inside it.
+poll was not caught, the window shrinks to the polls inside it. m-47 imports
+`record` and `p99_ms` for its own window.
 """
 import json
 import re

@@ -109,6 +109,40 @@ pub(crate) fn unpack(cur: u64, old: u64) -> (u64, u64) {
     (change & ((1 << bits) - 1), change >> bits)
 }
 
+/// Adds the change of every shard since the previous read (`prev`, empty
+/// for an entry not read before) to `total` with `add`, and keeps the
+/// shards as read.
+fn add_shard_changes<S: Copy + Default, T>(
+    prev: &mut Vec<S>,
+    total: &mut T,
+    shards: &[S],
+    add: fn(&mut T, &S, &S),
+) {
+    for (i, cur) in shards.iter().enumerate() {
+        add(total, cur, &prev.get(i).copied().unwrap_or_default());
+    }
+    *prev = shards.to_vec();
+}
+
+/// Adds the change of one shard of a hardware queue since the previous read.
+fn add_queue_delta(q: &mut QueueTotals, cur: &iow_hwq_stats, old: &iow_hwq_stats) {
+    let (completed, busy_ns) = unpack(cur.busy_completed, old.busy_completed);
+    q.completed += completed;
+    q.busy_ns += busy_ns;
+    q.inserted += d(cur.inserted, old.inserted);
+    q.issued += d(cur.issued, old.issued);
+    q.requeued += d(cur.requeued, old.requeued);
+}
+
+/// Adds the change of one shard of a cost class since the previous read.
+fn add_class_delta(t: &mut ClassTotals, cur: &iow_cost_class, old: &iow_cost_class) {
+    let (ios, bytes) = unpack(cur.bytes_ios, old.bytes_ios);
+    t.ios += ios;
+    t.bytes += bytes;
+    t.device_ns += d(cur.device_ns, old.device_ns);
+    t.cost += d(cur.cost, old.cost);
+}
+
 /// Adds the change of one shard of a series since the previous read.
 fn add_series_delta(t: &mut Totals, cur: &iow_series, old: &iow_series) {
     let (rand, bytes) = unpack(cur.bytes_rand, old.bytes_rand);
@@ -157,11 +191,7 @@ impl Accumulator {
                 hist: vec![0; NSTAGES * NBUCKETS],
                 ..Default::default()
             });
-            for (i, cur) in s.shards.iter().enumerate() {
-                let old = prev.1.get(i).copied().unwrap_or_default();
-                add_series_delta(t, cur, &old);
-            }
-            prev.1 = s.shards.clone();
+            add_shard_changes(&mut prev.1, t, &s.shards, add_series_delta);
         }
         for &(idx, devt) in &raw.devs {
             self.dev_of_idx.insert(idx, devt);
@@ -169,31 +199,16 @@ impl Accumulator {
         // Hardware queue and class entries are never released: their
         // shards' changes since the previous read add up.
         for h in &raw.hwqs {
-            let prev = self.hwq_prev.entry((h.devt, h.hctx)).or_default();
-            let q = self.hwq.entry((h.devt, h.hctx)).or_default();
-            for (i, c) in h.shards.iter().enumerate() {
-                let old = prev.get(i).copied().unwrap_or_default();
-                let (completed, busy_ns) = unpack(c.busy_completed, old.busy_completed);
-                q.completed += completed;
-                q.busy_ns += busy_ns;
-                q.inserted += d(c.inserted, old.inserted);
-                q.issued += d(c.issued, old.issued);
-                q.requeued += d(c.requeued, old.requeued);
-            }
-            *prev = h.shards.clone();
+            let key = (h.devt, h.hctx);
+            let prev = self.hwq_prev.entry(key).or_default();
+            let q = self.hwq.entry(key).or_default();
+            add_shard_changes(prev, q, &h.shards, add_queue_delta);
         }
         for c in &raw.cost_classes {
-            let prev = self.class_prev.entry((c.devt, c.class)).or_default();
-            let t = self.cost_classes.entry((c.devt, c.class)).or_default();
-            for (i, v) in c.shards.iter().enumerate() {
-                let old = prev.get(i).copied().unwrap_or_default();
-                let (ios, bytes) = unpack(v.bytes_ios, old.bytes_ios);
-                t.ios += ios;
-                t.bytes += bytes;
-                t.device_ns += d(v.device_ns, old.device_ns);
-                t.cost += d(v.cost, old.cost);
-            }
-            *prev = c.shards.clone();
+            let key = (c.devt, c.class);
+            let prev = self.class_prev.entry(key).or_default();
+            let t = self.cost_classes.entry(key).or_default();
+            add_shard_changes(prev, t, &c.shards, add_class_delta);
         }
         let n = |what: iow_drop| raw.drops.n[what.0 as usize];
         self.drops = DropCounters {
