@@ -14,7 +14,8 @@
 //! - once the good/bad bracket is narrower than the resolution, or v has held
 //!   within the margin for a while, the search has converged; a miss
 //!   reopens it, and long slack probes upwards again in steps of one
-//!   resolution (the load may have changed) until a miss.
+//!   resolution (the load may have changed) until a miss, which returns
+//!   to the value held before the probe and bisects from there.
 
 mod search;
 
@@ -188,9 +189,9 @@ pub struct Controller {
     unconfirmed: bool,
     /// Consecutive periods with slack while converged.
     slack: u32,
-    /// Searching upwards from a converged value after long slack: steps
-    /// of one resolution until a miss.
-    probing: bool,
+    /// The converged value a probe climbs from after long slack (steps of
+    /// one resolution until a miss); the miss returns there.
+    probe_base: Option<f64>,
     converged: bool,
 }
 
@@ -213,7 +214,7 @@ impl Controller {
             tight: 0,
             unconfirmed: false,
             slack: 0,
-            probing: false,
+            probe_base: None,
             converged: false,
         }
     }
@@ -237,6 +238,7 @@ impl Controller {
         self.good = self.good.map(|g| g * factor);
         self.bad = self.bad.map(|b| b * factor);
         self.low_bad = self.low_bad.map(|b| b * factor);
+        self.probe_base = self.probe_base.map(|b| b * factor);
         self.converged = false;
         self.tight = 0;
         self.slack = 0;

@@ -63,9 +63,16 @@ impl Controller {
 
     /// Missed: v is bad; a good value above it is stale (load changed).
     /// Lower v, but not into the region where the protected cgroups were
-    /// throttled.
+    /// throttled. A probe's miss returns to the value the probe started
+    /// from: it held for `reprobe_periods`, the probe's steps only once
+    /// each (in a CI run the step below the miss, 90.56%, tipped the
+    /// device a few periods later); bisection re-tests the steps between.
     pub(super) fn lower_after_miss(&mut self, from: f64, worst: f64) -> Verdict {
         self.bad = Some(self.bad.map_or(from, |b| b.min(from)));
+        let probe_base = self.probe_base.filter(|&b| b < from);
+        if probe_base.is_some() {
+            self.good = probe_base;
+        }
         if self.good.is_some_and(|g| g >= from) {
             self.good = None;
         }
@@ -89,17 +96,20 @@ impl Controller {
                 ),
             );
         }
-        (
-            Action::Decrease,
-            self.v,
-            format!("SLO missed ({:.0}% of target)", worst * 100.0),
-        )
+        let head = match probe_base {
+            Some(base) => format!(
+                "SLO missed ({:.0}% of target) probing upwards: back to {base}%, where it held before the probe",
+                worst * 100.0
+            ),
+            None => format!("SLO missed ({:.0}% of target)", worst * 100.0),
+        };
+        (Action::Decrease, self.v, head)
     }
 
     /// After any miss: the search is open again and increases wait.
     fn reopen_after_miss(&mut self) {
         self.converged = false;
-        self.probing = false;
+        self.probe_base = None;
         self.tight = 0;
         self.slack = 0;
         self.backoff = self.cfg.backoff_periods;
@@ -120,8 +130,8 @@ impl Controller {
     /// the load may be lighter now; then search upwards again in steps of
     /// one resolution (the bracket's width), each a period: the miss that
     /// ends the climb is one period a step above a good value (a jump of
-    /// ×1.3 missed by 3× in a guest run and tipped the device), and the
-    /// bracket it leaves is closed, so the search converges at the next.
+    /// ×1.3 missed by 3× in a guest run and tipped the device); it returns
+    /// to the value the probe started from (`lower_after_miss`).
     pub(super) fn hold_or_reprobe(&mut self, from: f64, worst: f64, has_slack: bool) -> Verdict {
         if !has_slack {
             self.slack = 0;
@@ -131,7 +141,7 @@ impl Controller {
                 self.converged = false;
                 self.bad = None;
                 self.slack = 0;
-                self.probing = true;
+                self.probe_base = Some(from);
                 // A backoff left from before converging is stale.
                 self.backoff = 0;
                 self.v = self.step_to(from * (1.0 + self.cfg.resolution));
@@ -158,6 +168,7 @@ impl Controller {
     pub(super) fn search_while_met(&mut self, from: f64, worst: f64, has_slack: bool) -> Verdict {
         if self.bracket_closed() {
             self.converged = true;
+            self.probe_base = None;
             self.v = self.good.expect("bracket has a good value");
             return (
                 Action::Converged,
@@ -187,7 +198,7 @@ impl Controller {
         self.tight = 0;
         let target = match self.bad {
             Some(b) => (from + b) / 2.0,
-            None if self.probing => from * (1.0 + self.cfg.resolution),
+            None if self.probe_base.is_some() => from * (1.0 + self.cfg.resolution),
             None => from * self.cfg.increase,
         };
         self.v = self.step_to(target);
@@ -204,6 +215,7 @@ impl Controller {
         self.tight += 1;
         if self.tight >= self.cfg.settle_periods {
             self.converged = true;
+            self.probe_base = None;
             let reason = if from >= self.cfg.vrate_max {
                 format!(
                     "converged at the upper bound: SLO met ({:.0}% of target)",

@@ -252,9 +252,17 @@ fn a_probe_that_meets_climbs_on_in_resolution_steps_without_a_stale_backoff() {
     // (the backoff from before converging does not hold it).
     let d = c.decide(&slo(0.0005, 0.002, 1000));
     assert_eq!((d.action, d.to), (Action::Increase, 60.5), "{d:?}");
-    assert_eq!(c.decide(&slo(0.006, 0.002, 1000)).to, 55.0);
+    // The miss at 60.5 returns to 50, where it held before the probe, not
+    // to 55, met once; after the backoff bisection re-tests the way up.
+    let d = c.decide(&slo(0.006, 0.002, 1000));
+    assert_eq!((d.action, d.to), (Action::Decrease, 50.0), "{d:?}");
+    assert!(d.reason.contains("back to 50%"), "{d:?}");
+    assert_eq!(c.bracket(), (Some(50.0), Some(60.5)));
+    assert_eq!(c.decide(&slo(0.0005, 0.002, 1000)).action, Action::Hold);
+    assert_eq!(c.decide(&slo(0.0005, 0.002, 1000)).action, Action::Hold);
+    assert_eq!(c.decide(&slo(0.0005, 0.002, 1000)).to, 55.25);
     let d = c.decide(&slo(0.0005, 0.002, 1000));
-    assert_eq!((d.action, d.to), (Action::Converged, 55.0), "{d:?}");
+    assert_eq!((d.action, d.to), (Action::Converged, 55.25), "{d:?}");
 }
 
 #[test]
