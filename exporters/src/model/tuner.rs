@@ -30,6 +30,10 @@ pub struct TunerSlo {
     pub periods_missed_after_convergence: u64,
     #[serde(default)]
     pub worst_after_convergence_seconds: Option<f64>,
+    /// Periods missed while they ran under an io.cost.model change still
+    /// being judged (the QoS search held vrate): the model's doing.
+    #[serde(default)]
+    pub periods_missed_under_model_change: u64,
 }
 
 /// One decision of the tuner (the latest is kept in the status).

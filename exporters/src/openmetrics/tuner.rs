@@ -84,6 +84,13 @@ fn encode_slos(enc: &mut DescriptorEncoder, t: &TunerStatus) -> std::fmt::Result
         None,
         &slo_rows(&|s| Some(s.periods_missed_after_convergence as f64)),
     )?;
+    counter(
+        enc,
+        "iowarden_tune_slo_periods_missed_under_model_change",
+        "Decision periods in which the SLO missed while they ran under an io.cost.model change still being judged",
+        None,
+        &slo_rows(&|s| Some(s.periods_missed_under_model_change as f64)),
+    )?;
     gauge(
         enc,
         "iowarden_tune_slo_worst_after_convergence",
@@ -177,6 +184,7 @@ pub(super) mod tests {
             periods_after_convergence: 29,
             periods_missed_after_convergence: 2,
             worst_after_convergence_seconds: Some(0.0076),
+            periods_missed_under_model_change: 3,
             ..Default::default()
         };
         let t = text(slo.clone());
@@ -185,6 +193,7 @@ pub(super) mod tests {
             format!("iowarden_tune_slo_periods_after_convergence_total{{{l}}} 29"),
             format!("iowarden_tune_slo_periods_missed_after_convergence_total{{{l}}} 2"),
             format!("iowarden_tune_slo_worst_after_convergence_seconds{{{l}}} 0.0076"),
+            format!("iowarden_tune_slo_periods_missed_under_model_change_total{{{l}}} 3"),
         ] {
             assert!(t.contains(&line), "{line} in\n{t}");
         }

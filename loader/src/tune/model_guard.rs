@@ -102,6 +102,15 @@ impl ModelAction {
         }
     }
 
+    /// Whether the period just measured ran under a model change not yet
+    /// judged when it started (the decision judges it or watches it).
+    pub fn measured_a_change(self) -> bool {
+        matches!(
+            self,
+            ModelAction::Judging | ModelAction::Keep | ModelAction::Rollback
+        )
+    }
+
     /// Whether the QoS controller must hold vrate this period.
     pub fn holds_qos(self) -> bool {
         matches!(
@@ -456,13 +465,16 @@ mod tests {
         let f = fit(&[0, 1, 2, 3, 4, 5]);
         let d = g.decide(start, &f, Some(0.8));
         assert_eq!(d.action, ModelAction::Step);
+        // The period a step is decided on ran under the model before it;
+        // the periods judged and the one that rolls back ran under the step.
+        assert!(!d.action.measured_a_change());
         let stepped = d.to;
-        assert_eq!(
-            g.decide(stepped, &f, Some(1.5)).action,
-            ModelAction::Judging
-        );
+        let judging = g.decide(stepped, &f, Some(1.5)).action;
+        assert_eq!(judging, ModelAction::Judging);
+        assert!(judging.measured_a_change());
         let d = g.decide(stepped, &f, Some(1.7));
         assert_eq!(d.action, ModelAction::Rollback, "{d:?}");
+        assert!(d.action.measured_a_change());
         assert_eq!(d.to, start);
         // The step halved the costs (and vrate); the rollback doubles them back.
         assert!((d.vrate_factor - 2.0).abs() < 0.01, "{d:?}");
@@ -472,7 +484,9 @@ mod tests {
             d.reason
         );
         for _ in 0..cfg.cooldown_periods {
-            assert_eq!(g.decide(start, &f, Some(0.5)).action, ModelAction::Cooldown);
+            let cooldown = g.decide(start, &f, Some(0.5)).action;
+            assert_eq!(cooldown, ModelAction::Cooldown);
+            assert!(!cooldown.measured_a_change());
         }
         assert_eq!(g.decide(start, &f, Some(0.5)).action, ModelAction::Step);
     }

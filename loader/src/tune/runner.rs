@@ -40,6 +40,9 @@ pub struct Tuner {
     /// io.stat cost.wait (µs) of each protected cgroup at the period start.
     wait_base: Vec<Option<u64>>,
     model: Option<ModelLoop>,
+    /// The period just decided on ran under an io.cost.model change being
+    /// judged: its misses are the model's doing.
+    under_model_change: bool,
 }
 
 /// A pin that did not take hold (no I/O completed while it settled) is
@@ -84,6 +87,7 @@ impl Tuner {
             decisions: BTreeMap::new(),
             wait_base: Vec::new(),
             model,
+            under_model_change: false,
         })
     }
 
@@ -266,7 +270,7 @@ impl Tuner {
             .or_default() += 1;
         if d.action != Action::Insufficient {
             for (st, s) in self.status.slos.iter_mut().zip(&m.slos) {
-                record_period(st, s, settled);
+                record_period(st, s, settled, self.under_model_change);
             }
         }
         // The latest convergence: a miss reopens the search, and the time
@@ -354,6 +358,7 @@ impl Tuner {
             at,
         )?;
         self.status.model = Some(ml.status());
+        self.under_model_change = md.action.measured_a_change();
         if !md.action.holds_qos() {
             return Ok(self.controller.decide(m));
         }
@@ -391,6 +396,12 @@ impl Tuner {
                 "; {} {}: met in {} of {} periods",
                 t.cgroup, t.slo, t.periods_met, t.periods
             ));
+            if self.model.is_some() {
+                s.push_str(&format!(
+                    " ({} of the misses under an io.cost.model change being judged)",
+                    t.periods_missed_under_model_change
+                ));
+            }
             if let Some(worst) = t.worst_after_convergence_seconds {
                 s.push_str(&format!(
                     ", missed in {} of {} after first converging (worst {:.3}ms)",
@@ -421,13 +432,15 @@ fn worst_slo_ratio(m: &Measurement, min_samples: u64) -> Option<f64> {
 }
 
 /// One judged period of an SLO into its status; `settled`: the search had
-/// converged before the period.
-fn record_period(st: &mut TunerSlo, s: &SloSample, settled: bool) {
+/// converged before the period; `under_model_change`: the period ran under
+/// an io.cost.model change being judged.
+fn record_period(st: &mut TunerSlo, s: &SloSample, settled: bool, under_model_change: bool) {
     st.observed_seconds = s.observed_seconds;
     st.samples = s.samples;
     st.met = s.observed_seconds.is_some_and(|o| o <= s.target_seconds);
     st.periods += 1;
     st.periods_met += st.met as u64;
+    st.periods_missed_under_model_change += (!st.met && under_model_change) as u64;
     if settled {
         st.periods_after_convergence += 1;
         st.periods_missed_after_convergence += !st.met as u64;
@@ -475,19 +488,21 @@ mod tests {
         let mut st = TunerSlo::default();
         // Searching: a miss, a hit; then converged: a hit, the worst miss, a
         // smaller one.
-        for (observed, settled) in [
-            (0.004, false),
-            (0.001, false),
-            (0.001, true),
-            (0.009, true),
-            (0.003, true),
+        // The first miss and the last hit ran under a model change.
+        for (observed, settled, model_change) in [
+            (0.004, false, true),
+            (0.001, false, false),
+            (0.001, true, true),
+            (0.009, true, false),
+            (0.003, true, false),
         ] {
-            record_period(&mut st, &slo(observed), settled);
+            record_period(&mut st, &slo(observed), settled, model_change);
         }
         assert_eq!((st.periods, st.periods_met), (5, 2));
         assert_eq!(st.periods_after_convergence, 3);
         assert_eq!(st.periods_missed_after_convergence, 2);
         assert_eq!(st.worst_after_convergence_seconds, Some(0.009));
+        assert_eq!(st.periods_missed_under_model_change, 1);
         assert!(!st.met);
     }
 

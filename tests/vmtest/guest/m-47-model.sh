@@ -265,7 +265,7 @@ ds = [json.loads(l) for l in open(sys.argv[1]) if "model_action" in l]
 if ds:
     f = ds[-1]["fit"]
     print("  off: model fit over %d saturated windows (%d stalls), %d not: %s" % (f["saturated_windows"], f["stalled_windows"], f["unsaturated_windows"],
-          "; ".join("%s=%s (est %d, rse %s)" % (p["name"], p["fitted"], p["estimate"], p["relative_error"] and round(p["relative_error"], 3)) for p in f["params"])))
+          "; ".join("%s=%s (est %d, rse %s%s)" % (p["name"], p["fitted"], p["estimate"], p["relative_error"] and round(p["relative_error"], 3), p["reason"] and ": " + p["reason"]) for p in f["params"])))
     print("  off: model decisions:", " ".join(d["model_action"] for d in ds))' $T/off.jsonl
 grep -E 'model (step|rollback|converged)|summary|converged after' $T/off.log | sed 's/^/  /' | cut -c1-220 | tail -6
 echo "  wall time from start (iocost off) to the steady-state window: $(( $(date +%s) - t0 )) s in all"
