@@ -1,5 +1,4 @@
 # vmtest-checks: 14
-# vmtest-kernels: 6.1
 # `iowarden tune` on real iocost: a latency-critical cgroup (4 KiB randread,
 # QD1, io.weight 1000) beside a best-effort hog (128 KiB randread, QD32) on
 # the throttled NVMe device, fio measuring the LC job's clat p99 and both
