@@ -7,7 +7,7 @@
 #                             ("# vmtest-kernels: 6.1" in its lines 2-4;
 #                             none: every line)
 #   KERNEL=/path/to/bzImage   one kernel of your own instead: every script
-#   VMTEST_TIMEOUT=900        seconds before a hung guest is killed
+#   VMTEST_TIMEOUT=1200       seconds before a hung guest is killed
 #   IOWARDEN_BIN=...          the binary the guest tests run
 #   VMTEST_ONLY='40-*'        run only the guest tests t-<glob>.sh
 #   VMTEST_ONLY='m-47-model'  run a measurement script (guest/m-*.sh: proofs too
@@ -20,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 TOP=$PWD
 CACHE=${VMTEST_CACHE:-/var/cache/iowarden-vmtest}
-TIMEOUT=${VMTEST_TIMEOUT:-900}
+TIMEOUT=${VMTEST_TIMEOUT:-1200}
 export IOWARDEN_BIN=${IOWARDEN_BIN:-$TOP/target/release/iowarden}
 
 # header SCRIPT checks|kernels|append|drive: a "# vmtest-KEY: value" line
@@ -124,8 +124,11 @@ boot() {  # line extra-cmdline extra-drive-options scripts expected log
   echo "vmtest: [$line] booting $kernel (${accel[*]:-KVM}) ${extra:+with '$extra' }for $list; drive $drive_opts; timeout ${TIMEOUT}s; log in $log"
   set +e
   # "| cat": QEMU's file chardev truncates a regular file given as stdout.
+  # loglevel=4 (vng asks for 1): the kernel's errors, oopses and panics
+  # reach the log, so a guest that dies says why (a 6.12 guest ended
+  # without a word twice, with vng's quiet console).
   timeout --kill-after=10 "$TIMEOUT" vng --run "$kernel" "${accel[@]}" --cpus 2 --memory 2G \
-    --append "cgroup_no_v1=all $extra" \
+    --append "cgroup_no_v1=all loglevel=4 $extra" \
     --qemu-opts="$qaccel -drive file=$img,if=none,id=nvm,format=raw,$drive_opts -device nvme,serial=iowarden,drive=nvm,max_ioqpairs=4" \
     --exec "IOWARDEN_BIN=$IOWARDEN_BIN VMTEST_KERNEL_LINE=$line VMTEST_LIST='$list' VMTEST_DRIVE='$drive_opts' $TOP/tests/vmtest/guest/run-all.sh" 2>&1 | cat > "$log"
   rc=${PIPESTATUS[0]}
@@ -152,6 +155,9 @@ for line in "${lines[@]}"; do
     group_scripts[$key]+="$(basename "$t") "
     group_checks[$key]=$(( ${group_checks[$key]:-0} + $(header "$t" checks) ))
   done
+  # A previous run's logs of this line would lend support-table.sh rows
+  # and costs this run did not measure.
+  rm -f "$CACHE/vmtest-$line.log" "$CACHE/vmtest-$line"-*.log
   n=0
   for key in "${!group_scripts[@]}"; do
     IFS='|' read -r extra drive <<< "$key"
