@@ -207,4 +207,46 @@ mod tests {
         assert_eq!(few.params[RRANDIOPS].value, None, "{few:#?}");
         assert_eq!(few.params[RBPS].value, None, "{few:#?}");
     }
+
+    /// m-47's IOPS-bound point (1,000 requests/s, 256 MiB/s): a 128 KiB
+    /// read takes as long as a 4 KiB one, so a page costs nothing and the
+    /// windows' best linear model is rrandiops at the cap with no per-byte
+    /// term. The fit used to leave rrandiops undetermined there ("requests
+    /// of 66 KiB on average and no per-byte term"), though the windows,
+    /// mixing both sizes, show bytes costing nothing.
+    #[test]
+    fn bytes_that_cost_nothing_leave_the_request_cost_determined() {
+        let dev = CappedDevice {
+            iops: 1000.0,
+            bps: 256.0 * 1048576.0,
+        };
+        // One second each, timed within ±1 % (exact times leave no
+        // residual to judge any error by).
+        let ws: Vec<Window> = [0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0]
+            .iter()
+            .cycle()
+            .take(60)
+            .enumerate()
+            .map(|(i, &big)| {
+                let n = 1000.0;
+                let mut w = dev.window(&[reads(4096, n * (1.0 - big)), reads(131072, n * big)]);
+                w.seconds *= 1.0 + 0.01 * ((i * 7919 % 13) as f64 - 6.0) / 6.0;
+                w
+            })
+            .collect();
+        let fit = fit_of(&ws);
+        let r = &fit.params[RRANDIOPS];
+        assert!(
+            r.value.is_some_and(|v| within(v, 1000.0, 0.01)),
+            "rrandiops {r:?}"
+        );
+        assert_eq!(fit.params[RBPS].value, None, "{fit:#?}");
+        // Where bytes do cost and only large requests were seen, the
+        // request cost still cannot be told from the byte cost.
+        let big_only: Vec<Window> = (0..60)
+            .map(|i| DEV.window(&[reads(131072, 400.0 + i as f64)]))
+            .collect();
+        let fit = fit_of(&big_only);
+        assert_eq!(fit.params[RRANDIOPS].value, None, "{fit:#?}");
+    }
 }

@@ -5,6 +5,7 @@
 use std::collections::VecDeque;
 
 use super::model_fit::{is_page_col, page_col, param_value, Fit, FitConfig, Window, PARAMS};
+use crate::costmodel::PAGE_SIZE;
 
 /// Base columns first: when pages and requests cannot be told apart (every
 /// request of one size), the page term is the one dropped and the request
@@ -19,6 +20,9 @@ struct Solution {
     /// None when there are no degrees of freedom left for the residual.
     cov: Option<Vec<Vec<f64>>>,
     rms_rel: f64,
+    /// A page term dropped as negative or vague: how large it could be
+    /// (|cost| + 2 standard errors, seconds per page), by page column.
+    page_bound: [Option<f64>; PARAMS],
 }
 
 /// Inverse of a small symmetric matrix by Gauss-Jordan with partial
@@ -101,6 +105,7 @@ fn solve(rows: &[&Window], cols: &[usize]) -> Option<Solution> {
         theta,
         cov,
         rms_rel: (rel / n).sqrt(),
+        page_bound: [None; PARAMS],
     })
 }
 
@@ -122,6 +127,11 @@ impl Solution {
         let i = self.cols.iter().position(|&c| c == a)?;
         let j = self.cols.iter().position(|&c| c == b)?;
         Some(cov[i][j])
+    }
+
+    /// How large a column's cost could be: |cost| + 2 standard errors.
+    fn bound(&self, col: usize) -> Option<f64> {
+        Some(self.theta[col].abs() + 2.0 * self.var(col, col)?.max(0.0).sqrt())
     }
 
     /// Relative standard error of a column's io.cost.model value: of the
@@ -209,8 +219,9 @@ fn solve_feasible(
         }
         cols.retain(|&c| c != d);
     }
+    let mut page_bound = [None; PARAMS];
     while !cols.is_empty() {
-        let s = solve(rows, &cols)?;
+        let mut s = solve(rows, &cols)?;
         let negative = cols
             .iter()
             .copied()
@@ -218,6 +229,7 @@ fn solve_feasible(
             .min_by(|&a, &b| s.theta[a].total_cmp(&s.theta[b]));
         if let Some(c) = negative {
             why[c] = "fitted cost is negative (the windows contradict a linear model here)".into();
+            page_bound[c] = is_page_col(c).then(|| s.bound(c)).flatten();
             cols.retain(|&x| x != c);
             continue;
         }
@@ -231,9 +243,11 @@ fn solve_feasible(
                 s.rse(c).unwrap_or(0.0) * 100.0,
                 cfg.max_rse * 100.0
             );
+            page_bound[c] = s.bound(c);
             cols.retain(|&x| x != c);
             continue;
         }
+        s.page_bound = page_bound;
         return Some(s);
     }
     None
@@ -412,7 +426,14 @@ fn judge_param(
     p.rse = s.rse(c);
     let bytes: f64 = rows.iter().map(|w| w.bytes[c]).sum();
     let page_dropped = !s.cols.contains(&page_col(c));
-    if !is_page_col(c) && page_dropped && bytes > 8192.0 * p.samples as f64 {
+    // A page term dropped because the windows show bytes costing nothing
+    // within its error (an IOPS-bound device: a 128 KiB read takes as long
+    // as a 4 KiB one) leaves the request cost known: what the bytes could
+    // add per request is below the error allowed.
+    let bytes_cost_nothing = s.page_bound[page_col(c)].is_some_and(|b| {
+        b * bytes / PAGE_SIZE as f64 / p.samples as f64 <= cfg.max_rse * s.theta[c]
+    });
+    if !is_page_col(c) && page_dropped && !bytes_cost_nothing && bytes > 8192.0 * p.samples as f64 {
         p.reason = format!(
             "requests of {:.0} KiB on average and no per-byte term: the request cost cannot be told from the byte cost",
             bytes / p.samples as f64 / 1024.0
