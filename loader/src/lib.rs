@@ -1,4 +1,8 @@
 //! iowarden: per-cgroup block I/O observability on BPF tracepoints.
+// std's print macros panic when their stream is gone (EIO on a hung-up
+// terminal, EPIPE on a closed pipe): exit 101 instead of detaching and
+// restoring. say!, out! and outln! are the only ways out.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 /// A line on stderr, as eprintln! but never a panic: a command whose
 /// terminal has gone away (EIO) must still detach, restore and exit.
@@ -7,6 +11,25 @@ macro_rules! say {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
         let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// Text on stdout, as print! but an error instead of a panic when stdout is
+/// gone: `out!(...)?`.
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout(), $($arg)*)
+    }};
+}
+
+/// A line on stdout, as println! but an error instead of a panic: `outln!(...)?`.
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout(), $($arg)*)
     }};
 }
 

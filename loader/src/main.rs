@@ -1,5 +1,7 @@
 //! iowarden's command line: parses the arguments and dispatches to the
 //! subcommand's file in cli/.
+// See lib.rs: say!, out! and outln! instead of std's panicking print macros.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod cli;
 

@@ -168,6 +168,27 @@ fn the_verdict_names_a_real_hog_and_not_a_lone_reader() {
 /// end on its own, with a non-zero status, its BPF programs unloaded.
 #[test]
 fn a_terminal_that_goes_away_ends_top_and_unloads_its_programs() {
+    top_whose_terminal_goes_away(HangUp::AfterFirstFrame);
+}
+
+/// The same while `top` is still starting: it has loaded programs but not
+/// yet attached them all nor said which probes run. Every line it writes
+/// from here meets a hung-up terminal (EIO); std's eprintln! panicked on
+/// that (exit 101, found by chance in CI when the machine was slow).
+#[test]
+fn a_terminal_that_goes_away_during_start_up_ends_top_cleanly() {
+    top_whose_terminal_goes_away(HangUp::AtFirstProgram);
+}
+
+/// When the test closes `top`'s terminal.
+enum HangUp {
+    /// As soon as top holds a BPF program.
+    AtFirstProgram,
+    /// Once top has drawn its view.
+    AfterFirstFrame,
+}
+
+fn top_whose_terminal_goes_away(at: HangUp) {
     let pty = nix::pty::openpty(None, None).expect("openpty");
     // openpty's descriptors are inherited across exec; their clones are not
     // (a master left open in top itself would keep its terminal alive).
@@ -187,11 +208,47 @@ fn a_terminal_that_goes_away_ends_top_and_unloads_its_programs() {
         .spawn()
         .unwrap();
     drop(slave_fd);
-    let progs = loaded_programs_of(top.id());
+    let progs = match at {
+        HangUp::AtFirstProgram => first_programs_of(top.id()),
+        HangUp::AfterFirstFrame => {
+            let progs = loaded_programs_of(top.id());
+            let mut screen = std::fs::File::from(master.try_clone().unwrap());
+            read_until(&mut screen, "iowarden");
+            progs
+        }
+    };
     drop(master);
     let status = exit_within_a_minute(&mut top, "top's terminal went away");
     assert_eq!(status.code(), Some(1), "top's status: {status}");
     assert_unloaded(&progs, "top");
+}
+
+/// Reads the terminal's output until `text` appears (ratatui draws only
+/// the cells that change: a word, not a phrase with blanks, is sure to
+/// arrive whole). Fails if the terminal closes first or 30 s pass.
+fn read_until(screen: &mut std::fs::File, text: &str) {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::io::Read;
+    use std::os::fd::AsFd;
+    let t0 = Instant::now();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains(text) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "top drew no {text:?} within 30 s: {:?}",
+            String::from_utf8_lossy(&seen)
+        );
+        let mut fds = [PollFd::new(screen.as_fd(), PollFlags::POLLIN)];
+        if poll(&mut fds, PollTimeout::from(100u16)).unwrap() == 0 {
+            continue;
+        }
+        let n = screen
+            .read(&mut buf)
+            .unwrap_or_else(|e| panic!("top's terminal closed before {text:?}: {e}"));
+        assert!(n > 0, "top's terminal closed before {text:?}");
+        seen.extend_from_slice(&buf[..n]);
+    }
 }
 
 /// The demo's terminal goes away mid-run: the script cleans up as on

@@ -31,7 +31,7 @@ pub struct BenchArgs {
 }
 
 pub fn run(a: BenchArgs) -> Result<()> {
-    eprintln!(
+    iowarden::say!(
         "iowarden: {}",
         iowarden::host::privileges::keeping(
             "bench",
@@ -49,7 +49,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
         state_dir: a.state_dir,
     };
     let report = iowarden::bench::run::run(opts, stop_flag()?)?;
-    print!("{}", iowarden::bench::report::markdown(&report));
+    iowarden::out!("{}", iowarden::bench::report::markdown(&report))?;
     iowarden::say!("iowarden bench: report in {}", out.display());
     Ok(())
 }

@@ -46,42 +46,42 @@ pub fn run(a: BenchShardsArgs) -> Result<()> {
     let cpus = std::thread::available_parallelism()?.get();
     let own = ShardBench::load((cpus as u32).next_power_of_two().min(MAX_SHARDS))?;
     let shared = ShardBench::load(1)?;
-    println!(
+    iowarden::outln!(
         "one request's counter updates (completion_adds_bench), ns per request above BPF_PROG_RUN's loop, \
          median of {} rounds x {} runs per CPU",
         a.rounds, a.repeat
-    );
-    println!(
+    )?;
+    iowarden::outln!(
         "  CPUs at once   a shard per CPU ({})   one shared shard (atomic)",
         if own.exclusive {
             "plain adds"
         } else {
             "atomic: fewer shards than CPUs"
         }
-    );
+    )?;
     let mut rows = Vec::new();
     for n in 1..=cpus {
         let (o, s) = (per_request(&own, n, &a)?, per_request(&shared, n, &a)?);
-        println!("  {n:>12}   {o:>22.1}   {s:>25.1}");
+        iowarden::outln!("  {n:>12}   {o:>22.1}   {s:>25.1}")?;
         rows.push(json!({"cpus": n, "own_shard_ns": o, "shared_shard_ns": s}));
     }
-    let memory = memory_by_shards();
-    println!(
+    let memory = memory_by_shards()?;
+    iowarden::outln!(
         "shards-summary {}",
         json!({"rows": rows, "own_shard_plain": own.exclusive, "memory": memory})
-    );
+    )?;
     Ok(())
 }
 
 /// What the shard count costs in map memory at the default series
 /// capacity, and the default's rule.
-fn memory_by_shards() -> serde_json::Value {
-    println!(
+fn memory_by_shards() -> Result<serde_json::Value> {
+    iowarden::outln!(
         "map memory of the I/O tables: {DEFAULT_SERIES} series x shards x {} B + fixed(shards) \
          (loader/src/probes/block/capacity.rs); default shards = min(CPUs rounded up to a power of two, {})",
         series_bytes(),
         DEFAULT_MAX_SHARDS
-    );
+    )?;
     let mut rows = Vec::new();
     let mut shards = 1;
     while shards <= MAX_SHARDS {
@@ -89,12 +89,12 @@ fn memory_by_shards() -> serde_json::Value {
             slots: DEFAULT_SERIES,
             shards,
         });
-        println!(
+        iowarden::outln!(
             "  {shards:>4} shards: {:7.1} MiB",
             b as f64 / f64::from(1 << 20)
-        );
+        )?;
         rows.push(json!({"shards": shards, "bytes": b}));
         shards *= 2;
     }
-    serde_json::Value::Array(rows)
+    Ok(serde_json::Value::Array(rows))
 }

@@ -70,8 +70,8 @@ pub fn run(a: CappedModelArgs) -> Result<()> {
     let undetermined = || format!("{n} windows determine no linear model");
     let caps = best_linear_model(&capped).with_context(undetermined)?;
     let real = best_linear_model(&measured).with_context(undetermined)?;
-    println!("caps {} windows={n}", terms(caps));
-    println!("measured {} windows={n}", terms(real));
+    iowarden::outln!("caps {} windows={n}", terms(caps))?;
+    iowarden::outln!("measured {} windows={n}", terms(real))?;
     let mut ratios: Vec<f64> = measured
         .iter()
         .zip(&capped)
@@ -80,12 +80,12 @@ pub fn run(a: CappedModelArgs) -> Result<()> {
     ratios.sort_by(f64::total_cmp);
     let q = |p: f64| ratios[((n - 1) as f64 * p).round() as usize];
     let within = ratios.iter().filter(|r| (*r - 1.0).abs() <= 0.1).count();
-    println!(
+    iowarden::outln!(
         "caps-time measured/caps: median {:.2} p10 {:.2} p90 {:.2} max {:.2}; within 10 %: {within} of {n}",
         q(0.5),
         q(0.1),
         q(0.9),
         q(1.0)
-    );
+    )?;
     Ok(())
 }

@@ -59,26 +59,27 @@ pub fn run(a: LocksArgs) -> Result<()> {
     }
     let delta = monitor.poll()?.delta_since(&prev);
     if folded {
-        print!("{}", lockview::folded(&delta));
+        iowarden::out!("{}", lockview::folded(&delta))?;
     } else {
-        print!("{}", lockview::render_panel(&delta, device.as_deref(), top));
-        print_wait_per_io(&delta, device.as_deref());
+        iowarden::out!("{}", lockview::render_panel(&delta, device.as_deref(), top))?;
+        print_wait_per_io(&delta, device.as_deref())?;
     }
     Ok(())
 }
 
 /// One line per cgroup with I/O: its lock wait per I/O.
-fn print_wait_per_io(delta: &Snapshot, device: Option<&str>) {
+fn print_wait_per_io(delta: &Snapshot, device: Option<&str>) -> Result<()> {
     let mut cgroups: Vec<&str> = delta.io.iter().map(|s| s.cgroup.path.as_str()).collect();
     cgroups.sort_unstable();
     cgroups.dedup();
     for cg in cgroups {
         if let Some(w) = lockview::lock_wait_per_io(delta, cg, device) {
-            println!(
+            iowarden::outln!(
                 "lock wait per I/O{}: {cg} {}",
                 device.map(|d| format!(" on {d}")).unwrap_or_default(),
                 lockview::fmt_wait(Some(w))
-            );
+            )?;
         }
     }
+    Ok(())
 }

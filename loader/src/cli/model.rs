@@ -41,9 +41,9 @@ pub fn run(a: ModelArgs) -> Result<()> {
     }
     let snap = monitor.poll()?;
     let device = trace.device_name()?;
-    print!(
+    iowarden::out!(
         "{}",
         iowarden::views::cost::render(&snap.cost_models, device.as_deref())
-    );
+    )?;
     Ok(())
 }

@@ -49,7 +49,7 @@ pub fn run(a: ProfileArgs) -> Result<()> {
     for r in report {
         iowarden::say!("iowarden profile: {r}");
     }
-    println!("{line}");
+    iowarden::outln!("{line}")?;
     if a.apply {
         let mut w = iowarden::knobs::writer::Writer::new(iowarden::knobs::writer::WriterConfig {
             state_dir: a.state_dir,

@@ -72,7 +72,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         kallsyms: a.trace.locks || a.trace.locks_all,
     };
     let kept = iowarden::host::privileges::drop_all(a.user.as_deref(), &keep)?;
-    eprintln!("iowarden: {kept}");
+    iowarden::say!("iowarden: {kept}");
     daemon::run(
         monitor,
         server,

@@ -27,17 +27,17 @@ pub fn run(a: SnapshotArgs) -> Result<()> {
     std::thread::sleep(a.wait);
     let snap = monitor.poll()?;
     if a.json {
-        println!("{}", iowarden_exporters::encode_json(&snap));
+        iowarden::outln!("{}", iowarden_exporters::encode_json(&snap))?;
     } else {
         let all = iowarden_exporters::ExpositionOptions {
             counters: iowarden_exporters::IoCounter::ALL.to_vec(),
             stages: iowarden_exporters::Stage::ALL.to_vec(),
             classic: iowarden_exporters::ClassicBuckets::PowersOfTwo,
         };
-        print!(
+        iowarden::out!(
             "{}",
             iowarden_exporters::encode_openmetrics(&snap.into(), &Default::default(), &all)?
-        );
+        )?;
     }
     Ok(())
 }

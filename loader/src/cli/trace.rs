@@ -131,7 +131,7 @@ pub fn start_monitor(trace: &TraceArgs, stages: &[Stage]) -> Result<Monitor> {
     for p in monitor.probe_report() {
         iowarden::say!("iowarden: {p}");
     }
-    eprintln!(
+    iowarden::say!(
         "iowarden: on Linux {}: {}",
         iowarden::host::sysinfo::kernel_release(),
         iowarden::views::support::row(monitor.probes())

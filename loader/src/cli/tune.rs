@@ -127,7 +127,7 @@ pub fn tune(a: TuneArgs) -> Result<()> {
     let stop = stop_flag()?;
     let monitor = start_monitor(&trace, &ExpositionOptions::default().stages)?;
     tuner.start()?;
-    eprintln!(
+    iowarden::say!(
         "iowarden: {}",
         iowarden::host::privileges::keeping(
             "tune",

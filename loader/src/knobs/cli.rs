@@ -57,7 +57,7 @@ fn say(msgs: &[String]) {
 pub fn run(cmd: KnobCmd) -> Result<()> {
     match cmd {
         KnobCmd::Get { path } => {
-            print!("{}", writer::get(&path)?);
+            crate::out!("{}", writer::get(&path)?)?;
             Ok(())
         }
         KnobCmd::Restore { state_dir, dry_run } => {
@@ -111,7 +111,7 @@ pub fn run(cmd: KnobCmd) -> Result<()> {
                 crate::say!("iowarden: change kept (use --hold SECS for a temporary one)");
                 return Ok(());
             };
-            eprintln!(
+            crate::say!(
                 "iowarden: {}",
                 crate::host::privileges::keeping(
                     "knob set --hold",

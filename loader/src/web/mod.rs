@@ -51,7 +51,7 @@ pub fn load(path: &Path) -> Result<WebConfig> {
         .collect::<Result<Vec<_>>>()
         .map_err(at)?;
     if tls.is_none() && !spec.users.is_empty() {
-        eprintln!(
+        crate::say!(
             "iowarden: warning: {}: basic_auth_users without tls_server_config: passwords cross the network in clear",
             path.display()
         );
