@@ -164,15 +164,12 @@ mod tests {
             op: Op::Read,
             ios,
             bytes: ios * 4096,
-            merged: 0,
-            requeued: 0,
-            cost_seconds: 0.0,
-            random_ios: 0,
             latency: StageHistograms {
                 queue: Histogram::default(),
                 device: h.clone(),
                 total: h,
             },
+            ..Default::default()
         }
     }
 

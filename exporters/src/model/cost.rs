@@ -8,7 +8,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::core::{DeviceRef, Op};
+use super::core::{delta_by_key, Delta, DeviceRef, Op};
 
 /// io.cost.model's six parameters (0: that term is free, as in the kernel):
 /// the one type for a linear device model at every layer (the model the
@@ -93,7 +93,7 @@ impl fmt::Display for LinearModel {
 
 /// Samples of one (op, sequential/random, size) class on one device: only
 /// requests whose device time was measured.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct CostClass {
     pub op: Op,
     pub random: bool,
@@ -113,6 +113,10 @@ pub struct CostClass {
 }
 
 impl CostClass {
+    pub fn key(&self) -> (Op, bool, u64) {
+        (self.op, self.random, self.size_bytes)
+    }
+
     pub fn pattern(&self) -> &'static str {
         if self.random {
             "random"
@@ -139,4 +143,39 @@ pub struct DeviceCostModel {
     /// `fitted` as an io.cost.model line ("" until some class has samples).
     pub fitted_line: String,
     pub classes: Vec<CostClass>,
+}
+
+/// The window's samples, and the configured model's error over them; the
+/// fitted error stays the (cumulative) fit's.
+impl Delta for CostClass {
+    fn delta(&self, earlier: &CostClass) -> CostClass {
+        let device_seconds = self.device_seconds.delta(&earlier.device_seconds);
+        let model_seconds = self.model_seconds.delta(&earlier.model_seconds);
+        CostClass {
+            ios: self.ios.delta(&earlier.ios),
+            bytes: self.bytes.delta(&earlier.bytes),
+            device_seconds,
+            model_seconds,
+            error: (device_seconds > 0.0)
+                .then(|| (model_seconds - device_seconds) / device_seconds),
+            ..self.clone()
+        }
+    }
+}
+
+impl DeviceCostModel {
+    pub fn key(&self) -> (u32, u32) {
+        (self.device.major, self.device.minor)
+    }
+}
+
+/// The classes' window; the models are state (the fit covers every sample
+/// since start).
+impl Delta for DeviceCostModel {
+    fn delta(&self, earlier: &DeviceCostModel) -> DeviceCostModel {
+        DeviceCostModel {
+            classes: delta_by_key(&self.classes, &earlier.classes, CostClass::key),
+            ..self.clone()
+        }
+    }
 }

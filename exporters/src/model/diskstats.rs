@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::core::{Delta, DeviceRef};
+use super::core::{delta_subtracts, DeviceRef};
 
 /// One device's line of /proc/diskstats, cumulative since boot.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -23,19 +23,12 @@ impl KernelDiskStats {
     }
 }
 
-impl Delta for KernelDiskStats {
-    fn delta(&self, earlier: &KernelDiskStats) -> KernelDiskStats {
-        KernelDiskStats {
-            device: self.device.clone(),
-            completed_requests: self.completed_requests.delta(&earlier.completed_requests),
-            sectors: self.sectors.delta(&earlier.sectors),
-        }
-    }
-}
+delta_subtracts!(KernelDiskStats: completed_requests, sectors);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::core::Delta;
 
     #[test]
     fn delta_subtracts_both_counts() {

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::core::{CgroupRef, Delta, DeviceRef, Op, StageHistograms};
+use super::core::{delta_subtracts, CgroupRef, DeviceRef, Op, StageHistograms};
 
 /// Block I/O of one cgroup on one device for one operation type.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -45,13 +45,7 @@ impl IoSeries {
             cgroup,
             device,
             op,
-            ios: 0,
-            bytes: 0,
-            merged: 0,
-            requeued: 0,
-            cost_seconds: 0.0,
-            random_ios: 0,
-            latency: StageHistograms::default(),
+            ..Default::default()
         }
     }
 
@@ -69,22 +63,7 @@ impl IoSeries {
     }
 }
 
-impl Delta for IoSeries {
-    fn delta(&self, earlier: &IoSeries) -> IoSeries {
-        IoSeries {
-            cgroup: self.cgroup.clone(),
-            device: self.device.clone(),
-            op: self.op,
-            ios: self.ios.delta(&earlier.ios),
-            bytes: self.bytes.delta(&earlier.bytes),
-            merged: self.merged.delta(&earlier.merged),
-            requeued: self.requeued.delta(&earlier.requeued),
-            cost_seconds: self.cost_seconds.delta(&earlier.cost_seconds),
-            random_ios: self.random_ios.delta(&earlier.random_ios),
-            latency: self.latency.delta(&earlier.latency),
-        }
-    }
-}
+delta_subtracts!(IoSeries: ios, bytes, merged, requeued, cost_seconds, random_ios, latency);
 
 /// Counters of things the BPF side could not record.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
@@ -99,13 +78,9 @@ pub struct DropCounters {
     pub no_start_stamp: u64,
 }
 
-impl Delta for DropCounters {
-    fn delta(&self, earlier: &DropCounters) -> DropCounters {
-        DropCounters {
-            slot_table_full: self.slot_table_full.delta(&earlier.slot_table_full),
-            device_table_full: self.device_table_full.delta(&earlier.device_table_full),
-            no_issue_stamp: self.no_issue_stamp.delta(&earlier.no_issue_stamp),
-            no_start_stamp: self.no_start_stamp.delta(&earlier.no_start_stamp),
-        }
-    }
-}
+delta_subtracts!(
+    DropCounters: slot_table_full,
+    device_table_full,
+    no_issue_stamp,
+    no_start_stamp
+);

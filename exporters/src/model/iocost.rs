@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::core::{CgroupRef, DeviceRef};
+use super::core::{delta_subtracts, CgroupRef, DeviceRef};
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct IocostDevice {
@@ -66,6 +66,30 @@ pub struct IocostCgroup {
     /// cost.usage from the cgroup's io.stat (device time charged), seconds.
     pub usage_seconds: Option<f64>,
 }
+
+impl IocostDevice {
+    pub fn key(&self) -> (u32, u32) {
+        (self.device.major, self.device.minor)
+    }
+}
+
+impl IocostCgroup {
+    pub fn key(&self) -> (u32, u32, u64) {
+        (self.device.major, self.device.minor, self.cgroup.id)
+    }
+}
+
+// Everything else is a gauge or state at the last event or poll.
+delta_subtracts!(IocostDevice: vrate_adjustments);
+delta_subtracts!(
+    IocostCgroup: activations,
+    idles,
+    shortages,
+    transfers,
+    adjusts,
+    forgives,
+    usage_seconds
+);
 
 /// Fills `hweight_active_ratio` of every cgroup of every device from the
 /// active weights of the hierarchy (paths give the tree). Ancestors without

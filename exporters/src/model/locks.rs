@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::core::{delta_by_key, delta_counts, CgroupRef, Delta};
+use super::core::{delta_by_key, delta_subtracts, CgroupRef, Delta};
 
 /// Waits of one cgroup at one lock site, of one lock kind.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -55,30 +55,8 @@ pub struct LockReport {
     pub dropped: Vec<(String, u64)>,
 }
 
-impl Delta for LockSeries {
-    fn delta(&self, earlier: &LockSeries) -> LockSeries {
-        LockSeries {
-            site: self.site.clone(),
-            stack_id: self.stack_id,
-            cgroup: self.cgroup.clone(),
-            kind: self.kind.clone(),
-            count: self.count.delta(&earlier.count),
-            wait_seconds: self.wait_seconds.delta(&earlier.wait_seconds),
-            hist_log2_ns: delta_counts(&self.hist_log2_ns, &earlier.hist_log2_ns),
-        }
-    }
-}
-
-impl Delta for LockSiteRow {
-    fn delta(&self, earlier: &LockSiteRow) -> LockSiteRow {
-        LockSiteRow {
-            site: self.site.clone(),
-            cgroup: self.cgroup.clone(),
-            count: self.count.delta(&earlier.count),
-            wait_seconds: self.wait_seconds.delta(&earlier.wait_seconds),
-        }
-    }
-}
+delta_subtracts!(LockSeries: count, wait_seconds, hist_log2_ns);
+delta_subtracts!(LockSiteRow: count, wait_seconds);
 
 impl Delta for LockReport {
     fn delta(&self, earlier: &LockReport) -> LockReport {

@@ -21,6 +21,9 @@ pub mod runtime;
 pub mod tune_model;
 pub mod tuner;
 
+#[cfg(test)]
+mod delta_tests;
+
 pub use self::core::*;
 pub use cost::{CostClass, DeviceCostModel, LinearModel};
 pub use diskstats::KernelDiskStats;
@@ -72,7 +75,9 @@ pub struct Snapshot {
     #[serde(default)]
     pub locks: Option<LockReport>,
     /// The linear cost model of every traced device: configured, measured
-    /// against device time per class, refitted (cumulative).
+    /// against device time per class (in a delta: the window's samples and
+    /// the configured model's error over them), refitted (from every sample
+    /// since start, in a delta too).
     #[serde(default)]
     pub cost_models: Vec<DeviceCostModel>,
     /// The kernel's own completion counts of the traced devices
@@ -102,16 +107,28 @@ impl Snapshot {
             probes: self.probes.clone(),
             drops: self.drops.delta(&prev.drops),
             cpu_queue_map: self.cpu_queue_map.clone(),
-            nvme_queue_cgroups: self.nvme_queue_cgroups.clone(),
-            nvme_queues: self.nvme_queues.clone(),
+            nvme_queue_cgroups: delta_by_key(
+                &self.nvme_queue_cgroups,
+                &prev.nvme_queue_cgroups,
+                NvmeQueueCgroup::key,
+            ),
+            nvme_queues: delta_by_key(&self.nvme_queues, &prev.nvme_queues, NvmeQueue::key),
             nvme_hol: delta_by_key(&self.nvme_hol, &prev.nvme_hol, HolSeries::key),
-            iocost_devices: self.iocost_devices.clone(),
-            iocost_cgroups: self.iocost_cgroups.clone(),
+            iocost_devices: delta_by_key(
+                &self.iocost_devices,
+                &prev.iocost_devices,
+                IocostDevice::key,
+            ),
+            iocost_cgroups: delta_by_key(
+                &self.iocost_cgroups,
+                &prev.iocost_cgroups,
+                IocostCgroup::key,
+            ),
             locks: match (&self.locks, &prev.locks) {
                 (Some(now), Some(earlier)) => Some(now.delta(earlier)),
                 (now, _) => now.clone(),
             },
-            cost_models: self.cost_models.clone(),
+            cost_models: delta_by_key(&self.cost_models, &prev.cost_models, DeviceCostModel::key),
             kernel_diskstats: delta_by_key(
                 &self.kernel_diskstats,
                 &prev.kernel_diskstats,
@@ -167,10 +184,6 @@ mod tests {
             op: Op::Read,
             ios,
             bytes: ios * 4096,
-            merged: 0,
-            requeued: 0,
-            cost_seconds: 0.0,
-            random_ios: 0,
             latency: StageHistograms {
                 total: Histogram {
                     counts: vec![c, 0],
@@ -178,6 +191,7 @@ mod tests {
                 },
                 ..Default::default()
             },
+            ..Default::default()
         };
         let a = Snapshot {
             taken_at_unix_seconds: 10.0,

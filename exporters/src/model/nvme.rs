@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::core::{CgroupRef, Delta, DeviceRef};
+use super::core::{delta_subtracts, CgroupRef, Delta, DeviceRef};
 
 /// Commands of one cgroup on one NVMe queue (qid as the driver numbers it:
 /// I/O queues from 1; blk-mq hctx = qid - 1).
@@ -21,6 +21,26 @@ pub struct NvmeQueueCgroup {
     pub small_commands: u64,
     pub large_commands: u64,
 }
+
+impl NvmeQueueCgroup {
+    pub fn key(&self) -> (u32, u32, u32, u64) {
+        (
+            self.device.major,
+            self.device.minor,
+            self.qid,
+            self.cgroup.id,
+        )
+    }
+}
+
+// inflight is a gauge.
+delta_subtracts!(
+    NvmeQueueCgroup: commands,
+    completions,
+    bytes,
+    small_commands,
+    large_commands
+);
 
 /// One NVMe queue: submission-queue occupancy (tail - head as nvme_sq
 /// reports at each completion) and the CPUs whose I/O it carries.
@@ -49,6 +69,31 @@ pub struct HolSeries {
     pub latency_sum_seconds: f64,
 }
 
+impl NvmeQueue {
+    pub fn key(&self) -> (u32, u32, u32) {
+        (self.device.major, self.device.minor, self.qid)
+    }
+}
+
+/// The samples of the window and their mean (from the two means and
+/// counts); last and max stay the later reading's (max: since start).
+impl Delta for NvmeQueue {
+    fn delta(&self, earlier: &NvmeQueue) -> NvmeQueue {
+        let samples = self.sq_samples.delta(&earlier.sq_samples);
+        let sum = self.sq_occupancy_mean * self.sq_samples as f64
+            - earlier.sq_occupancy_mean * earlier.sq_samples as f64;
+        NvmeQueue {
+            sq_samples: samples,
+            sq_occupancy_mean: if samples > 0 {
+                (sum / samples as f64).max(0.0)
+            } else {
+                0.0
+            },
+            ..self.clone()
+        }
+    }
+}
+
 impl HolSeries {
     pub fn key(&self) -> (DeviceRef, u32, u64, Option<u64>) {
         (
@@ -60,18 +105,7 @@ impl HolSeries {
     }
 }
 
-impl Delta for HolSeries {
-    fn delta(&self, earlier: &HolSeries) -> HolSeries {
-        HolSeries {
-            device: self.device.clone(),
-            qid: self.qid,
-            victim: self.victim.clone(),
-            culprit: self.culprit.clone(),
-            count: self.count.delta(&earlier.count),
-            latency_sum_seconds: self.latency_sum_seconds.delta(&earlier.latency_sum_seconds),
-        }
-    }
-}
+delta_subtracts!(HolSeries: count, latency_sum_seconds);
 
 #[cfg(test)]
 mod tests {

@@ -3,10 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::core::{Delta, DeviceRef};
+use super::core::{delta_subtracts, DeviceRef};
 
 /// One blk-mq hardware queue of one device.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct QueueSeries {
     pub device: DeviceRef,
     /// blk-mq hardware queue number (`hctx->queue_num`).
@@ -36,21 +36,8 @@ impl QueueSeries {
     }
 }
 
-impl Delta for QueueSeries {
-    fn delta(&self, earlier: &QueueSeries) -> QueueSeries {
-        QueueSeries {
-            device: self.device.clone(),
-            hctx: self.hctx,
-            inserted: self.inserted.delta(&earlier.inserted),
-            issued: self.issued.delta(&earlier.issued),
-            completed: self.completed.delta(&earlier.completed),
-            requeued: self.requeued.delta(&earlier.requeued),
-            // A gauge: the latest reading.
-            inflight: self.inflight,
-            busy_seconds: self.busy_seconds.delta(&earlier.busy_seconds),
-        }
-    }
-}
+// inflight is a gauge: the latest reading.
+delta_subtracts!(QueueSeries: inserted, issued, completed, requeued, busy_seconds);
 
 /// A blk-mq hardware queue and the CPUs mapped to it
 /// (/sys/block/DEV/mq/N/cpu_list): tenants on those CPUs share the queue.
@@ -64,6 +51,7 @@ pub struct CpuQueueMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::core::Delta;
 
     fn queue(inserted: Option<u64>, completed: u64, inflight: Option<u64>) -> QueueSeries {
         QueueSeries {

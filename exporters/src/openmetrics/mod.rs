@@ -141,10 +141,6 @@ mod tests {
             op: Op::Read,
             ios: 3,
             bytes: 12288,
-            merged: 0,
-            requeued: 0,
-            cost_seconds: 0.0,
-            random_ios: 0,
             latency: StageHistograms {
                 total: Histogram {
                     counts: {
@@ -156,6 +152,7 @@ mod tests {
                 },
                 ..Default::default()
             },
+            ..Default::default()
         };
         let snap = Snapshot {
             hist_lower_bounds_seconds: bounds(),

@@ -61,10 +61,6 @@ fn snapshot() -> Snapshot {
         op: Op::Read,
         ios: 4,
         bytes: 16384,
-        merged: 0,
-        requeued: 0,
-        cost_seconds: 0.0,
-        random_ios: 0,
         latency: StageHistograms {
             total: Histogram {
                 counts,
@@ -72,6 +68,7 @@ fn snapshot() -> Snapshot {
             },
             ..Default::default()
         },
+        ..Default::default()
     };
     Snapshot {
         hist_lower_bounds_seconds: bounds(),

@@ -79,14 +79,11 @@ mod tests {
             op,
             ios: n,
             bytes,
-            merged: 0,
-            requeued: 0,
-            cost_seconds: 0.0,
-            random_ios: 0,
             latency: StageHistograms {
                 total,
                 ..Default::default()
             },
+            ..Default::default()
         }
     }
 

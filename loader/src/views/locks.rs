@@ -206,12 +206,7 @@ mod tests {
                 },
                 op: Op::Read,
                 ios: 100,
-                bytes: 0,
-                merged: 0,
-                requeued: 0,
-                cost_seconds: 0.0,
-                random_ios: 0,
-                latency: Default::default(),
+                ..Default::default()
             }],
             locks: Some(LockReport {
                 mode: "block".into(),

@@ -396,10 +396,6 @@ mod tests {
             op: Op::Read,
             ios: 10,
             bytes: 40960,
-            merged: 0,
-            requeued: 0,
-            cost_seconds: 0.0,
-            random_ios: 0,
             latency: StageHistograms {
                 device: Histogram {
                     counts: vec![10],
@@ -407,6 +403,7 @@ mod tests {
                 },
                 ..Default::default()
             },
+            ..Default::default()
         };
         let snap = Snapshot {
             window_seconds: 2.0,
