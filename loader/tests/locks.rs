@@ -18,6 +18,7 @@ use fixtures::*;
 use iowarden::monitor::{Monitor, MonitorConfig};
 use iowarden::probes::block::BlockConfig;
 use iowarden::probes::locks::sites::strip_clone_suffix;
+use iowarden::probes::OptionalConfig;
 use iowarden::views::locks::{fmt_wait, lock_wait_per_io, site_rows};
 use iowarden_exporters::Snapshot;
 
@@ -107,9 +108,10 @@ fn scheduler_lock_contention_by_site_and_cgroup() {
             }),
             ..Default::default()
         },
-        nvme: false,
-        iocost: false,
-        ..Default::default()
+        optional: OptionalConfig {
+            enabled: ["locks"].into(),
+            ..Default::default()
+        },
     };
     let mut mon = Monitor::start(&cfg).expect("BPF programs load");
     let mut per_io = Vec::new();
@@ -247,8 +249,10 @@ fn scheduler_lock_contention_by_site_and_cgroup() {
 fn removed_cgroup_frees_its_lock_slots() {
     let dev = LoopDev::file(1024);
     let cfg = MonitorConfig {
-        nvme: false,
-        iocost: false,
+        optional: OptionalConfig {
+            enabled: ["locks"].into(),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let mut mon = Monitor::start(&cfg).expect("BPF programs load");

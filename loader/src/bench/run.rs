@@ -47,9 +47,10 @@ fn monitor(dev: &iowarden_exporters::DeviceRef, locks: bool) -> Result<Monitor> 
             cost: false,
             ..Default::default()
         },
-        nvme: false,
-        iocost: false,
-        locks: locks.then(crate::probes::locks::LockConfig::default),
+        optional: crate::probes::OptionalConfig {
+            enabled: locks.then_some("locks").into_iter().collect(),
+            ..Default::default()
+        },
     })
 }
 

@@ -69,7 +69,7 @@ pub fn run(a: RunArgs) -> Result<()> {
     // Before any thread starts: capabilities are per thread.
     let keep = iowarden::host::privileges::Keep {
         bpf_calls: iowarden::probes::features::bpf_calls_need_capability(),
-        kallsyms: a.trace.locks || a.trace.locks_all,
+        kallsyms: a.trace.enabled_probes().contains("locks"),
     };
     let kept = iowarden::host::privileges::drop_all(a.user.as_deref(), &keep)?;
     iowarden::say!("iowarden: {kept}");

@@ -1,6 +1,7 @@
 //! What every tracing subcommand shares: the probe options (TraceArgs),
 //! starting the monitor, and the SIGINT/SIGTERM flag.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock};
 
@@ -12,6 +13,7 @@ use iowarden::host::preflight;
 use iowarden::monitor::{Monitor, MonitorConfig};
 use iowarden::probes::block::BlockConfig;
 use iowarden::probes::locks::LockConfig;
+use iowarden::probes::{OptionalConfig, ALL};
 use iowarden_exporters::Stage;
 
 #[derive(Args, Clone)]
@@ -50,24 +52,88 @@ pub struct TraceArgs {
     /// defaults for its type)
     #[arg(long, value_parser = parse_cost_model)]
     pub cost_model: Option<iowarden::costmodel::LinearModel>,
-    /// Do not load the NVMe queue programs
-    #[arg(long)]
-    pub no_nvme: bool,
-    /// Do not load the iocost programs (the kernel formats a cgroup path
-    /// under a global lock for every iocost event while they are attached)
-    #[arg(long)]
-    pub no_iocost: bool,
-    /// Load the lock contention programs (lock:contention_begin/end): wait
-    /// time per lock site and cgroup, stacks through the block layer only.
-    /// Off by default: every contention costs a kernel stack walk (~2 us)
-    #[arg(long)]
-    pub locks: bool,
+    /// One switch per optional probe, from iowarden::probes::ALL.
+    #[command(flatten)]
+    pub probes: ProbeSwitches,
     /// Like --locks, but record contention anywhere in the kernel
     #[arg(long)]
     pub locks_all: bool,
 }
 
+/// The optional probes' switches (`--no-nvme`, `--locks`, ...), made from
+/// [`iowarden::probes::ALL`]: a probe added there has its switch here.
+#[derive(Clone, Debug, Default)]
+pub struct ProbeSwitches {
+    /// The probes whose switch was given.
+    pub flipped: BTreeSet<&'static str>,
+}
+
+impl clap::FromArgMatches for ProbeSwitches {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        Ok(ProbeSwitches {
+            flipped: ALL
+                .iter()
+                .filter(|p| m.get_flag(p.switch))
+                .map(|p| p.name)
+                .collect(),
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl clap::Args for ProbeSwitches {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        ALL.iter().fold(cmd, |cmd, p| {
+            cmd.arg(
+                clap::Arg::new(p.switch)
+                    .long(p.switch)
+                    .action(clap::ArgAction::SetTrue)
+                    .help(p.help),
+            )
+        })
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl ProbeSwitches {
+    /// The optional probes to load: the defaults, less those switched off,
+    /// plus those switched on.
+    pub fn enabled(&self) -> BTreeSet<&'static str> {
+        ALL.iter()
+            .filter(|p| p.default_on != self.flipped.contains(p.name))
+            .map(|p| p.name)
+            .collect()
+    }
+}
+
 impl TraceArgs {
+    /// The command line's defaults (every probe as [`ALL`] has it), for a
+    /// command that traces on its own terms (`tune`).
+    pub fn defaults() -> TraceArgs {
+        #[derive(clap::Parser)]
+        struct Defaults {
+            #[command(flatten)]
+            trace: TraceArgs,
+        }
+        <Defaults as clap::Parser>::parse_from(["iowarden"]).trace
+    }
+
+    /// The optional probes to load (--locks-all is --locks too).
+    pub fn enabled_probes(&self) -> BTreeSet<&'static str> {
+        let mut on = self.probes.enabled();
+        if self.locks_all {
+            on.insert("locks");
+        }
+        on
+    }
+
     /// The kernel's name of the `--device` filter, if one was given.
     pub fn device_name(&self) -> Result<Option<String>> {
         Ok(self
@@ -113,12 +179,13 @@ pub fn monitor_config(t: &TraceArgs, stages: &[Stage]) -> Result<MonitorConfig> 
             cost_model: t.cost_model,
             cost_devices: Vec::new(),
         },
-        nvme: !t.no_nvme,
-        iocost: !t.no_iocost,
-        locks: (t.locks || t.locks_all).then(|| LockConfig {
-            block_only: !t.locks_all,
-            ..Default::default()
-        }),
+        optional: OptionalConfig {
+            enabled: t.enabled_probes(),
+            locks: LockConfig {
+                block_only: !t.locks_all,
+                ..Default::default()
+            },
+        },
     })
 }
 
@@ -134,7 +201,7 @@ pub fn start_monitor(trace: &TraceArgs, stages: &[Stage]) -> Result<Monitor> {
     iowarden::say!(
         "iowarden: on Linux {}: {}",
         iowarden::host::sysinfo::kernel_release(),
-        iowarden::views::support::row(monitor.probes())
+        iowarden::views::support::row(&monitor.probes())
     );
     Ok(monitor)
 }
@@ -161,4 +228,46 @@ static HANGUP: LazyLock<Arc<AtomicBool>> = LazyLock::new(Default::default);
 /// knobs restored), but nobody asked it to: main exits non-zero.
 pub fn hung_up() -> bool {
     HANGUP.load(Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        trace: TraceArgs,
+    }
+
+    fn enabled(args: &[&str]) -> Vec<&'static str> {
+        let cli =
+            Cli::try_parse_from(std::iter::once("iowarden").chain(args.iter().copied())).unwrap();
+        cli.trace.enabled_probes().into_iter().collect()
+    }
+
+    #[test]
+    fn every_optional_probe_has_its_switch_and_default() {
+        assert_eq!(enabled(&[]), ["iocost", "nvme"]);
+        assert_eq!(enabled(&["--no-nvme", "--locks"]), ["iocost", "locks"]);
+        assert_eq!(enabled(&["--no-iocost", "--locks-all"]), ["locks", "nvme"]);
+        assert_eq!(
+            TraceArgs::defaults().enabled_probes(),
+            enabled(&[]).into_iter().collect()
+        );
+        for p in ALL {
+            let want = if p.default_on {
+                format!("no-{}", p.name)
+            } else {
+                p.name.to_string()
+            };
+            assert_eq!(p.switch, want, "{}'s switch", p.name);
+        }
+    }
+
+    #[test]
+    fn a_misspelt_switch_is_refused() {
+        assert!(Cli::try_parse_from(["iowarden", "--no-nvm"]).is_err());
+    }
 }

@@ -109,18 +109,7 @@ pub fn tune(a: TuneArgs) -> Result<()> {
     let server = iowarden::web::bind(a.listen, a.web_config_file.as_deref())?;
     let trace = TraceArgs {
         device: Some(format!("{}:{}", device.major, device.minor)),
-        max_series: iowarden::probes::block::capacity::DEFAULT_SERIES,
-        shards: None,
-        max_map_memory: iowarden::probes::block::capacity::DEFAULT_BUDGET_BYTES >> 20,
-        no_latency: false,
-        no_hwq: false,
-        hwq_events: false,
-        no_cost: false,
-        cost_model: None,
-        no_nvme: false,
-        no_iocost: false,
-        locks: false,
-        locks_all: false,
+        ..TraceArgs::defaults()
     };
     // Before loading: a signal while the programs load must not kill the
     // process with them half set up (SIGHUP's default action).

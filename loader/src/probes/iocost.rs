@@ -14,7 +14,7 @@ use libbpf_rs::{Link, MapCore, MapFlags};
 use crate::iocost_skel::types::{iocost_iow_cg, iocost_iow_cg_key, iocost_iow_dev};
 use crate::iocost_skel::{IocostSkel, IocostSkelBuilder};
 use crate::probes::{
-    attach, cgroup_ref, load_only, open_object, pod, tracepoint_available, FillContext, Probe,
+    attach, cgroup_ref, load_only, open_object, pod, tracepoint_available, HostNames, Probe,
 };
 
 const PROGRAMS: &[&str] = &[
@@ -116,7 +116,7 @@ impl IocostProbe {
 }
 
 impl Probe for IocostProbe {
-    fn read(&mut self) -> Result<()> {
+    fn read(&mut self, _names: &mut HostNames) -> Result<()> {
         let mut out = IocostSample::default();
         let m = &self.skel.maps;
         for k in m.devs.keys() {
@@ -133,7 +133,7 @@ impl Probe for IocostProbe {
         Ok(())
     }
 
-    fn fill(&mut self, snap: &mut Snapshot, ctx: &mut FillContext) -> Result<()> {
+    fn fill(&mut self, snap: &mut Snapshot, ctx: &mut HostNames) -> Result<()> {
         let files = ControllerFiles::read(self.cgroup2.as_deref());
         for (devt, d) in &self.last.devs {
             let device = ctx.devices.get(*devt);

@@ -13,7 +13,7 @@ use crate::nvme_skel::types::{
     nvme_iow_qcg_stats,
 };
 use crate::nvme_skel::{NvmeSkel, NvmeSkelBuilder};
-use crate::probes::{attach, cgroup_ref, load_only, open_object, pod, FillContext, Probe};
+use crate::probes::{attach, cgroup_ref, load_only, open_object, pod, HostNames, Probe};
 
 const PROGRAMS: &[&str] = &["nvme_setup_cmd", "nvme_complete_rq", "nvme_sq"];
 
@@ -140,7 +140,7 @@ impl NvmeProbe {
 }
 
 impl Probe for NvmeProbe {
-    fn read(&mut self) -> Result<()> {
+    fn read(&mut self, _names: &mut HostNames) -> Result<()> {
         let mut out = NvmeSample::default();
         let m = &self.skel.maps;
         for k in m.qcg_stats.keys() {
@@ -162,7 +162,7 @@ impl Probe for NvmeProbe {
         Ok(())
     }
 
-    fn fill(&mut self, snap: &mut Snapshot, ctx: &mut FillContext) -> Result<()> {
+    fn fill(&mut self, snap: &mut Snapshot, ctx: &mut HostNames) -> Result<()> {
         let s = &self.last;
         for (k, v) in &s.qcg {
             snap.nvme_queue_cgroups.push(NvmeQueueCgroup {

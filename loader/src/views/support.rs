@@ -5,19 +5,23 @@
 
 use iowarden_exporters::ProbeStatus;
 
-/// The table's columns after the kernel's, and the probe statuses each
-/// summarises.
-pub const COLUMNS: &[(&str, &[&str])] = &[
+/// The block object's columns, and the probe statuses each summarises.
+const BLOCK_COLUMNS: &[(&str, &[&str])] = &[
     ("block I/O", &["block_rq_complete"]),
     ("requeue, merge", &["block_rq_requeue", "block_rq_merge"]),
-    ("nvme", &["nvme"]),
-    ("iocost", &["iocost"]),
-    ("locks", &["locks"]),
 ];
+
+/// The table's columns after the kernel's: the block object's, then one
+/// per optional probe of [`crate::probes::ALL`].
+fn columns() -> Vec<(&'static str, Vec<&'static str>)> {
+    let block = BLOCK_COLUMNS.iter().map(|(c, of)| (*c, of.to_vec()));
+    let optional = crate::probes::ALL.iter().map(|p| (p.name, vec![p.name]));
+    block.chain(optional).collect()
+}
 
 /// The Markdown header of the table (kernel column first).
 pub fn header() -> String {
-    let names: Vec<&str> = COLUMNS.iter().map(|(c, _)| *c).collect();
+    let names: Vec<&str> = columns().iter().map(|(c, _)| *c).collect();
     format!(
         "| kernel | {} |\n|---|{}",
         names.join(" | "),
@@ -27,7 +31,7 @@ pub fn header() -> String {
 
 /// The cells of one kernel's row, as `| c1 | c2 | … |`.
 pub fn row(probes: &[ProbeStatus]) -> String {
-    let cells: Vec<String> = COLUMNS
+    let cells: Vec<String> = columns()
         .iter()
         .map(|(_, names)| {
             let of: Vec<&ProbeStatus> = names

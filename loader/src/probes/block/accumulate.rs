@@ -1,11 +1,10 @@
 //! Turns raw per-CPU map contents into cumulative per-series totals and
-//! snapshots. Pure bookkeeping: no BPF calls here.
+//! their part of the snapshot. Pure bookkeeping: no BPF calls here.
 
 use std::collections::HashMap;
 
 use iowarden_exporters::{
-    CgroupRef, DropCounters, Histogram, IoSeries, Op, ProbeStatus, QueueSeries, Snapshot,
-    StageHistograms, SCHEMA_VERSION,
+    CgroupRef, DropCounters, Histogram, IoSeries, Op, QueueSeries, Snapshot, StageHistograms,
 };
 
 use crate::costmodel::{ClassSample, SIZES, VTIME_PER_SEC};
@@ -254,14 +253,14 @@ impl Accumulator {
         self.totals.keys().map(|&k| SeriesKey::decode(k).cgroup_id)
     }
 
-    /// A cumulative snapshot. `cgroup` names cgroup ids.
-    pub fn snapshot(
+    /// Writes the cumulative io, queues and drops of `snap`. `cgroup` names
+    /// cgroup ids.
+    pub fn fill(
         &self,
+        snap: &mut Snapshot,
         cgroup: &dyn Fn(u64) -> CgroupRef,
         devices: &mut DeviceNames,
-        probes: &[ProbeStatus],
-        window_seconds: f64,
-    ) -> Snapshot {
+    ) {
         let bounds = crate::probes::block::hist::lower_bounds_seconds();
         let mut io = Vec::new();
         for (&key, t) in &self.totals {
@@ -314,22 +313,10 @@ impl Accumulator {
             })
             .collect();
         queues.sort_by(|a, b| (&a.device, a.hctx).cmp(&(&b.device, b.hctx)));
-        Snapshot {
-            schema: SCHEMA_VERSION,
-            taken_at_unix_seconds: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs_f64())
-                .unwrap_or(0.0),
-            window_seconds,
-            hostname: crate::host::sysinfo::hostname(),
-            kernel: crate::host::sysinfo::kernel_release(),
-            hist_lower_bounds_seconds: bounds,
-            io,
-            queues,
-            probes: probes.to_vec(),
-            drops: self.drops.clone(),
-            ..Default::default()
-        }
+        snap.hist_lower_bounds_seconds = bounds;
+        snap.io = io;
+        snap.queues = queues;
+        snap.drops = self.drops.clone();
     }
 }
 
@@ -462,7 +449,9 @@ mod tests {
                 id,
                 ..Default::default()
             };
-            acc.snapshot(&cg, &mut names, &[], 1.0).io.remove(0).latency
+            let mut snap = Snapshot::default();
+            acc.fill(&mut snap, &cg, &mut names);
+            snap.io.remove(0).latency
         };
         let only_total = snap(false);
         assert!(only_total.queue.counts.is_empty() && only_total.device.counts.is_empty());

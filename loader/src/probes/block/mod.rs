@@ -8,6 +8,7 @@ pub mod bench;
 pub mod capacity;
 pub mod hist;
 pub mod latency_watch;
+pub mod object;
 
 use anyhow::{Context, Result};
 use iowarden_exporters::{BpfProgramStats, ProbeStatus, TableFill};

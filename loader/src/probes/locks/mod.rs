@@ -21,7 +21,7 @@ use crate::locks_skel::types::{lk_const, lk_counters, lk_stack, lk_stats};
 use crate::locks_skel::{LocksSkel, LocksSkelBuilder};
 use crate::probes::{
     claimed_slots, free_slot, open_object, pod, prog_stats_of, slots_in_use, table_fill,
-    tracepoint_available, FillContext, Probe,
+    tracepoint_available, HostNames, Probe,
 };
 pub use raw::{LockKey, RawLockSample, NO_STACK};
 use sites::TopSites;
@@ -236,7 +236,7 @@ fn stack_addrs(skel: &LocksSkel<'static>, id: u32) -> Option<Vec<u64>> {
 }
 
 impl Probe for LockProbe {
-    fn read(&mut self) -> Result<()> {
+    fn read(&mut self, _names: &mut HostNames) -> Result<()> {
         self.last = self.read_raw()?;
         Ok(())
     }
@@ -268,7 +268,7 @@ impl Probe for LockProbe {
         Ok(())
     }
 
-    fn fill(&mut self, snap: &mut Snapshot, ctx: &mut FillContext) -> Result<()> {
+    fn fill(&mut self, snap: &mut Snapshot, ctx: &mut HostNames) -> Result<()> {
         let (skel, names) = (&self.skel, &mut self.names);
         let stack_names = |id: u32| names.get(id, || stack_addrs(skel, id));
         snap.locks = Some(report::build(

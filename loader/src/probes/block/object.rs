@@ -1,0 +1,150 @@
+//! The block object as a [`Probe`]: its programs ([`BlockProbe`]), the
+//! totals its reads add up to ([`Accumulator`]), the cost model each device
+//! is charged with, and the watch over requests that go untimed.
+
+use std::collections::BTreeSet;
+
+use anyhow::Result;
+use iowarden_exporters::{BpfProgramStats, ProbeStatus, Snapshot, TableFill};
+
+use super::accumulate::{Accumulator, SeriesKey};
+use super::latency_watch::LatencyWatch;
+use super::{BlockConfig, BlockProbe, RawSample};
+use crate::costmodel::lcoefs;
+use crate::costs::{devices_to_preload, CostModels};
+use crate::host::devices::DeviceNames;
+use crate::probes::{cgroup_ref, HostNames, Probe};
+use crate::skel::types::iow_drop;
+
+pub struct Block {
+    probe: BlockProbe,
+    acc: Accumulator,
+    /// None when cost charging is off.
+    costs: Option<CostModels>,
+    /// None when latency is not recorded (--no-latency).
+    latency: Option<LatencyWatch>,
+    /// (slot, key) of every series the last read saw.
+    last_series: Vec<(u32, u64)>,
+    /// The series table was found full once (said in the log once).
+    said_table_full: bool,
+}
+
+impl Block {
+    /// Loads and attaches the programs, each device that has a cost model
+    /// of its own charged with it from the first request.
+    pub fn start(cfg: &BlockConfig, devices: &mut DeviceNames) -> Result<Block> {
+        let mut costs = cfg.cost.then(|| CostModels::new(cfg.cost_model));
+        let mut cfg = cfg.clone();
+        if let Some(c) = &mut costs {
+            cfg.cost_devices = devices_to_preload(cfg.filter_devt)
+                .into_iter()
+                .map(|devt| (devt, lcoefs(&c.resolve(devt, &devices.get(devt)))))
+                .collect();
+        }
+        Ok(Block {
+            probe: BlockProbe::start(&cfg)?,
+            acc: Accumulator::new(cfg.hwq_events, cfg.stage_histograms),
+            costs,
+            latency: cfg.latency.then(LatencyWatch::default),
+            last_series: Vec::new(),
+            said_table_full: false,
+        })
+    }
+
+    /// Gives the devices new in this read their cost model.
+    fn charge_new_devices(&mut self, raw: &RawSample, devices: &mut DeviceNames) -> Result<()> {
+        let Some(costs) = &mut self.costs else {
+            return Ok(());
+        };
+        for &(idx, devt) in &raw.devs {
+            if !costs.known(devt) {
+                let m = costs.resolve(devt, &devices.get(devt));
+                self.probe.set_cost_coefs(idx, lcoefs(&m))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Says once in the log that the series table filled up: from then on
+    /// new series are counted in iowarden_dropped_total only.
+    fn say_if_table_full(&mut self, raw: &RawSample) {
+        let full = raw.drops.n[iow_drop::IOW_DROP_SLOT_FULL.0 as usize];
+        if full > 0 && !self.said_table_full {
+            self.said_table_full = true;
+            let cap = self.probe.table_fill().first().map_or(0, |t| t.capacity);
+            crate::say!(
+                "iowarden: the series table is full ({cap} slots): requests of new (cgroup, device, op) \
+                 series are dropped and counted in iowarden_dropped_total{{reason=\"slot_table_full\"}}; \
+                 raise --max-series"
+            );
+        }
+    }
+
+    /// Says when reads and writes go untimed (and when they are timed
+    /// again), and shows it in the snapshot's probe statuses.
+    fn watch_latency(&mut self, snap: &mut Snapshot) {
+        let Some(watch) = &mut self.latency else {
+            return;
+        };
+        if let Some(line) = watch.check(snap) {
+            crate::say!("iowarden: {line}");
+        }
+        snap.probes.extend(watch.status());
+    }
+}
+
+impl Probe for Block {
+    /// Adds the read to the totals; attaches the issue stamps and gives new
+    /// devices their cost model where needed.
+    fn read(&mut self, names: &mut HostNames) -> Result<()> {
+        let raw = self.probe.read()?;
+        self.acc.add(&raw);
+        if let Some(line) = self.probe.attach_issue_stamps_if_needed()? {
+            crate::say!("iowarden: {line}");
+        }
+        self.charge_new_devices(&raw, names.devices)?;
+        self.say_if_table_full(&raw);
+        self.last_series = raw.series.iter().map(|s| (s.slot, s.key)).collect();
+        Ok(())
+    }
+
+    /// The block programs' statuses (block_rq_issue attaches later).
+    fn statuses(&self) -> Vec<ProbeStatus> {
+        self.probe.probes().to_vec()
+    }
+
+    fn cgroup_ids(&self) -> BTreeSet<u64> {
+        self.acc.cgroup_ids().collect()
+    }
+
+    fn release(&mut self, gone: &BTreeSet<u64>) -> Result<()> {
+        let of_gone = |key: u64| gone.contains(&SeriesKey::decode(key).cgroup_id);
+        for &(slot, key) in self.last_series.iter().filter(|(_, k)| of_gone(*k)) {
+            self.probe.release_slot(slot)?;
+            self.acc.forget(slot, key);
+        }
+        self.last_series.retain(|(_, k)| !of_gone(*k));
+        Ok(())
+    }
+
+    /// io, queues and drops, the cost models, and latency's status.
+    fn fill(&mut self, snap: &mut Snapshot, names: &mut HostNames) -> Result<()> {
+        let resolver = names.resolver;
+        self.acc
+            .fill(snap, &|id| cgroup_ref(resolver, id), names.devices);
+        if let Some(costs) = &self.costs {
+            let devices = &mut *names.devices;
+            snap.cost_models = costs.report(&self.acc.cost_classes(), &mut |d| devices.get(d));
+        }
+        self.watch_latency(snap);
+        Ok(())
+    }
+
+    fn prog_stats(&self) -> Vec<BpfProgramStats> {
+        self.probe.prog_stats()
+    }
+
+    fn table_fill(&self) -> Vec<TableFill> {
+        self.probe.table_fill()
+    }
+}
