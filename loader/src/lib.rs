@@ -64,7 +64,6 @@ pub mod bpf_consts {
 
 pub mod bench;
 pub mod costmodel;
-pub mod costs;
 pub mod daemon;
 pub mod duration;
 pub mod exposition;
@@ -72,7 +71,6 @@ pub mod host;
 pub mod knobs;
 pub mod monitor;
 pub mod probes;
-pub mod profile;
 pub mod tune;
 pub mod views;
 pub mod web;

@@ -15,10 +15,11 @@ use crate::host::devices::{cpu_queue_map, DeviceNames};
 use crate::host::diskstats::read_diskstats;
 use crate::probes::block::object::Block;
 use crate::probes::block::BlockConfig;
-use crate::probes::{start_optional, HostNames, OptionalConfig, Probe};
+use crate::probes::optional::{start_optional, OptionalConfig};
+use crate::probes::{HostNames, Probe};
 
 /// Which BPF objects are loaded, and how. The default loads the block
-/// object and the optional ones [`crate::probes::ALL`] turns on by default.
+/// object and the optional ones [`crate::probes::optional::ALL`] turns on by default.
 #[derive(Debug, Clone, Default)]
 pub struct MonitorConfig {
     /// The block programs (always loaded).

@@ -18,7 +18,7 @@ use fixtures::*;
 use iowarden::monitor::{Monitor, MonitorConfig};
 use iowarden::probes::block::BlockConfig;
 use iowarden::probes::locks::sites::strip_clone_suffix;
-use iowarden::probes::OptionalConfig;
+use iowarden::probes::optional::OptionalConfig;
 use iowarden::views::locks::{fmt_wait, lock_wait_per_io, site_rows};
 use iowarden_exporters::Snapshot;
 

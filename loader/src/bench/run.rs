@@ -47,7 +47,7 @@ fn monitor(dev: &iowarden_exporters::DeviceRef, locks: bool) -> Result<Monitor> 
             cost: false,
             ..Default::default()
         },
-        optional: crate::probes::OptionalConfig {
+        optional: crate::probes::optional::OptionalConfig {
             enabled: locks.then_some("locks").into_iter().collect(),
             ..Default::default()
         },
@@ -61,7 +61,7 @@ fn validate(o: &BenchOptions) -> Result<(Vec<Suite>, Vec<Knob>, iowarden_exporte
     let dev = resolve_device(&o.device)?;
     if !o.force {
         let mi = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-        if let Some(why) = crate::profile::mounted_or_held(&dev.name, &mi) {
+        if let Some(why) = crate::costmodel::profile::mounted_or_held(&dev.name, &mi) {
             bail!(
                 "{} is {why}: the bench would disturb what uses it and measure noise. Use an idle device, or --force; nothing changed",
                 dev.name

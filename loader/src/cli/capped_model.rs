@@ -1,7 +1,7 @@
 //! `iowarden capped-model` (hidden; the guest's model proofs run it): the
 //! best linear io.cost.model of the saturated windows a `tune --model` run
 //! logged, as measured and as a device that were exactly its QEMU caps
-//! would have taken them (tune/capped_device.rs): the yardsticks its fit is
+//! would have taken them (costmodel/online/capped_device.rs): the yardsticks its fit is
 //! judged against, besides `profile`.
 
 use std::io::BufRead;
@@ -10,9 +10,9 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use iowarden::tune::capped_device::{best_linear_model, CappedDevice};
+use iowarden::costmodel::online::capped_device::{best_linear_model, CappedDevice};
+use iowarden::costmodel::online::solve::NAMES;
 use iowarden::tune::model_run::window_from_line;
-use iowarden::tune::model_solve::NAMES;
 
 #[derive(Args)]
 pub struct CappedModelArgs {

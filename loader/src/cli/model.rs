@@ -43,7 +43,7 @@ pub fn run(a: ModelArgs) -> Result<()> {
     let device = trace.device_name()?;
     iowarden::out!(
         "{}",
-        iowarden::views::cost::render(&snap.cost_models, device.as_deref())
+        iowarden::costmodel::view::render(&snap.cost_models, device.as_deref())
     )?;
     Ok(())
 }

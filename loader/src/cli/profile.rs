@@ -16,10 +16,10 @@ pub struct ProfileArgs {
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     duration: Duration,
     /// Start of the region to use, bytes (K, M, G suffixes)
-    #[arg(long, default_value = "0", value_parser = iowarden::profile::parse_size)]
+    #[arg(long, default_value = "0", value_parser = iowarden::costmodel::profile::parse_size)]
     offset: u64,
     /// Length of the region (default: to the end of the device)
-    #[arg(long, value_parser = iowarden::profile::parse_size)]
+    #[arg(long, value_parser = iowarden::costmodel::profile::parse_size)]
     size: Option<u64>,
     /// Profile even a device that is mounted, partitioned or holds data
     #[arg(long)]
@@ -38,14 +38,15 @@ pub fn run(a: ProfileArgs) -> Result<()> {
     if a.apply && !model_path.as_ref().is_some_and(|p| p.exists()) {
         anyhow::bail!("--apply: no io.cost.model on this host (iocost needs the io controller on cgroup v2); nothing measured or changed");
     }
-    let (line, report) = iowarden::profile::profile(&iowarden::profile::ProfileOptions {
-        name: d.name.clone(),
-        devnum: format!("{}:{}", d.major, d.minor),
-        runtime: a.duration,
-        offset: a.offset,
-        size: a.size,
-        force: a.force,
-    })?;
+    let (line, report) =
+        iowarden::costmodel::profile::profile(&iowarden::costmodel::profile::ProfileOptions {
+            name: d.name.clone(),
+            devnum: format!("{}:{}", d.major, d.minor),
+            runtime: a.duration,
+            offset: a.offset,
+            size: a.size,
+            force: a.force,
+        })?;
     for r in report {
         iowarden::say!("iowarden profile: {r}");
     }

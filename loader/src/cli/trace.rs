@@ -13,7 +13,7 @@ use iowarden::host::preflight;
 use iowarden::monitor::{Monitor, MonitorConfig};
 use iowarden::probes::block::BlockConfig;
 use iowarden::probes::locks::LockConfig;
-use iowarden::probes::{OptionalConfig, ALL};
+use iowarden::probes::optional::{OptionalConfig, ALL};
 use iowarden_exporters::Stage;
 
 #[derive(Args, Clone)]
@@ -52,7 +52,7 @@ pub struct TraceArgs {
     /// defaults for its type)
     #[arg(long, value_parser = parse_cost_model)]
     pub cost_model: Option<iowarden::costmodel::LinearModel>,
-    /// One switch per optional probe, from iowarden::probes::ALL.
+    /// One switch per optional probe, from iowarden::probes::optional::ALL.
     #[command(flatten)]
     pub probes: ProbeSwitches,
     /// Like --locks, but record contention anywhere in the kernel
@@ -61,7 +61,7 @@ pub struct TraceArgs {
 }
 
 /// The optional probes' switches (`--no-nvme`, `--locks`, ...), made from
-/// [`iowarden::probes::ALL`]: a probe added there has its switch here.
+/// [`iowarden::probes::optional::ALL`]: a probe added there has its switch here.
 #[derive(Clone, Debug, Default)]
 pub struct ProbeSwitches {
     /// The probes whose switch was given.

@@ -1,7 +1,12 @@
-//! iocost's linear device cost model (paper §3.2, block/blk-iocost.c):
-//! the coefficients the BPF side charges with, derived from io.cost.model
-//! parameters exactly as the kernel's calc_lcoefs does, and the online
-//! refit of those parameters from measured device time. Pure arithmetic.
+//! iocost's linear device cost model (paper §3.2, block/blk-iocost.c), in
+//! one place: the parameters and their parsing (model.rs), the
+//! coefficients the BPF side charges with, derived exactly as the kernel's
+//! calc_lcoefs does (charge.rs), each traced device's model and its report
+//! (devices.rs), the refit from measured device time (fit.rs), the online
+//! estimator and guard `tune --model` runs (online/), the saturating fio
+//! profile (profile.rs, the one part that runs anything) and the text view
+//! (view.rs). The knob's file format is knobs/cost_model.rs, beside the
+//! other knobs the journaled writer handles.
 //!
 //! The model: cost = base[op][seq|rand] + per_byte[op] × bytes, with
 //! per_byte = 1 s / bps and base = 1 s / iops − per_byte × 4 KiB.
@@ -26,6 +31,16 @@ pub const MIN_CLASS_IOS: u64 = 8;
 mod charge;
 mod fit;
 mod model;
+// The fuzz targets (fuzz/) compile only the pure parsers and arithmetic
+// above, with --cfg fuzzing.
+#[cfg(not(fuzzing))]
+pub mod devices;
+#[cfg(not(fuzzing))]
+pub mod online;
+#[cfg(not(fuzzing))]
+pub mod profile;
+#[cfg(not(fuzzing))]
+pub mod view;
 
 pub use charge::{calc_lcoefs, request_cost, size_class, size_class_bytes};
 pub use fit::{fit_op, ClassSample, DeviceFit, OpFit};

@@ -2,8 +2,9 @@
 //! attaches its programs (or says in a ProbeStatus why it cannot), `read`
 //! copies its maps, `fill` writes its part of the Snapshot; every object
 //! implements [`Probe`]. block is always loaded; the optional objects are
-//! described once in [`ALL`], from which the command line's switches, the
-//! monitor's configuration and the statuses of probes left off follow.
+//! described once in [`optional::ALL`], from which the command line's
+//! switches, the monitor's configuration and the statuses of probes left
+//! off follow.
 //! This file holds what they share: opening objects, tracepoint checks,
 //! series-table slots, program statistics, cgroup names.
 
@@ -27,108 +28,7 @@ pub mod iocost;
 pub mod locks;
 pub mod mapped;
 pub mod nvme;
-
-/// An optional BPF object, described once: its name (as
-/// `iowarden_probe_active` and the statuses say it), its command-line
-/// switch, whether it loads by default, and how it starts.
-pub struct OptionalProbe {
-    pub name: &'static str,
-    /// `--no-NAME` for a probe on by default, `--NAME` for one off.
-    pub switch: &'static str,
-    pub default_on: bool,
-    /// The switch's help, which says what the probe needs and costs.
-    pub help: &'static str,
-    /// Why it is off by default (for a probe that is).
-    pub off_by_default: &'static str,
-    pub start: fn(&OptionalConfig) -> Result<Started>,
-}
-
-/// A started object (None when the kernel lacks what it needs) and its
-/// status.
-pub type Started = (Option<Box<dyn Probe>>, ProbeStatus);
-
-/// Every optional BPF object.
-pub const ALL: &[OptionalProbe] = &[
-    OptionalProbe {
-        name: "nvme",
-        switch: "no-nvme",
-        default_on: true,
-        help: "Do not load the NVMe queue programs",
-        off_by_default: "",
-        start: |_| boxed(nvme::NvmeProbe::start(&nvme::NvmeConfig::default())),
-    },
-    OptionalProbe {
-        name: "iocost",
-        switch: "no-iocost",
-        default_on: true,
-        help: "Do not load the iocost programs (the kernel formats a cgroup path \
-               under a global lock for every iocost event while they are attached)",
-        off_by_default: "",
-        start: |_| boxed(iocost::IocostProbe::start()),
-    },
-    OptionalProbe {
-        name: "locks",
-        switch: "locks",
-        default_on: false,
-        help: "Load the lock contention programs (lock:contention_begin/end): wait \
-               time per lock site and cgroup, stacks through the block layer only. \
-               Off by default: every contention costs a kernel stack walk (~2 us)",
-        off_by_default: "a kernel stack walk per contention",
-        start: |cfg| boxed(locks::LockProbe::start(&cfg.locks)),
-    },
-];
-
-fn boxed<P: Probe + 'static>(started: Result<(Option<P>, ProbeStatus)>) -> Result<Started> {
-    let (probe, status) = started?;
-    Ok((probe.map(|p| Box::new(p) as Box<dyn Probe>), status))
-}
-
-/// Which optional objects load, and their options.
-#[derive(Debug, Clone)]
-pub struct OptionalConfig {
-    /// Names from [`ALL`].
-    pub enabled: BTreeSet<&'static str>,
-    pub locks: locks::LockConfig,
-}
-
-/// What [`ALL`] loads by default.
-impl Default for OptionalConfig {
-    fn default() -> Self {
-        OptionalConfig {
-            enabled: ALL
-                .iter()
-                .filter(|p| p.default_on)
-                .map(|p| p.name)
-                .collect(),
-            locks: Default::default(),
-        }
-    }
-}
-
-impl OptionalProbe {
-    /// The status of this probe when its switch left it off.
-    pub fn off_status(&self) -> ProbeStatus {
-        let reason = if self.default_on {
-            format!("disabled by --{}", self.switch)
-        } else {
-            format!(
-                "off by default: --{} to load ({})",
-                self.switch, self.off_by_default
-            )
-        };
-        status(self.name, false, reason)
-    }
-}
-
-/// Starts the optional objects `cfg` enables; those it leaves off say so.
-pub fn start_optional(cfg: &OptionalConfig) -> Result<Vec<Started>> {
-    ALL.iter()
-        .map(|p| match cfg.enabled.contains(p.name) {
-            true => (p.start)(cfg),
-            false => Ok((None, p.off_status())),
-        })
-        .collect()
-}
+pub mod optional;
 
 /// What probes name cgroups and devices with.
 pub struct HostNames<'a> {

@@ -1,6 +1,6 @@
 //! `tune --model`: the kernel-touching half of the io.cost.model
 //! write-back. Cuts the monitor's cumulative cost classes into windows for
-//! the estimator (model_fit.rs), asks the guard (model_guard.rs) once per
+//! the estimator (costmodel/online), asks its guard once per
 //! decision period, writes io.cost.model through the journaling writer
 //! (which validates the line with the typed knob parser first), and logs
 //! every decision as a JSON line and in the status behind the metrics.
@@ -15,9 +15,9 @@ use iowarden_exporters::{CostClass, DeviceRef, ModelParam, ModelTunerStatus, Sna
 use serde_json::json;
 
 use super::decision_log::put_write_outcome;
-use super::model_fit::{Fit, FitConfig, Window, PARAMS};
-use super::model_guard::{Guard, GuardConfig, ModelAction, ModelDecision};
-use super::model_solve::{Estimator, NAMES};
+use crate::costmodel::online::guard::{Guard, GuardConfig, ModelAction, ModelDecision};
+use crate::costmodel::online::solve::{Estimator, NAMES};
+use crate::costmodel::online::windows::{Fit, FitConfig, Window, PARAMS};
 use crate::costmodel::{LinearModel, AUTOP_HDD, AUTOP_SSD_DFL};
 use crate::knobs::writer::Writer;
 

@@ -1,6 +1,5 @@
 //! What the terminal commands print: pure functions of a Snapshot.
 
-pub mod cost;
 pub mod keys;
 pub mod locks;
 pub mod support;

@@ -12,10 +12,12 @@ const BLOCK_COLUMNS: &[(&str, &[&str])] = &[
 ];
 
 /// The table's columns after the kernel's: the block object's, then one
-/// per optional probe of [`crate::probes::ALL`].
+/// per optional probe of [`crate::probes::optional::ALL`].
 fn columns() -> Vec<(&'static str, Vec<&'static str>)> {
     let block = BLOCK_COLUMNS.iter().map(|(c, of)| (*c, of.to_vec()));
-    let optional = crate::probes::ALL.iter().map(|p| (p.name, vec![p.name]));
+    let optional = crate::probes::optional::ALL
+        .iter()
+        .map(|p| (p.name, vec![p.name]));
     block.chain(optional).collect()
 }
 

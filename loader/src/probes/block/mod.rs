@@ -50,7 +50,7 @@ pub struct BlockConfig {
     /// Charge every read/write the linear iocost model's cost.
     pub cost: bool,
     /// The model for every device (`--cost-model`); None: each device's own
-    /// (see crate::costs).
+    /// (see crate::costmodel::devices).
     pub cost_model: Option<crate::costmodel::LinearModel>,
     /// Devices given their cost coefficients (kernel dev_t, lcoefs) before
     /// the programs attach: their device table entries are claimed at load,

@@ -5,13 +5,13 @@
 use std::collections::BTreeSet;
 
 use anyhow::Result;
-use iowarden_exporters::{BpfProgramStats, ProbeStatus, Snapshot, TableFill};
+use iowarden_exporters::{BpfProgramStats, DeviceRef, ProbeStatus, Snapshot, TableFill};
 
 use super::accumulate::{Accumulator, SeriesKey};
 use super::latency_watch::LatencyWatch;
 use super::{BlockConfig, BlockProbe, RawSample};
-use crate::costmodel::lcoefs;
-use crate::costs::{devices_to_preload, CostModels};
+use crate::costmodel::devices::CostModels;
+use crate::costmodel::{lcoefs, parse_kernel_line, LinearModel, AUTOP_HDD, AUTOP_SSD_DFL};
 use crate::host::devices::DeviceNames;
 use crate::probes::{cgroup_ref, HostNames, Probe};
 use crate::skel::types::iow_drop;
@@ -38,7 +38,10 @@ impl Block {
         if let Some(c) = &mut costs {
             cfg.cost_devices = devices_to_preload(cfg.filter_devt)
                 .into_iter()
-                .map(|devt| (devt, lcoefs(&c.resolve(devt, &devices.get(devt)))))
+                .map(|devt| {
+                    let dev = devices.get(devt);
+                    (devt, lcoefs(&c.resolve(devt, || host_model(&dev))))
+                })
                 .collect();
         }
         Ok(Block {
@@ -58,7 +61,8 @@ impl Block {
         };
         for &(idx, devt) in &raw.devs {
             if !costs.known(devt) {
-                let m = costs.resolve(devt, &devices.get(devt));
+                let dev = devices.get(devt);
+                let m = costs.resolve(devt, || host_model(&dev));
                 self.probe.set_cost_coefs(idx, lcoefs(&m))?;
             }
         }
@@ -147,4 +151,51 @@ impl Probe for Block {
     fn table_fill(&self) -> Vec<TableFill> {
         self.probe.table_fill()
     }
+}
+
+/// The model the host's kernel would charge on this device.
+fn host_model(dev: &DeviceRef) -> (LinearModel, &'static str) {
+    let line = crate::probes::iocost::cgroup2_root().and_then(|r| {
+        crate::probes::iocost::read_root_knob(&r, "io.cost.model").remove(&dev.devt())
+    });
+    if let Some(line) = line {
+        match parse_kernel_line(&line) {
+            Ok(m) => return (m, "io.cost.model"),
+            // Said once per device (the model is resolved once), not hidden.
+            Err(e) => crate::say!(
+                "iowarden: error: io.cost.model of {} does not parse ({e}): '{line}'; \
+                 charging it with the kernel's default model instead",
+                dev.name
+            ),
+        }
+    }
+    let rotational = std::fs::read_to_string(format!("/sys/block/{}/queue/rotational", dev.name))
+        .is_ok_and(|s| s.trim() == "1");
+    if rotational {
+        (AUTOP_HDD, "default-hdd")
+    } else {
+        (AUTOP_SSD_DFL, "default-ssd")
+    }
+}
+
+/// Devices to give their own model before tracing starts: the traced one,
+/// or every whole disk that has done I/O since boot (at most half the
+/// device table, leaving room for devices that appear later; a claimed
+/// device is polled like one with I/O).
+pub fn devices_to_preload(filter_devt: Option<u32>) -> Vec<u32> {
+    if let Some(d) = filter_devt {
+        return vec![d];
+    }
+    crate::host::devices::list_block_devices()
+        .into_iter()
+        .filter(|(name, _, _)| {
+            // /sys/block/X/stat: reads completed is field 1, writes field 5.
+            std::fs::read_to_string(format!("/sys/block/{name}/stat")).is_ok_and(|s| {
+                let f: Vec<&str> = s.split_whitespace().collect();
+                f.len() > 4 && (f[0] != "0" || f[4] != "0")
+            })
+        })
+        .map(|(_, ma, mi)| crate::host::devices::kernel_devt(ma, mi))
+        .take(super::MAX_DEVS as usize / 2)
+        .collect()
 }

@@ -1,5 +1,6 @@
 //! Which linear cost model each traced device is charged with, and the
 //! per-device report (configured model, samples per class, refit, error).
+//! Pure: the block object reads what the host configures.
 //!
 //! A device's model is, in order: `--cost-model` (every device), its line in
 //! io.cost.model (cgroup v2 with iocost initialised on the device), or the
@@ -11,10 +12,7 @@ use std::collections::HashMap;
 
 use iowarden_exporters::{CostClass, DeviceCostModel, DeviceRef, Op};
 
-use crate::costmodel::{
-    parse_kernel_line, size_class_bytes, ClassSample, DeviceFit, LinearModel, AUTOP_HDD,
-    AUTOP_SSD_DFL, VTIME_PER_SEC,
-};
+use crate::costmodel::{size_class_bytes, ClassSample, DeviceFit, LinearModel, VTIME_PER_SEC};
 
 pub struct CostModels {
     flag: Option<LinearModel>,
@@ -40,14 +38,19 @@ impl CostModels {
         self.per_dev.contains_key(&devt)
     }
 
-    /// Decides (once) the model of a device and returns it.
-    pub fn resolve(&mut self, devt: u32, dev: &DeviceRef) -> LinearModel {
+    /// Decides (once) the model of a device and returns it: the flag's,
+    /// else the one `host` says the kernel charges (and where it is from).
+    pub fn resolve(
+        &mut self,
+        devt: u32,
+        host: impl FnOnce() -> (LinearModel, &'static str),
+    ) -> LinearModel {
         let flag = self.flag;
         self.per_dev
             .entry(devt)
             .or_insert_with(|| match flag {
                 Some(m) => (m, "flag"),
-                None => host_model(dev),
+                None => host(),
             })
             .0
     }
@@ -116,51 +119,4 @@ pub fn device_report(
             })
             .collect(),
     }
-}
-
-/// The model the host's kernel would charge on this device.
-fn host_model(dev: &DeviceRef) -> (LinearModel, &'static str) {
-    let line = crate::probes::iocost::cgroup2_root().and_then(|r| {
-        crate::probes::iocost::read_root_knob(&r, "io.cost.model").remove(&dev.devt())
-    });
-    if let Some(line) = line {
-        match parse_kernel_line(&line) {
-            Ok(m) => return (m, "io.cost.model"),
-            // Said once per device (the model is resolved once), not hidden.
-            Err(e) => crate::say!(
-                "iowarden: error: io.cost.model of {} does not parse ({e}): '{line}'; \
-                 charging it with the kernel's default model instead",
-                dev.name
-            ),
-        }
-    }
-    let rotational = std::fs::read_to_string(format!("/sys/block/{}/queue/rotational", dev.name))
-        .is_ok_and(|s| s.trim() == "1");
-    if rotational {
-        (AUTOP_HDD, "default-hdd")
-    } else {
-        (AUTOP_SSD_DFL, "default-ssd")
-    }
-}
-
-/// Devices to give their own model before tracing starts: the traced one,
-/// or every whole disk that has done I/O since boot (at most half the
-/// device table, leaving room for devices that appear later; a claimed
-/// device is polled like one with I/O).
-pub fn devices_to_preload(filter_devt: Option<u32>) -> Vec<u32> {
-    if let Some(d) = filter_devt {
-        return vec![d];
-    }
-    crate::host::devices::list_block_devices()
-        .into_iter()
-        .filter(|(name, _, _)| {
-            // /sys/block/X/stat: reads completed is field 1, writes field 5.
-            std::fs::read_to_string(format!("/sys/block/{name}/stat")).is_ok_and(|s| {
-                let f: Vec<&str> = s.split_whitespace().collect();
-                f.len() > 4 && (f[0] != "0" || f[4] != "0")
-            })
-        })
-        .map(|(_, ma, mi)| crate::host::devices::kernel_devt(ma, mi))
-        .take(crate::probes::block::MAX_DEVS as usize / 2)
-        .collect()
 }

@@ -20,8 +20,8 @@
 
 use crate::costmodel::LinearModel;
 
-use super::model_fit::{unit_costs, Fit, PARAMS};
-use super::model_solve::NAMES;
+use super::solve::NAMES;
+use super::windows::{unit_costs, Fit, PARAMS};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct GuardConfig {
@@ -322,7 +322,7 @@ impl Guard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tune::model_fit::ParamFit;
+    use crate::costmodel::online::windows::ParamFit;
 
     const TRUE: LinearModel = LinearModel {
         rbps: 240_000_000,

@@ -10,8 +10,8 @@
 //! the best one for the windows seen is their least-squares model, and a
 //! fit is judged against it, not against the caps. Pure logic.
 
-use super::model_fit::{is_page_col, param_value, Window, PARAMS};
-use super::model_solve::least_squares;
+use super::solve::least_squares;
+use super::windows::{is_page_col, param_value, Window, PARAMS};
 use crate::costmodel::PAGE_SIZE;
 
 /// A device with an IOPS cap and a bandwidth cap, both always in force.
@@ -87,8 +87,8 @@ pub fn best_linear_model(windows: &[Window]) -> Option<[Option<u64>; PARAMS]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tune::model_fit::FitConfig;
-    use crate::tune::model_solve::Estimator;
+    use crate::costmodel::online::solve::Estimator;
+    use crate::costmodel::online::windows::FitConfig;
 
     const RBPS: usize = 0;
     const RRANDIOPS: usize = 2;
@@ -177,7 +177,7 @@ mod tests {
         assert!((b - 112.4).abs() < 1.0, "rbps {b:.1} MiB/s");
     }
 
-    fn fit_of(ws: &[Window]) -> crate::tune::model_fit::Fit {
+    fn fit_of(ws: &[Window]) -> crate::costmodel::online::windows::Fit {
         let mut e = Estimator::new(FitConfig::default());
         for w in ws {
             e.push(w.clone());

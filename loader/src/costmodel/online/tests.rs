@@ -4,8 +4,8 @@
 
 use iowarden_exporters::{CostClass, Op};
 
-use super::model_fit::*;
-use super::model_solve::Estimator;
+use super::solve::Estimator;
+use super::windows::*;
 use crate::costmodel::LinearModel;
 
 /// The guest's emulated NVMe as `iowarden profile` measured it (issue 15).

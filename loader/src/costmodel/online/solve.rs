@@ -1,10 +1,10 @@
-//! The occupancy estimator over the windows model_fit.rs defines: the
+//! The occupancy estimator over the windows windows.rs defines: the
 //! saturated windows kept, which terms they identify, their non-negative
 //! least-squares fit, and each parameter's standard error. Pure arithmetic.
 
 use std::collections::VecDeque;
 
-use super::model_fit::{is_page_col, page_col, param_value, Fit, FitConfig, Window, PARAMS};
+use super::windows::{is_page_col, page_col, param_value, Fit, FitConfig, Window, PARAMS};
 use crate::costmodel::PAGE_SIZE;
 
 /// Base columns first: when pages and requests cannot be told apart (every
@@ -353,7 +353,7 @@ impl Estimator {
     }
 }
 
-/// The fit over saturated windows (see model_fit.rs).
+/// The fit over saturated windows (see windows.rs).
 pub fn fit_windows(rows: &[&Window], cfg: &FitConfig, unsaturated: u64) -> Fit {
     let mut fit = Fit {
         windows: rows.len(),
@@ -416,7 +416,7 @@ fn judge_param(
     rows: &[&Window],
     cfg: &FitConfig,
     why: &[String; PARAMS],
-    p: &mut super::model_fit::ParamFit,
+    p: &mut super::windows::ParamFit,
 ) {
     if !s.cols.contains(&c) {
         p.reason = why[c].clone();
