@@ -11,6 +11,8 @@ pub mod json;
 pub mod model;
 pub mod openmetrics;
 pub mod protobuf;
+#[cfg(test)]
+mod walkthrough_tests;
 
 /// The io.prometheus.client exposition model, generated from proto/ by build.rs.
 #[allow(clippy::all)]

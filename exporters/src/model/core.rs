@@ -230,13 +230,13 @@ impl Delta for Vec<u64> {
 /// reading's. A counter left out of the list stays cumulative in a delta:
 /// model/delta_tests.rs fails for it.
 macro_rules! delta_subtracts {
-    ($t:ty: $($counter:ident),+ $(,)?) => {
+    ($t:ty: $($(#[$attr:meta])* $counter:ident),+ $(,)?) => {
         impl $crate::model::core::Delta for $t {
             // Every field may be a counter: then the update is empty.
             #[allow(clippy::needless_update)]
             fn delta(&self, earlier: &Self) -> Self {
                 Self {
-                    $($counter: $crate::model::core::Delta::delta(&self.$counter, &earlier.$counter),)+
+                    $($(#[$attr])* $counter: $crate::model::core::Delta::delta(&self.$counter, &earlier.$counter),)+
                     ..self.clone()
                 }
             }

@@ -39,5 +39,14 @@ pub(crate) fn encode(enc: &mut DescriptorEncoder, stats: &[KernelDiskStats]) -> 
          compare with iowarden_io_bytes_total",
         Some(Unit::Bytes),
         &per_device(stats, |s| s.sectors as f64 * SECTOR_BYTES),
-    )
+    )?;
+    #[cfg(test)]
+    counter(
+        enc,
+        "iowarden_walkthrough",
+        "The test-only counter of README's Adding a metric",
+        None,
+        &per_device(stats, |s| s.walkthrough as f64),
+    )?;
+    Ok(())
 }
