@@ -8,11 +8,10 @@ use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
 
 use anyhow::Result;
-use iowarden_exporters::{DeviceRef, ProbeStatus, RuntimeMetrics, Snapshot, SCHEMA_VERSION};
+use iowarden_exporters::{ProbeStatus, RuntimeMetrics, Snapshot, SCHEMA_VERSION};
 
 use crate::host::cgroups::CgroupResolver;
-use crate::host::devices::{cpu_queue_map, DeviceNames};
-use crate::host::diskstats::read_diskstats;
+use crate::host::devices::DeviceNames;
 use crate::probes::block::object::Block;
 use crate::probes::block::BlockConfig;
 use crate::probes::optional::{start_optional, OptionalConfig};
@@ -129,8 +128,7 @@ impl Monitor {
         Ok(())
     }
 
-    /// The snapshot: every object's part, then the host's CPU -> queue map
-    /// and the kernel's own counts of the devices with series.
+    /// The snapshot: every object's part, in load order.
     fn fill(&mut self) -> Result<Snapshot> {
         let mut snap = Snapshot {
             schema: SCHEMA_VERSION,
@@ -148,14 +146,10 @@ impl Monitor {
             resolver: &self.resolver,
             devices: &mut self.devices,
         };
+        // Block first: the others' parts refer to its devices and queues.
         for p in &mut self.loaded {
             p.fill(&mut snap, &mut names)?;
         }
-        let mut disks: BTreeSet<String> = snap.io.iter().map(|s| s.device.name.clone()).collect();
-        disks.extend(snap.queues.iter().map(|q| q.device.name.clone()));
-        snap.cpu_queue_map = disks.iter().flat_map(|d| cpu_queue_map(d)).collect();
-        let traced: BTreeSet<DeviceRef> = snap.io.iter().map(|s| s.device.clone()).collect();
-        snap.kernel_diskstats = read_diskstats(&traced);
         Ok(snap)
     }
 }

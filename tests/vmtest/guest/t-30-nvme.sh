@@ -1,9 +1,10 @@
-# vmtest-checks: 7
+# vmtest-checks: 8
 # vmtest-kernels: 6.1 6.12
 # NVMe programs: per-qid completions add up to the block layer's count;
 # pinned fio lands on the qid of its CPU; head-of-line interference names
 # the large-request cgroup sharing the victim's queue, and vanishes when the
-# victim moves to a CPU on another queue.
+# victim moves to a CPU on another queue; each queue names the CPUs its
+# hardware queue serves.
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 echo +io > $CG/cgroup.subtree_control
@@ -76,6 +77,10 @@ same = h3.get("/nv-hog", 0) - h2.get("/nv-hog", 0); same_n = same + c3 - c2
 other = h4.get("/nv-hog", 0) - h3.get("/nv-hog", 0); other_n = other + c4 - c3
 print(("OK" if same_n > 0 and same >= 0.5 * same_n else "BAD"), "hol-same", f"same queue: {same} of {same_n} small requests behind /nv-hog; culprits {h3}")
 print(("OK" if other_n > 0 and other <= 0.02 * other_n else "BAD"), "hol-other", f"other queue: {other} of {other_n} behind /nv-hog")
+# 4. each I/O queue names the CPUs its blk-mq hardware queue serves
+qs = [q for q in S[4]["nvme_queues"] if q["device"]["name"] == "nvme0n1" and q["qid"] >= 1]
+bad = [(q["qid"], q["cpus"]) for q in qs if set(q["cpus"]) != cpus(open(f"{mq}/{q['qid'] - 1}/cpu_list").read())]
+print(("OK" if qs and not bad else "BAD"), "qcpus", f"{len(qs)} queues; cpus differing from sysfs: {bad}")
 ex = [x for x in S[3]["nvme_hol"] if x["victim"]["path"] == "/nv-vic"]
 print("latency:", [(x["qid"], x["culprit"] and x["culprit"]["path"], x["count"], round(x["latency_sum_seconds"] / max(x["count"], 1) * 1e3, 3)) for x in ex])
 PY
@@ -85,6 +90,7 @@ ok "nvme: fio pinned to cpu 0 completes on cpu 0's qid" "grep -q '^OK pin0' $SCR
 ok "nvme: fio pinned to cpu 1 completes on cpu 1's qid" "grep -q '^OK pin1' $SCRATCH/nvme-check"
 ok "nvme HOL: victim sharing the hog's queue is counted behind /nv-hog" "grep -q '^OK hol-same' $SCRATCH/nvme-check"
 ok "nvme HOL: victim on another queue is (almost) never behind /nv-hog" "grep -q '^OK hol-other' $SCRATCH/nvme-check"
+ok "nvme: each queue names the CPUs its hardware queue serves (sysfs cpu_list)" "grep -q '^OK qcpus' $SCRATCH/nvme-check"
 curl -s 127.0.0.1:9620/metrics 2>/dev/null > $SCRATCH/nvme-metrics || python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9620/metrics").read().decode())' > $SCRATCH/nvme-metrics
 grep -E '^iowarden_(nvme_hol_events|nvme_hol_extra|hwq_cpu|nvme_sq_occupancy_max)' $SCRATCH/nvme-metrics | head -12
 ok "nvme metrics exported (hol events, cpu map)" "grep -q '^iowarden_nvme_hol_events_total' $SCRATCH/nvme-metrics && grep -q '^iowarden_hwq_cpu' $SCRATCH/nvme-metrics"

@@ -12,7 +12,8 @@ use super::latency_watch::LatencyWatch;
 use super::{BlockConfig, BlockProbe, RawSample};
 use crate::costmodel::devices::CostModels;
 use crate::costmodel::{lcoefs, parse_kernel_line, LinearModel, AUTOP_HDD, AUTOP_SSD_DFL};
-use crate::host::devices::DeviceNames;
+use crate::host::devices::{cpu_queue_map, DeviceNames};
+use crate::host::diskstats::read_diskstats;
 use crate::probes::{cgroup_ref, HostNames, Probe};
 use crate::skel::types::iow_drop;
 
@@ -131,11 +132,18 @@ impl Probe for Block {
         Ok(())
     }
 
-    /// io, queues and drops, the cost models, and latency's status.
+    /// io, queues and drops; the host's CPU -> queue map and the kernel's
+    /// own counts of the devices with series (the NVMe queues take their
+    /// CPUs from that map); the cost models; latency's status.
     fn fill(&mut self, snap: &mut Snapshot, names: &mut HostNames) -> Result<()> {
         let resolver = names.resolver;
         self.acc
             .fill(snap, &|id| cgroup_ref(resolver, id), names.devices);
+        let mut disks: BTreeSet<&str> = snap.io.iter().map(|s| s.device.name.as_str()).collect();
+        disks.extend(snap.queues.iter().map(|q| q.device.name.as_str()));
+        snap.cpu_queue_map = disks.iter().flat_map(|d| cpu_queue_map(d)).collect();
+        let traced: BTreeSet<DeviceRef> = snap.io.iter().map(|s| s.device.clone()).collect();
+        snap.kernel_diskstats = read_diskstats(&traced);
         if let Some(costs) = &self.costs {
             let devices = &mut *names.devices;
             snap.cost_models = costs.report(&self.acc.cost_classes(), &mut |d| devices.get(d));
