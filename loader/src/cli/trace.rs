@@ -62,18 +62,19 @@ pub struct TraceArgs {
 
 /// The optional probes' switches (`--no-nvme`, `--locks`, ...), made from
 /// [`iowarden::probes::optional::ALL`]: a probe added there has its switch here.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ProbeSwitches {
-    /// The probes whose switch was given.
-    pub flipped: BTreeSet<&'static str>,
+    /// The optional probes to load: [`ALL`]'s defaults, each flipped by its
+    /// switch.
+    pub enabled: BTreeSet<&'static str>,
 }
 
 impl clap::FromArgMatches for ProbeSwitches {
     fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
         Ok(ProbeSwitches {
-            flipped: ALL
+            enabled: ALL
                 .iter()
-                .filter(|p| m.get_flag(p.switch))
+                .filter(|p| p.default_on != m.get_flag(p.switch))
                 .map(|p| p.name)
                 .collect(),
         })
@@ -102,17 +103,6 @@ impl clap::Args for ProbeSwitches {
     }
 }
 
-impl ProbeSwitches {
-    /// The optional probes to load: the defaults, less those switched off,
-    /// plus those switched on.
-    pub fn enabled(&self) -> BTreeSet<&'static str> {
-        ALL.iter()
-            .filter(|p| p.default_on != self.flipped.contains(p.name))
-            .map(|p| p.name)
-            .collect()
-    }
-}
-
 impl TraceArgs {
     /// The command line's defaults (every probe as [`ALL`] has it), for a
     /// command that traces on its own terms (`tune`).
@@ -127,7 +117,7 @@ impl TraceArgs {
 
     /// The optional probes to load (--locks-all is --locks too).
     pub fn enabled_probes(&self) -> BTreeSet<&'static str> {
-        let mut on = self.probes.enabled();
+        let mut on = self.probes.enabled.clone();
         if self.locks_all {
             on.insert("locks");
         }
