@@ -1,8 +1,8 @@
 //! README's "Adding a metric", followed for a counter that exists in tests
-//! only (`KernelDiskStats::walkthrough`: the field, its name in
-//! `delta_subtracts!`, its family in openmetrics/diskstats.rs, nothing
-//! else), checked where a user meets it: the JSON snapshot, a delta, the
-//! OpenMetrics text with its HELP, and the protobuf exposition.
+//! only (`KernelDiskStats::walkthrough`: the field and its line in
+//! model/diskstats.rs's `metrics!`, nothing else), checked where a user
+//! meets it: the JSON snapshot, a delta, the OpenMetrics text with its
+//! HELP, and the protobuf exposition.
 
 use std::sync::Arc;
 

@@ -7,6 +7,8 @@ use std::hash::Hash;
 
 use serde::{Deserialize, Serialize};
 
+use super::metric::metrics;
+
 /// Cgroup id used for requests that carry no bio or no blkg (flushes issued by
 /// the flush machinery, some passthrough commands).
 pub const UNATTRIBUTED_CGROUP_ID: u64 = 0;
@@ -225,28 +227,15 @@ impl Delta for Vec<u64> {
     }
 }
 
-/// [`Delta`] for a record, declared once beside it: the listed counters
-/// are subtracted, every other field (labels, gauges, state) is the later
-/// reading's. A counter left out of the list stays cumulative in a delta:
-/// model/delta_tests.rs fails for it.
-macro_rules! delta_subtracts {
-    ($t:ty: $($(#[$attr:meta])* $counter:ident),+ $(,)?) => {
-        impl $crate::model::core::Delta for $t {
-            // Every field may be a counter: then the update is empty.
-            #[allow(clippy::needless_update)]
-            fn delta(&self, earlier: &Self) -> Self {
-                Self {
-                    $($(#[$attr])* $counter: $crate::model::core::Delta::delta(&self.$counter, &earlier.$counter),)+
-                    ..self.clone()
-                }
-            }
-        }
-    };
-}
-pub(crate) use delta_subtracts;
-
-delta_subtracts!(Histogram: counts, sum_seconds);
-delta_subtracts!(StageHistograms: queue, device, total);
+metrics!(Histogram {
+    counter counts;
+    counter sum_seconds;
+});
+metrics!(StageHistograms {
+    counter queue;
+    counter device;
+    counter total;
+});
 
 /// Every series of `now` less the series of `earlier` with the same key;
 /// series new since `earlier` are taken whole.

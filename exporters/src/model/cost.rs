@@ -9,6 +9,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::core::{delta_by_key, Delta, DeviceRef, Op};
+use super::metric::metrics;
 
 /// io.cost.model's six parameters (0: that term is free, as in the kernel):
 /// the one type for a linear device model at every layer (the model the
@@ -144,6 +145,17 @@ pub struct DeviceCostModel {
     pub fitted_line: String,
     pub classes: Vec<CostClass>,
 }
+
+// The errors: one family with a model label (openmetrics/cost.rs).
+metrics!(CostClass, families only {
+    counter ios => "iowarden_cost_class_requests",
+        "Requests with measured device time per cost class (op, pattern, size = lower bound in bytes)";
+    counter bytes;
+    counter device_seconds => "iowarden_cost_class_device" [Seconds],
+        "Measured device time (issue to completion) of the class's requests";
+    counter model_seconds => "iowarden_cost_class_model" [Seconds],
+        "Cost the configured linear model charged the class's requests";
+});
 
 /// The window's samples, and the configured model's error over them; the
 /// fitted error stays the (cumulative) fit's.

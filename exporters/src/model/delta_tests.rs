@@ -3,7 +3,7 @@
 //! later reading's) or a counter (the later less the earlier). The lists
 //! below name the fields that are not counters, domain by domain; every
 //! other number must subtract. A new counter left out of its record's
-//! `delta_subtracts!`, or a gauge that is subtracted, fails here.
+//! `metrics!` list, or a gauge listed as a counter, fails here.
 
 use serde_json::Value;
 

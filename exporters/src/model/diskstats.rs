@@ -5,7 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::core::{delta_subtracts, DeviceRef};
+use super::core::DeviceRef;
+use super::metric::metrics;
 
 /// One device's line of /proc/diskstats, cumulative since boot.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -16,8 +17,8 @@ pub struct KernelDiskStats {
     /// Sectors (512 bytes) read, written and discarded.
     pub sectors: u64,
     /// A counter that exists in tests only: README's "Adding a metric"
-    /// followed for it (this field, its name in `delta_subtracts!` below,
-    /// its family in openmetrics/diskstats.rs), and walkthrough_tests.rs
+    /// followed for it (this field and its line in `metrics!` below), and
+    /// walkthrough_tests.rs
     /// checks it reaches JSON, a delta, OpenMetrics and protobuf.
     #[cfg(test)]
     #[serde(default)]
@@ -30,12 +31,20 @@ impl KernelDiskStats {
     }
 }
 
-delta_subtracts!(
-    KernelDiskStats: completed_requests,
-    sectors,
+/// Bytes in a /proc/diskstats sector, whatever the device's block size.
+const SECTOR_BYTES: f64 = 512.0;
+
+metrics!(KernelDiskStats {
+    counter completed_requests => "iowarden_kernel_completed_requests",
+        "Reads, writes and discards the kernel accounted as completed (/proc/diskstats, since boot): \
+         compare with iowarden_io_requests_total";
+    counter sectors => "iowarden_kernel_completed" [Bytes],
+        "Bytes read, written and discarded as the kernel accounts them (/proc/diskstats sectors, since boot): \
+         compare with iowarden_io_bytes_total",
+        |s: &KernelDiskStats| Some(s.sectors as f64 * SECTOR_BYTES);
     #[cfg(test)]
-    walkthrough
-);
+    counter walkthrough => "iowarden_walkthrough", "The test-only counter of README's Adding a metric";
+});
 
 #[cfg(test)]
 mod tests {

@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::core::{delta_subtracts, CgroupRef, DeviceRef, Op, StageHistograms};
+use super::core::{CgroupRef, DeviceRef, Op, StageHistograms};
+use super::metric::metrics;
 
 /// Block I/O of one cgroup on one device for one operation type.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -63,7 +64,20 @@ impl IoSeries {
     }
 }
 
-delta_subtracts!(IoSeries: ios, bytes, merged, requeued, cost_seconds, random_ios, latency);
+// In exposition order; openmetrics::IoCounter selects among them.
+metrics!(IoSeries {
+    counter ios => "iowarden_io_requests", "Completed block requests";
+    counter bytes => "iowarden_io" [Bytes], "Completed bytes";
+    counter merged => "iowarden_io_merged", "Requests merged into another request";
+    counter requeued => "iowarden_io_requeued", "Requests requeued by the driver";
+    counter cost_seconds => "iowarden_io_cost" [Seconds],
+        "Cost the device's linear iocost model charged the completed reads and writes (device time)";
+    counter random_ios => "iowarden_io_random_requests",
+        "Completed requests the cost model classified random (more than 16 MiB from the previous one's end)";
+    counter latency => "iowarden_io_device" [Seconds],
+        "Sum of issue-to-completion time of completed requests (device time)",
+        |s: &IoSeries| Some(s.latency.device.sum_seconds);
+});
 
 /// Counters of things the BPF side could not record.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
@@ -78,9 +92,10 @@ pub struct DropCounters {
     pub no_start_stamp: u64,
 }
 
-delta_subtracts!(
-    DropCounters: slot_table_full,
-    device_table_full,
-    no_issue_stamp,
-    no_start_stamp
-);
+// One family with a reason label: openmetrics/io.rs encode_drops.
+metrics!(DropCounters {
+    counter slot_table_full;
+    counter device_table_full;
+    counter no_issue_stamp;
+    counter no_start_stamp;
+});

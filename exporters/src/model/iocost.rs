@@ -4,7 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::core::{delta_subtracts, CgroupRef, DeviceRef};
+use super::core::{CgroupRef, DeviceRef};
+use super::metric::metrics;
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct IocostDevice {
@@ -80,16 +81,43 @@ impl IocostCgroup {
 }
 
 // Everything else is a gauge or state at the last event or poll.
-delta_subtracts!(IocostDevice: vrate_adjustments);
-delta_subtracts!(
-    IocostCgroup: activations,
-    idles,
-    shortages,
-    transfers,
-    adjusts,
-    forgives,
-    usage_seconds
-);
+// missed_ppm_read/_write: one family with an op label (openmetrics/iocost.rs).
+metrics!(IocostDevice {
+    gauge vrate_ratio => "iowarden_iocost_vrate_ratio", "iocost base vrate (1.0 = 100%)";
+    gauge busy_level => "iowarden_iocost_busy_level",
+        "iocost busy level (> 0: missing QoS targets, < 0: underused)";
+    gauge rq_wait_ratio => "iowarden_iocost_rq_wait_ratio",
+        "Share of the last period requests waited for a tag";
+    gauge nr_lagging => "iowarden_iocost_lagging_cgroups",
+        "Cgroups lagging at the last vrate adjustment";
+    gauge nr_shortages => "iowarden_iocost_shortage_cgroups",
+        "Cgroups short of budget at the last vrate adjustment";
+    counter vrate_adjustments => "iowarden_iocost_vrate_adjustments", "iocost vrate adjustments";
+    gauge qos_vrate_min_ratio => "iowarden_iocost_qos_vrate_min_ratio", "io.cost.qos min (1.0 = 100%)";
+    gauge qos_vrate_max_ratio => "iowarden_iocost_qos_vrate_max_ratio", "io.cost.qos max (1.0 = 100%)";
+});
+
+// The event counters: one family with a kind label (openmetrics/iocost.rs).
+metrics!(IocostCgroup {
+    gauge weight => "iowarden_iocost_weight", "iocost active weight";
+    gauge inuse => "iowarden_iocost_inuse", "iocost in-use weight (after donation)";
+    gauge hweight_active_ratio => "iowarden_iocost_hweight_active_ratio",
+        "Hierarchical active weight share";
+    gauge hweight_inuse_ratio => "iowarden_iocost_hweight_inuse_ratio",
+        "Hierarchical in-use weight share";
+    gauge vtime_budget_seconds => "iowarden_iocost_vtime_budget" [Seconds],
+        "Budget left (global vtime - the cgroup's) at its last event, device seconds at 100% vrate";
+    gauge debt_seconds => "iowarden_iocost_debt" [Seconds], "iocost debt, device seconds at 100% vrate";
+    gauge delay_seconds => "iowarden_iocost_delay" [Seconds], "iocost issue delay imposed for debt";
+    counter usage_seconds => "iowarden_iocost_usage" [Seconds],
+        "Device time charged by iocost (io.stat cost.usage)";
+    counter activations;
+    counter idles;
+    counter shortages;
+    counter transfers;
+    counter adjusts;
+    counter forgives;
+});
 
 /// Fills `hweight_active_ratio` of every cgroup of every device from the
 /// active weights of the hierarchy (paths give the tree). Ancestors without

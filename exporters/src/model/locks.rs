@@ -4,7 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::core::{delta_by_key, delta_subtracts, CgroupRef, Delta};
+use super::core::{delta_by_key, CgroupRef, Delta};
+use super::metric::metrics;
 
 /// Waits of one cgroup at one lock site, of one lock kind.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -55,8 +56,17 @@ pub struct LockReport {
     pub dropped: Vec<(String, u64)>,
 }
 
-delta_subtracts!(LockSeries: count, wait_seconds, hist_log2_ns);
-delta_subtracts!(LockSiteRow: count, wait_seconds);
+metrics!(LockSeries {
+    counter count;
+    counter wait_seconds;
+    counter hist_log2_ns;
+});
+metrics!(LockSiteRow {
+    counter wait_seconds => "iowarden_lock_wait" [Seconds],
+        "Time tasks of the cgroup waited on contended kernel locks, by lock site (top sites by wait time; the rest as site=\"other\")";
+    counter count => "iowarden_lock_contentions",
+        "Contended kernel lock acquisitions by tasks of the cgroup, by lock site (top sites; the rest as site=\"other\")";
+});
 
 impl Delta for LockReport {
     fn delta(&self, earlier: &LockReport) -> LockReport {

@@ -4,8 +4,9 @@
 //! that want rates take [`Snapshot::delta_since`].
 //!
 //! [`Snapshot`] is here; the types every part shares are in `core`; each
-//! domain's part (and how its counters subtract, [`Delta`]) is in a file of
-//! its own, which imports only `core`.
+//! domain's part is in a file of its own, which imports only `core` and
+//! `metric`, whose `metrics!` declares each record's counters and gauges
+//! once: its [`Delta`] and its OpenMetrics families follow.
 
 use serde::{Deserialize, Serialize};
 
@@ -15,6 +16,7 @@ pub mod diskstats;
 pub mod io;
 pub mod iocost;
 pub mod locks;
+pub mod metric;
 pub mod nvme;
 pub mod queues;
 pub mod runtime;
@@ -30,6 +32,7 @@ pub use diskstats::KernelDiskStats;
 pub use io::{DropCounters, IoSeries};
 pub use iocost::{derive_hweights, IocostCgroup, IocostDevice};
 pub use locks::{log2_quantile_seconds, LockReport, LockSeries, LockSiteRow, LockStack};
+pub use metric::{Families, Family, FamilyKind, MetricUnit};
 pub use nvme::{HolSeries, NvmeQueue, NvmeQueueCgroup};
 pub use queues::{CpuQueueMap, QueueSeries};
 pub use runtime::{BpfProgramStats, ProbeStatus, RuntimeMetrics, SelfMetrics, TableFill};

@@ -4,7 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::core::{delta_subtracts, CgroupRef, Delta, DeviceRef};
+use super::core::{CgroupRef, Delta, DeviceRef};
+use super::metric::metrics;
 
 /// Commands of one cgroup on one NVMe queue (qid as the driver numbers it:
 /// I/O queues from 1; blk-mq hctx = qid - 1).
@@ -33,14 +34,15 @@ impl NvmeQueueCgroup {
     }
 }
 
-// inflight is a gauge.
-delta_subtracts!(
-    NvmeQueueCgroup: commands,
-    completions,
-    bytes,
-    small_commands,
-    large_commands
-);
+metrics!(NvmeQueueCgroup {
+    counter commands => "iowarden_nvme_commands", "NVMe commands set up per queue and cgroup";
+    counter completions => "iowarden_nvme_completions", "NVMe commands completed per queue and cgroup";
+    counter bytes => "iowarden_nvme_command" [Bytes], "Bytes of the NVMe commands set up per queue and cgroup";
+    gauge inflight => "iowarden_nvme_inflight", "NVMe commands in flight per queue and cgroup";
+    counter small_commands;
+    counter large_commands => "iowarden_nvme_large_commands",
+        "NVMe commands of at least the large size (128 KiB) per queue and cgroup";
+});
 
 /// One NVMe queue: submission-queue occupancy (tail - head as nvme_sq
 /// reports at each completion) and the CPUs whose I/O it carries.
@@ -75,6 +77,15 @@ impl NvmeQueue {
     }
 }
 
+metrics!(NvmeQueue, families only {
+    counter sq_samples;
+    gauge sq_occupancy_last => "iowarden_nvme_sq_occupancy",
+        "Submission-queue entries not yet fetched by the controller, at the last completion";
+    gauge sq_occupancy_mean => "iowarden_nvme_sq_occupancy_mean",
+        "Mean submission-queue occupancy over all completions";
+    gauge sq_occupancy_max => "iowarden_nvme_sq_occupancy_max", "Largest submission-queue occupancy seen";
+});
+
 /// The samples of the window and their mean (from the two means and
 /// counts); last and max stay the later reading's (max: since start).
 impl Delta for NvmeQueue {
@@ -105,7 +116,11 @@ impl HolSeries {
     }
 }
 
-delta_subtracts!(HolSeries: count, latency_sum_seconds);
+// Families by culprit, and one computed across series: openmetrics/nvme.rs.
+metrics!(HolSeries {
+    counter count;
+    counter latency_sum_seconds;
+});
 
 #[cfg(test)]
 mod tests {

@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::core::{delta_subtracts, DeviceRef};
+use super::core::DeviceRef;
+use super::metric::metrics;
 
 /// One blk-mq hardware queue of one device.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -36,8 +37,15 @@ impl QueueSeries {
     }
 }
 
-// inflight is a gauge: the latest reading.
-delta_subtracts!(QueueSeries: inserted, issued, completed, requeued, busy_seconds);
+metrics!(QueueSeries {
+    counter inserted => "iowarden_hwq_inserted", "Requests inserted into the I/O scheduler";
+    counter issued => "iowarden_hwq_issued", "Requests issued on the hardware queue";
+    counter completed => "iowarden_hwq_completed", "Requests completed on the hardware queue";
+    counter requeued => "iowarden_hwq_requeued", "Requests requeued on the hardware queue";
+    counter busy_seconds => "iowarden_hwq_busy" [Seconds],
+        "Sum of in-flight time on the hardware queue; its rate is the mean occupancy";
+    gauge inflight => "iowarden_hwq_inflight", "Requests in flight on the hardware queue";
+});
 
 /// A blk-mq hardware queue and the CPUs mapped to it
 /// (/sys/block/DEV/mq/N/cpu_list): tenants on those CPUs share the queue.

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::cost::LinearModel;
+use super::metric::metrics;
 
 /// One io.cost.model parameter: the value in force and the fit's.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -21,6 +22,18 @@ pub struct ModelParam {
     /// Why it is not determined ("" when it is).
     pub reason: String,
 }
+
+// The values in force and estimated: one family with a model label
+// (openmetrics/tune_model.rs).
+metrics!(ModelParam, families only {
+    gauge fitted => "iowarden_tune_model_param_determined",
+        "1 if the fit determined the parameter (enough samples, relative error small enough)",
+        |p: &ModelParam| Some(p.fitted.is_some() as u8 as f64);
+    gauge relative_error => "iowarden_tune_model_param_relative_error",
+        "Relative standard error of the fitted parameter";
+    gauge samples => "iowarden_tune_model_param_samples",
+        "Requests (pages for bps) of the parameter's term in the saturated windows the fit uses";
+});
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct ModelTunerStatus {

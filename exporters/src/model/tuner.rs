@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::core::DeviceRef;
+use super::metric::metrics;
 
 /// One SLO of one protected cgroup, as last measured.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -35,6 +36,24 @@ pub struct TunerSlo {
     #[serde(default)]
     pub periods_missed_under_model_change: u64,
 }
+
+// Status, not a reading: no delta (Snapshot::delta_since keeps the later).
+metrics!(TunerSlo, families only {
+    gauge met => "iowarden_tune_slo_met", "1 if the SLO held over the tuner's last decision period";
+    gauge target_seconds => "iowarden_tune_slo_target" [Seconds], "The SLO's latency target";
+    gauge observed_seconds => "iowarden_tune_slo_observed" [Seconds],
+        "The SLO's quantile measured over the last decision period";
+    counter periods => "iowarden_tune_slo_periods", "Decision periods measured for the SLO";
+    counter periods_met => "iowarden_tune_slo_periods_met", "Decision periods in which the SLO held";
+    counter periods_after_convergence => "iowarden_tune_slo_periods_after_convergence",
+        "Decision periods measured for the SLO since the search first converged";
+    counter periods_missed_after_convergence => "iowarden_tune_slo_periods_missed_after_convergence",
+        "Decision periods since the search first converged in which the SLO missed";
+    counter periods_missed_under_model_change => "iowarden_tune_slo_periods_missed_under_model_change",
+        "Decision periods in which the SLO missed while they ran under an io.cost.model change still being judged";
+    gauge worst_after_convergence_seconds => "iowarden_tune_slo_worst_after_convergence" [Seconds],
+        "The SLO's worst quantile over a decision period since the search first converged";
+});
 
 /// One decision of the tuner (the latest is kept in the status).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]

@@ -5,7 +5,7 @@
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::registry::Unit;
 
-use super::family::{counter, gauge, Labels, Rows};
+use super::family::{encode_families, gauge, Labels, Rows};
 use crate::model::{CostClass, DeviceCostModel, DeviceRef, Op};
 
 fn labels(d: &DeviceRef, extra: &[(&str, String)]) -> Labels {
@@ -23,46 +23,38 @@ pub(crate) fn encode(enc: &mut DescriptorEncoder, models: &[DeviceCostModel]) ->
     encode_params(enc, models)
 }
 
+/// A class's labels: its device's, op, pattern and size.
+fn class_labels(d: &DeviceRef, c: &CostClass) -> Labels {
+    let l = [
+        ("op", c.op.as_str().to_string()),
+        ("pattern", c.pattern().to_string()),
+        ("size", c.size_bytes.to_string()),
+    ];
+    labels(d, &l)
+}
+
 /// One row per class of every device that has a value.
 fn class_rows(models: &[DeviceCostModel], f: fn(&CostClass) -> Option<f64>) -> Rows {
-    let mut rows = Vec::new();
-    for m in models {
-        for c in &m.classes {
-            if let Some(v) = f(c) {
-                let l = [
-                    ("op", c.op.as_str().to_string()),
-                    ("pattern", c.pattern().to_string()),
-                    ("size", c.size_bytes.to_string()),
-                ];
-                rows.push((labels(&m.device, &l), v));
-            }
-        }
-    }
-    rows
+    models
+        .iter()
+        .flat_map(|m| {
+            m.classes
+                .iter()
+                .filter_map(move |c| Some((class_labels(&m.device, c), f(c)?)))
+        })
+        .collect()
 }
 
 fn encode_classes(enc: &mut DescriptorEncoder, models: &[DeviceCostModel]) -> std::fmt::Result {
-    counter(
-        enc,
-        "iowarden_cost_class_requests",
-        "Requests with measured device time per cost class (op, pattern, size = lower bound in bytes)",
-        None,
-        &class_rows(models, |c| Some(c.ios as f64)),
-    )?;
-    counter(
-        enc,
-        "iowarden_cost_class_device",
-        "Measured device time (issue to completion) of the class's requests",
-        Some(Unit::Seconds),
-        &class_rows(models, |c| Some(c.device_seconds)),
-    )?;
-    counter(
-        enc,
-        "iowarden_cost_class_model",
-        "Cost the configured linear model charged the class's requests",
-        Some(Unit::Seconds),
-        &class_rows(models, |c| Some(c.model_seconds)),
-    )
+    let records: Vec<(Labels, &CostClass)> = models
+        .iter()
+        .flat_map(|m| {
+            m.classes
+                .iter()
+                .map(move |c| (class_labels(&m.device, c), c))
+        })
+        .collect();
+    encode_families(enc, &records)
 }
 
 fn encode_errors(enc: &mut DescriptorEncoder, models: &[DeviceCostModel]) -> std::fmt::Result {

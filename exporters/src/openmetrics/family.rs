@@ -5,7 +5,7 @@ use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Unit;
 
-use crate::model::Histogram;
+use crate::model::{Families, Family, FamilyKind, Histogram, MetricUnit};
 
 /// Label (name, value) pairs of one sample.
 pub(crate) type Labels = Vec<(String, String)>;
@@ -56,6 +56,57 @@ pub(crate) fn gauge(
         d.encode_family(l)?.encode_gauge(v)?;
     }
     Ok(())
+}
+
+/// The families the model declares for `T` (model/metric.rs), one sample
+/// per record that has a value, each with its labels.
+pub(crate) fn encode_families<T: Families>(
+    enc: &mut DescriptorEncoder,
+    records: &[(Labels, &T)],
+) -> std::fmt::Result {
+    for f in &T::families() {
+        encode_family(enc, f, records)?;
+    }
+    Ok(())
+}
+
+/// One declared family of `T`; nothing when no record has a value.
+pub(crate) fn encode_family<T>(
+    enc: &mut DescriptorEncoder,
+    f: &Family<T>,
+    records: &[(Labels, &T)],
+) -> std::fmt::Result {
+    let rows: Vec<(&Labels, f64)> = records
+        .iter()
+        .filter_map(|(l, r)| Some((l, (f.value)(r)?)))
+        .collect();
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let kind = match f.kind {
+        FamilyKind::Counter => MetricType::Counter,
+        FamilyKind::Gauge => MetricType::Gauge,
+    };
+    let unit = f.unit.map(unit_of);
+    let mut d = enc.encode_descriptor(f.name, f.help, unit.as_ref(), kind)?;
+    for (l, v) in rows {
+        let mut sample = d.encode_family(l)?;
+        match f.kind {
+            FamilyKind::Counter => sample.encode_counter::<Labels, f64, f64>(&v, None)?,
+            FamilyKind::Gauge => sample.encode_gauge(&v)?,
+        }
+    }
+    Ok(())
+}
+
+/// The unit as OpenMetrics spells it.
+pub(crate) fn unit_of(u: MetricUnit) -> Unit {
+    match u {
+        MetricUnit::Bytes => Unit::Bytes,
+        MetricUnit::Seconds => Unit::Seconds,
+        MetricUnit::Ratio => Unit::Other("ratio".into()),
+        MetricUnit::BytesPerSecond => Unit::Other("bytes_per_second".into()),
+    }
 }
 
 /// Upper bounds of the classic histogram buckets.

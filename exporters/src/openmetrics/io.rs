@@ -6,9 +6,13 @@ use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Unit;
 
-use super::family::{collapse_buckets, counter, ClassicBuckets, Labels};
-use crate::model::{DropCounters, IoSeries, Snapshot, Stage, OTHER_CGROUP, OTHER_CGROUP_ID};
+use super::family::{collapse_buckets, counter, encode_family, ClassicBuckets, Labels};
+use crate::model::{
+    DropCounters, Families, IoSeries, Snapshot, Stage, OTHER_CGROUP, OTHER_CGROUP_ID,
+};
 
+/// The counter families of IoSeries (model/io.rs), in the order it
+/// declares them, by the name the command line selects them with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IoCounter {
     Requests,
@@ -48,43 +52,6 @@ impl IoCounter {
             IoCounter::Device => "device",
         }
     }
-
-    /// Family name (before the unit and `_total` suffixes), help and unit.
-    pub fn family(self) -> (&'static str, &'static str, Option<Unit>) {
-        match self {
-            IoCounter::Requests => ("iowarden_io_requests", "Completed block requests", None),
-            IoCounter::Bytes => ("iowarden_io", "Completed bytes", Some(Unit::Bytes)),
-            IoCounter::Merged => ("iowarden_io_merged", "Requests merged into another request", None),
-            IoCounter::Requeued => ("iowarden_io_requeued", "Requests requeued by the driver", None),
-            IoCounter::Cost => (
-                "iowarden_io_cost",
-                "Cost the device's linear iocost model charged the completed reads and writes (device time)",
-                Some(Unit::Seconds),
-            ),
-            IoCounter::Random => (
-                "iowarden_io_random_requests",
-                "Completed requests the cost model classified random (more than 16 MiB from the previous one's end)",
-                None,
-            ),
-            IoCounter::Device => (
-                "iowarden_io_device",
-                "Sum of issue-to-completion time of completed requests (device time)",
-                Some(Unit::Seconds),
-            ),
-        }
-    }
-
-    pub fn value(self, x: &IoSeries) -> f64 {
-        match self {
-            IoCounter::Requests => x.ios as f64,
-            IoCounter::Bytes => x.bytes as f64,
-            IoCounter::Merged => x.merged as f64,
-            IoCounter::Requeued => x.requeued as f64,
-            IoCounter::Cost => x.cost_seconds,
-            IoCounter::Random => x.random_ios as f64,
-            IoCounter::Device => x.latency.device.sum_seconds,
-        }
-    }
 }
 
 fn cgroup_id_label(id: u64) -> String {
@@ -110,10 +77,10 @@ pub(crate) fn encode_counters(
     io: &[IoSeries],
     counters: &[IoCounter],
 ) -> std::fmt::Result {
+    let families = IoSeries::families();
+    let records: Vec<(Labels, &IoSeries)> = io.iter().map(|x| (io_labels(x), x)).collect();
     for &c in counters {
-        let (name, help, unit) = c.family();
-        let rows: Vec<(Labels, f64)> = io.iter().map(|x| (io_labels(x), c.value(x))).collect();
-        counter(enc, name, help, unit, &rows)?;
+        encode_family(enc, &families[c as usize], &records)?;
     }
     Ok(())
 }
@@ -170,4 +137,31 @@ pub(crate) fn encode_drops(enc: &mut DescriptorEncoder, drops: &DropCounters) ->
         None,
         &rows,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_selectable_counter_names_the_family_model_io_declares_in_its_place() {
+        let families = IoSeries::families();
+        assert_eq!(families.len(), IoCounter::ALL.len());
+        let names: Vec<_> = IoCounter::ALL
+            .iter()
+            .map(|&c| families[c as usize].name)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "iowarden_io_requests",
+                "iowarden_io",
+                "iowarden_io_merged",
+                "iowarden_io_requeued",
+                "iowarden_io_cost",
+                "iowarden_io_random_requests",
+                "iowarden_io_device"
+            ]
+        );
+    }
 }

@@ -2,9 +2,8 @@
 //! top site and cgroup (the rest under site="other"), and what was dropped.
 
 use prometheus_client::encoding::DescriptorEncoder;
-use prometheus_client::registry::Unit;
 
-use super::family::{counter, Labels, Rows};
+use super::family::{counter, encode_families, Labels};
 use crate::model::{LockReport, LockSiteRow};
 
 /// Nothing without a report (the lock programs are off).
@@ -17,33 +16,17 @@ pub(crate) fn encode(enc: &mut DescriptorEncoder, report: Option<&LockReport>) -
 }
 
 fn encode_top_sites(enc: &mut DescriptorEncoder, top: &[LockSiteRow]) -> std::fmt::Result {
-    let rows = |f: fn(&LockSiteRow) -> f64| -> Rows {
-        top.iter()
-            .map(|t| {
-                (
-                    vec![
-                        ("site".to_string(), t.site.clone()),
-                        ("cgroup".to_string(), t.cgroup.path.clone()),
-                    ],
-                    f(t),
-                )
-            })
-            .collect()
-    };
-    counter(
-            enc,
-            "iowarden_lock_wait",
-            "Time tasks of the cgroup waited on contended kernel locks, by lock site (top sites by wait time; the rest as site=\"other\")",
-            Some(Unit::Seconds),
-            &rows(|t| t.wait_seconds),
-        )?;
-    counter(
-            enc,
-            "iowarden_lock_contentions",
-            "Contended kernel lock acquisitions by tasks of the cgroup, by lock site (top sites; the rest as site=\"other\")",
-            None,
-            &rows(|t| t.count as f64),
-        )
+    let records: Vec<(Labels, &LockSiteRow)> = top
+        .iter()
+        .map(|t| {
+            let l = vec![
+                ("site".to_string(), t.site.clone()),
+                ("cgroup".to_string(), t.cgroup.path.clone()),
+            ];
+            (l, t)
+        })
+        .collect();
+    encode_families(enc, &records)
 }
 
 fn encode_drops(enc: &mut DescriptorEncoder, r: &LockReport) -> std::fmt::Result {

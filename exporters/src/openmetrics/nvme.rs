@@ -4,7 +4,7 @@
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::registry::Unit;
 
-use super::family::{counter, gauge, labels, Labels, Rows};
+use super::family::{counter, encode_families, gauge, labels, Labels, Rows};
 use crate::model::{HolSeries, NvmeQueue, NvmeQueueCgroup, Snapshot};
 
 /// Per (device, qid, victim): mean submit -> complete time of the victim's
@@ -46,89 +46,32 @@ pub(crate) fn encode(enc: &mut DescriptorEncoder, snap: &Snapshot) -> std::fmt::
 }
 
 fn encode_queue_cgroups(enc: &mut DescriptorEncoder, qcg: &[NvmeQueueCgroup]) -> std::fmt::Result {
-    let rows = |f: fn(&NvmeQueueCgroup) -> f64| -> Rows {
-        qcg.iter()
-            .map(|q| {
-                let l = labels(&[
-                    ("device", q.device.name.clone()),
-                    ("qid", q.qid.to_string()),
-                    ("cgroup", q.cgroup.path.clone()),
-                ]);
-                (l, f(q))
-            })
-            .collect()
-    };
-    counter(
-        enc,
-        "iowarden_nvme_commands",
-        "NVMe commands set up per queue and cgroup",
-        None,
-        &rows(|q| q.commands as f64),
-    )?;
-    counter(
-        enc,
-        "iowarden_nvme_completions",
-        "NVMe commands completed per queue and cgroup",
-        None,
-        &rows(|q| q.completions as f64),
-    )?;
-    counter(
-        enc,
-        "iowarden_nvme_command",
-        "Bytes of the NVMe commands set up per queue and cgroup",
-        Some(Unit::Bytes),
-        &rows(|q| q.bytes as f64),
-    )?;
-    gauge(
-        enc,
-        "iowarden_nvme_inflight",
-        "NVMe commands in flight per queue and cgroup",
-        None,
-        &rows(|q| q.inflight as f64),
-    )?;
-    counter(
-        enc,
-        "iowarden_nvme_large_commands",
-        "NVMe commands of at least the large size (128 KiB) per queue and cgroup",
-        None,
-        &rows(|q| q.large_commands as f64),
-    )
+    let records: Vec<(Labels, &NvmeQueueCgroup)> = qcg
+        .iter()
+        .map(|q| {
+            let l = labels(&[
+                ("device", q.device.name.clone()),
+                ("qid", q.qid.to_string()),
+                ("cgroup", q.cgroup.path.clone()),
+            ]);
+            (l, q)
+        })
+        .collect();
+    encode_families(enc, &records)
 }
 
 fn encode_sq_occupancy(enc: &mut DescriptorEncoder, queues: &[NvmeQueue]) -> std::fmt::Result {
-    let rows = |f: fn(&NvmeQueue) -> f64| -> Rows {
-        queues
-            .iter()
-            .map(|q| {
-                let l = labels(&[
-                    ("device", q.device.name.clone()),
-                    ("qid", q.qid.to_string()),
-                ]);
-                (l, f(q))
-            })
-            .collect()
-    };
-    gauge(
-        enc,
-        "iowarden_nvme_sq_occupancy",
-        "Submission-queue entries not yet fetched by the controller, at the last completion",
-        None,
-        &rows(|q| q.sq_occupancy_last as f64),
-    )?;
-    gauge(
-        enc,
-        "iowarden_nvme_sq_occupancy_mean",
-        "Mean submission-queue occupancy over all completions",
-        None,
-        &rows(|q| q.sq_occupancy_mean),
-    )?;
-    gauge(
-        enc,
-        "iowarden_nvme_sq_occupancy_max",
-        "Largest submission-queue occupancy seen",
-        None,
-        &rows(|q| q.sq_occupancy_max as f64),
-    )
+    let records: Vec<(Labels, &NvmeQueue)> = queues
+        .iter()
+        .map(|q| {
+            let l = labels(&[
+                ("device", q.device.name.clone()),
+                ("qid", q.qid.to_string()),
+            ]);
+            (l, q)
+        })
+        .collect();
+    encode_families(enc, &records)
 }
 
 fn hol_labels(h: &HolSeries, culprit: String) -> Labels {

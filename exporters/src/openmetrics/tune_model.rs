@@ -3,7 +3,7 @@
 
 use prometheus_client::encoding::DescriptorEncoder;
 
-use super::family::{counter, gauge, Labels};
+use super::family::{counter, encode_families, gauge, Labels};
 use crate::model::{ModelParam, ModelTunerStatus};
 
 fn labels(pairs: &[(&str, &str)]) -> Labels {
@@ -31,33 +31,12 @@ pub(crate) fn encode(
         ));
     }
     gauge(enc, "iowarden_tune_model_param", "io.cost.model parameters: in force (model=current) and fitted from device occupancy (model=estimate)", None, &values)?;
-    let rows = |f: &dyn Fn(&ModelParam) -> Option<f64>| -> Vec<_> {
-        m.params
-            .iter()
-            .filter_map(|p| f(p).map(|v| (labels(&[("device", dev), ("param", &p.name)]), v)))
-            .collect()
-    };
-    gauge(
-        enc,
-        "iowarden_tune_model_param_determined",
-        "1 if the fit determined the parameter (enough samples, relative error small enough)",
-        None,
-        &rows(&|p| Some(p.fitted.is_some() as u8 as f64)),
-    )?;
-    gauge(
-        enc,
-        "iowarden_tune_model_param_relative_error",
-        "Relative standard error of the fitted parameter",
-        None,
-        &rows(&|p| p.relative_error),
-    )?;
-    gauge(
-        enc,
-        "iowarden_tune_model_param_samples",
-        "Requests (pages for bps) of the parameter's term in the saturated windows the fit uses",
-        None,
-        &rows(&|p| Some(p.samples as f64)),
-    )?;
+    let records: Vec<(Labels, &ModelParam)> = m
+        .params
+        .iter()
+        .map(|p| (labels(&[("device", dev), ("param", &p.name)]), p))
+        .collect();
+    encode_families(enc, &records)?;
     encode_fit(enc, dev, m)
 }
 

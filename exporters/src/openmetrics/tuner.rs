@@ -4,7 +4,7 @@
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::registry::Unit;
 
-use super::family::{counter, gauge, Labels};
+use super::family::{counter, encode_families, gauge, Labels};
 use crate::model::{TunerSlo, TunerStatus};
 
 fn kv(pairs: &[(&str, &str)]) -> Labels {
@@ -22,82 +22,15 @@ pub(crate) fn encode(enc: &mut DescriptorEncoder, t: &TunerStatus) -> std::fmt::
 
 fn encode_slos(enc: &mut DescriptorEncoder, t: &TunerStatus) -> std::fmt::Result {
     let dev = t.device.name.as_str();
-    let slo_rows = |f: &dyn Fn(&TunerSlo) -> Option<f64>| -> Vec<_> {
-        t.slos
-            .iter()
-            .filter_map(|s| {
-                f(s).map(|v| {
-                    (
-                        kv(&[("device", dev), ("cgroup", &s.cgroup), ("slo", &s.slo)]),
-                        v,
-                    )
-                })
-            })
-            .collect()
-    };
-    gauge(
-        enc,
-        "iowarden_tune_slo_met",
-        "1 if the SLO held over the tuner's last decision period",
-        None,
-        &slo_rows(&|s| Some(if s.met { 1.0 } else { 0.0 })),
-    )?;
-    gauge(
-        enc,
-        "iowarden_tune_slo_target",
-        "The SLO's latency target",
-        Some(Unit::Seconds),
-        &slo_rows(&|s| Some(s.target_seconds)),
-    )?;
-    gauge(
-        enc,
-        "iowarden_tune_slo_observed",
-        "The SLO's quantile measured over the last decision period",
-        Some(Unit::Seconds),
-        &slo_rows(&|s| s.observed_seconds),
-    )?;
-    counter(
-        enc,
-        "iowarden_tune_slo_periods",
-        "Decision periods measured for the SLO",
-        None,
-        &slo_rows(&|s| Some(s.periods as f64)),
-    )?;
-    counter(
-        enc,
-        "iowarden_tune_slo_periods_met",
-        "Decision periods in which the SLO held",
-        None,
-        &slo_rows(&|s| Some(s.periods_met as f64)),
-    )?;
-    counter(
-        enc,
-        "iowarden_tune_slo_periods_after_convergence",
-        "Decision periods measured for the SLO since the search first converged",
-        None,
-        &slo_rows(&|s| Some(s.periods_after_convergence as f64)),
-    )?;
-    counter(
-        enc,
-        "iowarden_tune_slo_periods_missed_after_convergence",
-        "Decision periods since the search first converged in which the SLO missed",
-        None,
-        &slo_rows(&|s| Some(s.periods_missed_after_convergence as f64)),
-    )?;
-    counter(
-        enc,
-        "iowarden_tune_slo_periods_missed_under_model_change",
-        "Decision periods in which the SLO missed while they ran under an io.cost.model change still being judged",
-        None,
-        &slo_rows(&|s| Some(s.periods_missed_under_model_change as f64)),
-    )?;
-    gauge(
-        enc,
-        "iowarden_tune_slo_worst_after_convergence",
-        "The SLO's worst quantile over a decision period since the search first converged",
-        Some(Unit::Seconds),
-        &slo_rows(&|s| s.worst_after_convergence_seconds),
-    )
+    let records: Vec<(Labels, &TunerSlo)> = t
+        .slos
+        .iter()
+        .map(|s| {
+            let l = kv(&[("device", dev), ("cgroup", &s.cgroup), ("slo", &s.slo)]);
+            (l, s)
+        })
+        .collect();
+    encode_families(enc, &records)
 }
 
 fn encode_state(enc: &mut DescriptorEncoder, t: &TunerStatus) -> std::fmt::Result {

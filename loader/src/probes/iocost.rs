@@ -133,10 +133,10 @@ impl Probe for IocostProbe {
         Ok(())
     }
 
-    fn fill(&mut self, snap: &mut Snapshot, ctx: &mut HostNames) -> Result<()> {
+    fn fill(&mut self, snap: &mut Snapshot, names: &mut HostNames) -> Result<()> {
         let files = ControllerFiles::read(self.cgroup2.as_deref());
         for (devt, d) in &self.last.devs {
-            let device = ctx.devices.get(*devt);
+            let device = names.devices.get(*devt);
             snap.iocost_devices.push(files.device(device, Some(d)));
         }
         // Devices with iocost on that raised no event since we attached
@@ -151,12 +151,12 @@ impl Probe for IocostProbe {
                 continue;
             }
             snap.iocost_devices
-                .push(files.device(ctx.devices.get(devt), None));
+                .push(files.device(names.devices.get(devt), None));
         }
         let mut io_stats = CgroupIoStats::new(self.cgroup2.as_deref());
         for (k, c) in &self.last.cgroups {
-            let device = ctx.devices.get(k.devt);
-            let cgroup = cgroup_ref(ctx.resolver, k.cgid);
+            let device = names.devices.get(k.devt);
+            let cgroup = cgroup_ref(names.resolver, k.cgid);
             let usage = io_stats.usage_seconds(&cgroup.path, &device);
             snap.iocost_cgroups
                 .push(cgroup_row(device, cgroup, c, usage));

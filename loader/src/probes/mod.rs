@@ -57,7 +57,7 @@ pub trait Probe {
         Ok(())
     }
     /// Writes this object's part of `snap` from the last read.
-    fn fill(&mut self, snap: &mut Snapshot, ctx: &mut HostNames) -> Result<()>;
+    fn fill(&mut self, snap: &mut Snapshot, names: &mut HostNames) -> Result<()>;
     /// Run count and time of the attached programs.
     fn prog_stats(&self) -> Vec<BpfProgramStats> {
         Vec::new()

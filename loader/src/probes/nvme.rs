@@ -162,13 +162,13 @@ impl Probe for NvmeProbe {
         Ok(())
     }
 
-    fn fill(&mut self, snap: &mut Snapshot, ctx: &mut HostNames) -> Result<()> {
+    fn fill(&mut self, snap: &mut Snapshot, names: &mut HostNames) -> Result<()> {
         let s = &self.last;
         for (k, v) in &s.qcg {
             snap.nvme_queue_cgroups.push(NvmeQueueCgroup {
-                device: ctx.devices.get(k.devt),
+                device: names.devices.get(k.devt),
                 qid: k.qid,
-                cgroup: cgroup_ref(ctx.resolver, k.cgid),
+                cgroup: cgroup_ref(names.resolver, k.cgid),
                 commands: v.commands,
                 completions: v.completions,
                 bytes: v.bytes,
@@ -179,16 +179,16 @@ impl Probe for NvmeProbe {
         }
         for (k, v) in &s.hol {
             snap.nvme_hol.push(HolSeries {
-                device: ctx.devices.get(k.devt),
+                device: names.devices.get(k.devt),
                 qid: k.qid,
-                victim: cgroup_ref(ctx.resolver, k.victim),
-                culprit: (k.culprit != 0).then(|| cgroup_ref(ctx.resolver, k.culprit)),
+                victim: cgroup_ref(names.resolver, k.victim),
+                culprit: (k.culprit != 0).then(|| cgroup_ref(names.resolver, k.culprit)),
                 count: v.count,
                 latency_sum_seconds: v.lat_sum_ns as f64 / 1e9,
             });
         }
         for (k, v) in &s.queues {
-            let queue = queue_of(snap, ctx.devices.get(k.devt), k.qid, v);
+            let queue = queue_of(snap, names.devices.get(k.devt), k.qid, v);
             snap.nvme_queues.push(queue);
         }
         snap.nvme_queue_cgroups

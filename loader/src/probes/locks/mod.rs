@@ -268,13 +268,13 @@ impl Probe for LockProbe {
         Ok(())
     }
 
-    fn fill(&mut self, snap: &mut Snapshot, ctx: &mut HostNames) -> Result<()> {
-        let (skel, names) = (&self.skel, &mut self.names);
-        let stack_names = |id: u32| names.get(id, || stack_addrs(skel, id));
+    fn fill(&mut self, snap: &mut Snapshot, names: &mut HostNames) -> Result<()> {
+        let (skel, stacks) = (&self.skel, &mut self.names);
+        let stack_names = |id: u32| stacks.get(id, || stack_addrs(skel, id));
         snap.locks = Some(report::build(
             &self.last,
             self.block_only,
-            ctx.resolver,
+            names.resolver,
             stack_names,
             &mut self.top,
         ));
