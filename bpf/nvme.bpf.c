@@ -128,13 +128,16 @@ int BPF_PROG(nvme_setup_cmd, struct request *rq, void *cmd)
 	qk.qid = qid;
 	q = lookup_or_init(&q_state, &qk, &zq);
 	if (q && (flags & NVME_IOW_LARGE)) {
-		/* This cgroup's entry among the queue's large in-flight owners. */
+		/* This cgroup's entry among the queue's large in-flight owners:
+		 * its own, a free one, or one whose owner has none in flight
+		 * (else the first few cgroups ever to send large requests would
+		 * hold the entries for good). */
 		for (int i = 0; i < NVME_IOW_HOL_CULPRITS; i++) {
 			__u64 owner = q->large[i].cgid;
 
 			if (owner == k.cgid + 1 ||
-			    (owner == 0 &&
-			     __sync_val_compare_and_swap(&q->large[i].cgid, 0, k.cgid + 1) == 0)) {
+			    ((owner == 0 || q->large[i].inflight <= 0) &&
+			     __sync_val_compare_and_swap(&q->large[i].cgid, owner, k.cgid + 1) == owner)) {
 				__sync_fetch_and_add(&q->large[i].inflight, 1);
 				large_idx = i;
 				break;
@@ -235,7 +238,9 @@ int BPF_PROG(nvme_sq, struct request *rq, __le16 sq_head, int sq_tail)
 	__u32 qid, occ;
 	__s32 d;
 
-	if (!rq)
+	/* Unknown size (no namespace at start, said in the status): no
+	 * occupancy rather than a wrong one after the tail wraps. */
+	if (!rq || !sq_size)
 		return 0;
 	qid = rq_qid(rq);
 	if (!qid)

@@ -13,6 +13,7 @@ use libbpf_rs::{Link, MapCore, MapFlags};
 
 use crate::iocost_skel::types::{iocost_iow_cg, iocost_iow_cg_key, iocost_iow_dev};
 use crate::iocost_skel::{IocostSkel, IocostSkelBuilder};
+use crate::probes::gap_watch::GapWatch;
 use crate::probes::{
     attach, cgroup_ref, load_only, open_object, pod, tracepoint_available, HostNames, Probe,
 };
@@ -38,6 +39,8 @@ pub struct IocostProbe {
     /// The cgroup2 mount, where the controller's files are.
     cgroup2: Option<PathBuf>,
     last: IocostSample,
+    /// Fields read as 0 that the kernel never leaves 0: never silently wrong.
+    watch: GapWatch,
 }
 
 #[derive(Default)]
@@ -109,6 +112,7 @@ impl IocostProbe {
                 _links: links,
                 cgroup2: cgroup2_root(),
                 last: IocostSample::default(),
+                watch: GapWatch::new("iocost"),
             }),
             status(true, reason),
         ))
@@ -167,7 +171,60 @@ impl Probe for IocostProbe {
         });
         snap.iocost_cgroups
             .sort_by(|a, b| (&a.device, a.cgroup.id).cmp(&(&b.device, b.cgroup.id)));
+        if let Some(line) = self.watch.set(self.last.unreadable_fields()) {
+            crate::say!("iowarden: {line}");
+        }
+        self.watch.show(snap);
         Ok(())
+    }
+}
+
+impl IocostSample {
+    /// What the programs read as 0 although the kernel never leaves it 0
+    /// once iocost is on (a layout this build cannot read): a device's
+    /// dev_t or base vrate, a cgroup's id or weight (set from io.weight or
+    /// the default, 1..10000, before the first event).
+    fn unreadable_fields(&self) -> Option<String> {
+        let zero = |what: &str, n: usize, of: usize, unit: &str| {
+            (n > 0).then(|| format!("{what} reads 0 for {n} of {of} {unit}"))
+        };
+        let (devs, cgs) = (self.devs.len(), self.cgroups.len());
+        let count =
+            |f: &dyn Fn(&(u32, iocost_iow_dev)) -> bool| self.devs.iter().filter(|d| f(d)).count();
+        let count_cg = |f: &dyn Fn(&(iocost_iow_cg_key, iocost_iow_cg)) -> bool| {
+            self.cgroups.iter().filter(|c| f(c)).count()
+        };
+        let found: Vec<String> = [
+            zero("the dev_t", count(&|(devt, _)| *devt == 0), devs, "devices"),
+            zero(
+                "the base vrate",
+                count(&|(_, d)| d.vrate == 0),
+                devs,
+                "devices",
+            ),
+            zero("the dev_t", count_cg(&|(k, _)| k.devt == 0), cgs, "cgroups"),
+            zero(
+                "the cgroup id",
+                count_cg(&|(k, _)| k.cgid == 0),
+                cgs,
+                "cgroups",
+            ),
+            zero(
+                "the weight",
+                count_cg(&|(_, c)| c.weight == 0),
+                cgs,
+                "cgroups",
+            ),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        (!found.is_empty()).then(|| {
+            format!(
+                "in the iocost events {}: iocost metrics wrong on this kernel",
+                found.join("; ")
+            )
+        })
     }
 }
 
@@ -354,6 +411,41 @@ pub fn read_root_knob(root: &Path, file: &str) -> HashMap<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::devices::kernel_devt;
+
+    #[test]
+    fn fields_read_as_zero_are_named_and_a_sound_sample_passes() {
+        let dev = |vrate| iocost_iow_dev {
+            vrate,
+            ..Default::default()
+        };
+        let key = |devt, cgid| iocost_iow_cg_key {
+            devt,
+            cgid,
+            ..Default::default()
+        };
+        let cg = |weight| iocost_iow_cg {
+            weight,
+            ..Default::default()
+        };
+        let sound = IocostSample {
+            devs: vec![(kernel_devt(259, 0), dev(1 << 20))],
+            cgroups: vec![(key(kernel_devt(259, 0), 7), cg(100))],
+        };
+        assert_eq!(sound.unreadable_fields(), None);
+        let wrong = IocostSample {
+            devs: vec![(0, dev(0)), (kernel_devt(259, 0), dev(1 << 20))],
+            cgroups: vec![(key(kernel_devt(259, 0), 7), cg(0)), (key(0, 8), cg(100))],
+        };
+        assert_eq!(
+            wrong.unreadable_fields().as_deref(),
+            Some(
+                "in the iocost events the dev_t reads 0 for 1 of 2 devices; the base vrate reads 0 \
+                 for 1 of 2 devices; the dev_t reads 0 for 1 of 2 cgroups; the weight reads 0 for 1 \
+                 of 2 cgroups: iocost metrics wrong on this kernel"
+            )
+        );
+    }
 
     #[test]
     fn finds_device_lines_and_fields() {

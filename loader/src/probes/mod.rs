@@ -24,6 +24,7 @@ use crate::host::devices::DeviceNames;
 pub mod block;
 pub mod bpf_stats;
 pub mod features;
+pub mod gap_watch;
 pub mod iocost;
 pub mod locks;
 pub mod mapped;

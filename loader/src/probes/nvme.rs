@@ -3,8 +3,12 @@
 //! submission-queue occupancy. Absent driver: one probe status saying so,
 //! nothing else changes.
 
+use std::collections::BTreeSet;
+
 use anyhow::{Context, Result};
-use iowarden_exporters::{HolSeries, NvmeQueue, NvmeQueueCgroup, ProbeStatus, Snapshot};
+use iowarden_exporters::{
+    DeviceRef, HolSeries, NvmeQueue, NvmeQueueCgroup, Op, ProbeStatus, Snapshot, TableFill,
+};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags};
 
@@ -13,7 +17,10 @@ use crate::nvme_skel::types::{
     nvme_iow_qcg_stats,
 };
 use crate::nvme_skel::{NvmeSkel, NvmeSkelBuilder};
-use crate::probes::{attach, cgroup_ref, load_only, open_object, pod, HostNames, Probe};
+use crate::probes::gap_watch::GapWatch;
+use crate::probes::{
+    attach, cgroup_ref, load_only, open_object, pod, table_fill, HostNames, Probe,
+};
 
 const PROGRAMS: &[&str] = &["nvme_setup_cmd", "nvme_complete_rq", "nvme_sq"];
 
@@ -36,6 +43,10 @@ pub struct NvmeProbe {
     skel: NvmeSkel<'static>,
     _links: Vec<Link>,
     last: NvmeSample,
+    /// The commands, and their bytes, against the block completions on
+    /// NVMe devices: never silently empty.
+    commands_watch: GapWatch,
+    bytes_watch: GapWatch,
 }
 
 #[derive(Default)]
@@ -61,6 +72,15 @@ fn sq_size() -> u32 {
         }
     }
     0
+}
+
+/// IOWARDEN_NVME_TABLE_ENTRIES=N shrinks the per-(queue, cgroup) table,
+/// so that tests fill it and see the commands it drops reported.
+fn table_entries_override() -> Option<u32> {
+    std::env::var("IOWARDEN_NVME_TABLE_ENTRIES")
+        .ok()?
+        .parse()
+        .ok()
 }
 
 /// Why the nvme programs cannot load here, if they cannot: they read the
@@ -111,6 +131,17 @@ impl NvmeProbe {
         ro.small_bytes = cfg.small_bytes;
         ro.large_bytes = cfg.large_bytes;
         ro.sq_size = sq_size();
+        // Occupancy is tail - head modulo the queue size: without it the
+        // occupancy families would be wrong after every wrap.
+        let caveat = if ro.sq_size == 0 {
+            "no NVMe namespace at start to read the submission-queue size from \
+             (/sys/block/nvme*/queue/nr_requests): no submission-queue occupancy"
+        } else {
+            ""
+        };
+        if let Some(n) = table_entries_override() {
+            open.maps.qcg_stats.set_max_entries(n)?;
+        }
         load_only(open.open_object_mut(), PROGRAMS)?;
         let skel = match open.load() {
             Ok(s) => s,
@@ -133,8 +164,10 @@ impl NvmeProbe {
                 skel,
                 _links: links,
                 last: NvmeSample::default(),
+                commands_watch: GapWatch::new("nvme"),
+                bytes_watch: GapWatch::new("nvme"),
             }),
-            status(true, String::new()),
+            status(true, caveat.into()),
         ))
     }
 }
@@ -159,6 +192,31 @@ impl Probe for NvmeProbe {
             }
         }
         self.last = out;
+        Ok(())
+    }
+
+    fn cgroup_ids(&self) -> BTreeSet<u64> {
+        let qcg = self.last.qcg.iter().map(|(k, _)| k.cgid);
+        let hol = self
+            .last
+            .hol
+            .iter()
+            .flat_map(|(k, _)| [k.victim, k.culprit]);
+        qcg.chain(hol).filter(|&id| id != 0).collect()
+    }
+
+    /// Deletes the entries of cgroups that are gone (as victim or culprit),
+    /// so a host with short-lived cgroups does not fill the tables.
+    fn release(&mut self, gone: &BTreeSet<u64>) -> Result<()> {
+        if gone.is_empty() {
+            return Ok(());
+        }
+        let m = &self.skel.maps;
+        delete_entries(&m.qcg_stats, |k: &nvme_iow_qcg_key| gone.contains(&k.cgid))?;
+        let of_gone = |k: &nvme_iow_hol_key| gone.contains(&k.victim) || gone.contains(&k.culprit);
+        delete_entries(&m.hol_stats, of_gone)?;
+        self.last.qcg.retain(|(k, _)| !gone.contains(&k.cgid));
+        self.last.hol.retain(|(k, _)| !of_gone(k));
         Ok(())
     }
 
@@ -195,8 +253,119 @@ impl Probe for NvmeProbe {
             .sort_by(|a, b| (&a.device, a.qid, a.cgroup.id).cmp(&(&b.device, b.qid, b.cgroup.id)));
         snap.nvme_queues
             .sort_by(|a, b| (&a.device, a.qid).cmp(&(&b.device, b.qid)));
+        self.watch(snap);
         Ok(())
     }
+
+    /// Entries of the per-(queue, cgroup) and head-of-line tables: a full
+    /// one leaves new cgroups' commands uncounted.
+    fn table_fill(&self) -> Vec<TableFill> {
+        let m = &self.skel.maps;
+        vec![
+            table_fill(
+                "nvme_queue_cgroups",
+                self.last.qcg.len() as u64,
+                m.qcg_stats.max_entries().into(),
+            ),
+            table_fill(
+                "nvme_hol",
+                self.last.hol.len() as u64,
+                m.hol_stats.max_entries().into(),
+            ),
+        ]
+    }
+}
+
+impl NvmeProbe {
+    /// Says when the NVMe commands (or their bytes) fall short of the reads
+    /// and writes the block programs completed on NVMe devices, and shows it
+    /// in the snapshot's nvme status. Block fills first, so its series are
+    /// in `snap`.
+    fn watch(&mut self, snap: &mut Snapshot) {
+        let c = NvmeCounts::of(snap);
+        let table = format!(
+            "{} of {} entries of the per-(queue, cgroup) table in use",
+            self.last.qcg.len(),
+            self.skel.maps.qcg_stats.max_entries()
+        );
+        let commands = self
+            .commands_watch
+            .check(c.block_ios, c.commands, |ios, commands| {
+                format!(
+                    "the nvme programs saw {commands} commands for {ios} reads and writes the \
+                     block programs completed on NVMe devices since the last check ({table}): \
+                     NVMe queue metrics incomplete on this kernel"
+                )
+            });
+        let bytes = self
+            .bytes_watch
+            .check(c.block_bytes, c.bytes, |bytes, seen| {
+                format!(
+                    "the nvme programs read {seen} bytes of commands for {bytes} bytes the block \
+                 programs completed on NVMe devices since the last check: command sizes \
+                 (bytes, small and large commands, head-of-line) incomplete on this kernel"
+                )
+            });
+        // Missing commands miss their bytes too: that one line says it.
+        let bytes = bytes.filter(|_| self.commands_watch.status().is_none());
+        for line in [commands, bytes].into_iter().flatten() {
+            crate::say!("iowarden: {line}");
+        }
+        // The commands' gap, where there is one, is the status shown.
+        self.bytes_watch.show(snap);
+        self.commands_watch.show(snap);
+    }
+}
+
+/// What the block and the nvme programs counted on the NVMe devices the
+/// block programs trace.
+#[derive(Debug, Default, PartialEq)]
+struct NvmeCounts {
+    block_ios: u64,
+    block_bytes: u64,
+    commands: u64,
+    bytes: u64,
+}
+
+impl NvmeCounts {
+    fn of(snap: &Snapshot) -> NvmeCounts {
+        let nvme: BTreeSet<&DeviceRef> = snap
+            .io
+            .iter()
+            .map(|s| &s.device)
+            .filter(|d| d.name.starts_with("nvme"))
+            .collect();
+        let mut c = NvmeCounts::default();
+        for s in snap.io.iter().filter(|s| nvme.contains(&s.device)) {
+            if matches!(s.op, Op::Read | Op::Write) {
+                c.block_ios += s.ios;
+                c.block_bytes += s.bytes;
+            }
+        }
+        for q in snap
+            .nvme_queue_cgroups
+            .iter()
+            .filter(|q| nvme.contains(&q.device))
+        {
+            c.commands += q.commands;
+            c.bytes += q.bytes;
+        }
+        c
+    }
+}
+
+/// Deletes the entries of `map` whose key (a skeleton type) `gone` picks
+/// (one deleted meanwhile: nothing to do).
+fn delete_entries<K: Copy + Default>(map: &impl MapCore, gone: impl Fn(&K) -> bool) -> Result<()> {
+    for k in map.keys() {
+        if gone(&pod::<K>(&k)) {
+            match map.delete(&k) {
+                Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => {}
+                r => r?,
+            }
+        }
+    }
+    Ok(())
 }
 
 /// One submission queue, with the CPUs of its blk-mq hardware queue (NVMe
@@ -230,7 +399,59 @@ fn queue_of(
 
 #[cfg(test)]
 mod tests {
-    use super::missing_requirement;
+    use super::{missing_requirement, NvmeCounts};
+    use iowarden_exporters::{DeviceRef, IoSeries, NvmeQueueCgroup, Op, Snapshot};
+
+    fn dev(name: &str, minor: u32) -> DeviceRef {
+        DeviceRef {
+            name: name.into(),
+            major: 259,
+            minor,
+        }
+    }
+
+    #[test]
+    fn counts_reads_and_writes_of_nvme_devices_against_their_commands() {
+        let io = |d: &DeviceRef, op, ios, bytes| IoSeries {
+            device: d.clone(),
+            op,
+            ios,
+            bytes,
+            ..Default::default()
+        };
+        let (nvme, other) = (dev("nvme0n1", 0), dev("vdb", 16));
+        let qcg = |d: &DeviceRef, qid, commands, bytes| NvmeQueueCgroup {
+            device: d.clone(),
+            qid,
+            commands,
+            bytes,
+            ..Default::default()
+        };
+        let snap = Snapshot {
+            io: vec![
+                io(&nvme, Op::Read, 100, 409600),
+                io(&nvme, Op::Write, 10, 40960),
+                io(&nvme, Op::Flush, 7, 0),
+                io(&other, Op::Read, 5000, 1 << 30),
+            ],
+            nvme_queue_cgroups: vec![
+                qcg(&nvme, 1, 60, 245760),
+                qcg(&nvme, 2, 57, 204800),
+                // A device the block programs do not trace (--device).
+                qcg(&dev("nvme1n1", 1), 1, 999, 999),
+            ],
+            ..Default::default()
+        };
+        assert_eq!(
+            NvmeCounts::of(&snap),
+            NvmeCounts {
+                block_ios: 110,
+                block_bytes: 450560,
+                commands: 117,
+                bytes: 450560,
+            }
+        );
+    }
 
     #[test]
     fn names_the_first_missing_requirement() {

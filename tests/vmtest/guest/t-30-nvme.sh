@@ -1,14 +1,17 @@
-# vmtest-checks: 8
+# vmtest-checks: 11
 # vmtest-kernels: 6.1 6.12
 # NVMe programs: per-qid completions add up to the block layer's count;
 # pinned fio lands on the qid of its CPU; head-of-line interference names
-# the large-request cgroup sharing the victim's queue, and vanishes when the
+# the large-request cgroup sharing the victim's queue (after eight other
+# cgroups sent large requests on it and went away), and vanishes when the
 # victim moves to a CPU on another queue; each queue names the CPUs its
-# hardware queue serves.
+# hardware queue serves; the entries of removed cgroups are released; the
+# commands match the block completions (status stays active), and a table
+# too small to count them is reported (status 0 with the reason).
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 echo +io > $CG/cgroup.subtree_control
-mkdir -p $CG/nv-a $CG/nv-vic $CG/nv-hog
+mkdir -p $CG/nv-a $CG/nv-vic $CG/nv-hog $(seq -f "$CG/nv-big%g" 8)
 "$IOWARDEN_BIN" run --listen 127.0.0.1:9620 --interval 500ms --device $DEV > $SCRATCH/iowarden-nvme.log 2>&1 &
 IW=$!
 for _ in $(seq 600); do python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:9620/snapshot.json")' 2>/dev/null && break; sleep 0.2; done
@@ -21,6 +24,12 @@ in_cg nv-a 0 --name=a0 --rw=randread --bs=4k --iodepth=4 --number_ios=3000
 snap 1
 in_cg nv-a 1 --name=a1 --rw=randread --bs=4k --iodepth=4 --number_ios=3000
 snap 2
+# Eight cgroups send large requests on cpu 0's queue and go away: the hog
+# after them must still find an entry among the queue's large-request owners.
+for i in $(seq 8); do in_cg nv-big$i 0 --name=big$i --rw=randread --bs=256k --iodepth=4 --number_ios=32; done
+snap big
+python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(" ".join(sorted({str(x["cgroup"]["id"]) for x in s["nvme_queue_cgroups"] if x["cgroup"]["path"].startswith("/nv-big")})))' $SCRATCH/nv-big.json > $SCRATCH/nv-big-ids
+rmdir $(seq -f "$CG/nv-big%g" 8)
 # Victim 4 KiB QD1 beside a 256 KiB QD32 hog on the same CPU (same queue),
 # then on the other CPU (other queue).
 in_cg nv-hog 0 --name=hog --rw=randread --bs=256k --iodepth=32 --time_based --runtime=20 & H=$!
@@ -97,5 +106,28 @@ ok "nvme metrics exported (hol events, cpu map)" "grep -q '^iowarden_nvme_hol_ev
 python3 "$(dirname "$0")/promql.py" $SCRATCH 127.0.0.1:9620 "$(dirname "$0")/../../../dashboards/iowarden-nvme-queues.json" > $SCRATCH/promql-9620 2>&1
 cat $SCRATCH/promql-9620
 ok "dashboard iowarden-nvme-queues.json: every panel query returns data from a real Prometheus" "grep -q '^OK  *panel' $SCRATCH/promql-9620 && ! grep -q '^BAD' $SCRATCH/promql-9620"
+# The removed cgroups' entries are released (at the second poll that finds
+# them gone).
+released() { python3 -c 'import json,sys,urllib.request as u; s=json.load(u.urlopen("http://127.0.0.1:9620/snapshot.json")); ids=set(open(sys.argv[1]).read().split()); left=[x for x in s["nvme_queue_cgroups"] if str(x["cgroup"]["id"]) in ids]; print(len(ids), "removed cgroups had entries;", len(left), "left"); sys.exit(0 if ids and not left else 1)' $SCRATCH/nv-big-ids; }
+for _ in $(seq 60); do released > $SCRATCH/nv-released 2>&1 && break; sleep 0.5; done
+cat $SCRATCH/nv-released
+ok "nvme: the entries of 8 removed cgroups are released" "released"
+probe_of() { python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print([p for p in s["probes"] if p["name"] == "nvme"])' "$1"; }
+probe_of $SCRATCH/nv-4.json
+ok "nvme: commands match the block completions (status active, no gap said)" \
+  "[ \"\$(probe_of $SCRATCH/nv-4.json)\" = \"[{'name': 'nvme', 'active': True, 'reason': ''}]\" ] && ! grep -q 'nvme inactive' $SCRATCH/iowarden-nvme.log"
 kill $IW; wait $IW 2>/dev/null || true   # killed: status 143
+# A per-(queue, cgroup) table of one entry: the first queue's reads take
+# it, the second's are dropped; the watch says so instead of exporting less.
+IOWARDEN_NVME_TABLE_ENTRIES=1 "$IOWARDEN_BIN" run --listen 127.0.0.1:9621 --interval 500ms --device $DEV > $SCRATCH/iowarden-nvme-full.log 2>&1 &
+IW=$!
+for _ in $(seq 600); do python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:9621/snapshot.json")' 2>/dev/null && break; sleep 0.2; done
+in_cg nv-a 0 --name=f0 --rw=randread --bs=4k --iodepth=4 --number_ios=3000
+in_cg nv-a 1 --name=f1 --rw=randread --bs=4k --iodepth=4 --number_ios=3000
+gap() { python3 -c 'import json,sys,urllib.request as u; s=json.load(u.urlopen("http://127.0.0.1:9621/snapshot.json")); p=[p for p in s["probes"] if p["name"] == "nvme"]; print(p); sys.exit(0 if len(p) == 1 and not p[0]["active"] and "commands for" in p[0]["reason"] and "1 of 1 entries" in p[0]["reason"] else 1)'; }
+for _ in $(seq 60); do gap > $SCRATCH/nv-gap 2>&1 && break; sleep 0.5; done
+cat $SCRATCH/nv-gap; grep 'nvme inactive' $SCRATCH/iowarden-nvme-full.log
+ok "nvme: a table too small for the commands is reported (status 0 with the reason, said in the log)" \
+  "gap && grep -q 'nvme inactive: the nvme programs saw' $SCRATCH/iowarden-nvme-full.log"
+kill $IW; wait $IW 2>/dev/null || true
 rmdir $CG/nv-a $CG/nv-vic $CG/nv-hog

@@ -1,10 +1,11 @@
-# vmtest-checks: 10
+# vmtest-checks: 11
 # iocost programs: with iocost on the NVMe device (a model whose capacity is
 # below what the emulated device delivers, vrate pinned at 100%) two cgroups
 # of io.weight 100 and 500 running the same saturating job: iowarden's
 # hweight_active matches the configured share, the cgroups' I/O shares follow
-# the weights within 20%, and its vrate equals io.stat's cost.vrate.
-# Everything changed is restored.
+# the weights within 20%, and its vrate equals io.stat's cost.vrate; the
+# fields the events carry read as the kernel holds them (the iocost status
+# stays active). Everything changed is restored.
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 MM=$(cat /sys/block/$DEV/dev)
@@ -88,6 +89,12 @@ ok "iocost metrics exported" "grep -q '^iowarden_iocost_hweight_active_ratio' $S
 python3 "$(dirname "$0")/promql.py" $SCRATCH 127.0.0.1:9621 "$(dirname "$0")/../../../dashboards/iowarden-iocost.json" > $SCRATCH/promql-9621 2>&1
 cat $SCRATCH/promql-9621
 ok "dashboard iowarden-iocost.json: every panel query returns data from a real Prometheus" "grep -q '^OK  *panel' $SCRATCH/promql-9621 && ! grep -q '^BAD' $SCRATCH/promql-9621"
+# Never silently wrong: the cgroups' events were read (activations, weights)
+# and iowarden found no field reading 0 (its iocost status keeps the reason
+# it started with, e.g. a tracepoint the kernel lacks).
+iocost_sound() { python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); p=[p for p in s["probes"] if p["name"] == "iocost"]; c={x["cgroup"]["path"]: x for x in s["iocost_cgroups"]}; print(p, {k: (c[k]["activations"], c[k]["weight"]) for k in c}); sys.exit(0 if len(p) == 1 and p[0]["active"] and "iocost events" not in p[0]["reason"] and all(c.get(k, {}).get("activations", 0) > 0 for k in ("/ic-a", "/ic-b")) else 1)' $SCRATCH/ic-2.json; }
+iocost_sound
+ok "iocost: the events' fields read as the kernel holds them (status active, no gap said)" "iocost_sound && ! grep -q 'iocost inactive' $SCRATCH/iowarden-iocost.log"
 kill $IW; wait $IW 2>/dev/null || true   # killed: status 143
 
 # Restore: iocost off and automatic parameters again (or the lines we found).

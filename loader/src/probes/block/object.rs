@@ -94,7 +94,7 @@ impl Block {
         if let Some(line) = watch.check(snap) {
             crate::say!("iowarden: {line}");
         }
-        snap.probes.extend(watch.status());
+        watch.show(snap);
     }
 }
 

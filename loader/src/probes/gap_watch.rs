@@ -1,0 +1,125 @@
+//! Never silently empty: a probe that attaches but cannot fill what it
+//! exports (a stamp the kernel does not set, a field this build reads as 0,
+//! a tracepoint that never fires for the requests it should see) says so,
+//! in the log and in `iowarden_probe_active{probe, reason}`, at the first
+//! poll that shows it. A watch compares, poll by poll, what a probe saw
+//! with what it should have seen (e.g. NVMe commands against the block
+//! completions on NVMe devices).
+
+use iowarden_exporters::{ProbeStatus, Snapshot};
+
+use crate::probes::status;
+
+/// New events a poll needs before it is judged: enough that a gap is not
+/// the skew between two tracepoints of the same requests.
+pub const MIN_EVENTS: u64 = 1000;
+
+pub struct GapWatch {
+    /// The status's probe name ("latency", "nvme").
+    probe: &'static str,
+    /// (expected, seen) at the last judged poll.
+    last: (u64, u64),
+    /// Why the probe's metrics are incomplete, while they are.
+    missing: Option<String>,
+}
+
+impl GapWatch {
+    pub fn new(probe: &'static str) -> GapWatch {
+        GapWatch {
+            probe,
+            last: (0, 0),
+            missing: None,
+        }
+    }
+
+    /// Judges the events since the last judged poll, once there are
+    /// MIN_EVENTS expected ones: fewer than half of them seen is a gap,
+    /// which `why(new_expected, new_seen)` explains. Totals that went down
+    /// (series released with their cgroups) restart the count. Returns a
+    /// line to log when the state changes.
+    pub fn check(
+        &mut self,
+        expected: u64,
+        seen: u64,
+        why: impl FnOnce(u64, u64) -> String,
+    ) -> Option<String> {
+        if expected < self.last.0 || seen < self.last.1 {
+            self.last = (expected, seen);
+            return None;
+        }
+        let (new_expected, new_seen) = (expected - self.last.0, seen - self.last.1);
+        if new_expected < MIN_EVENTS {
+            return None;
+        }
+        self.last = (expected, seen);
+        let gap = new_seen * 2 < new_expected;
+        self.set(gap.then(|| why(new_expected, new_seen)))
+    }
+
+    /// Records whether (and why) the probe's metrics are incomplete now;
+    /// returns a line to log when that changes.
+    pub fn set(&mut self, missing: Option<String>) -> Option<String> {
+        let line = match (&missing, &self.missing) {
+            (Some(why), None) => Some(format!("{} inactive: {why}", self.probe)),
+            (None, Some(_)) => Some(format!("{}: complete again", self.probe)),
+            _ => None,
+        };
+        self.missing = missing;
+        line
+    }
+
+    /// The probe's status while a gap lasts.
+    pub fn status(&self) -> Option<ProbeStatus> {
+        self.missing
+            .as_ref()
+            .map(|why| status(self.probe, false, why))
+    }
+
+    /// Shows a gap in the snapshot: the probe's status (the one from its
+    /// start, if any) becomes inactive with the reason.
+    pub fn show(&self, snap: &mut Snapshot) {
+        if let Some(gap) = self.status() {
+            snap.probes.retain(|p| p.name != gap.name);
+            snap.probes.push(gap);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn why(expected: u64, seen: u64) -> String {
+        format!("{seen} of {expected}")
+    }
+
+    #[test]
+    fn says_once_when_events_go_missing_and_when_they_are_seen_again() {
+        let mut w = GapWatch::new("nvme");
+        assert_eq!(w.check(500, 0, why), None, "too few to judge");
+        assert_eq!(
+            w.check(4096, 0, why).as_deref(),
+            Some("nvme inactive: 0 of 4096")
+        );
+        assert!(w
+            .status()
+            .is_some_and(|s| !s.active && s.reason == "0 of 4096"));
+        assert_eq!(w.check(8192, 100, why), None, "said once");
+        assert_eq!(
+            w.check(10000, 1800, why).as_deref(),
+            Some("nvme: complete again")
+        );
+        assert!(w.status().is_none());
+    }
+
+    #[test]
+    fn totals_that_go_down_restart_the_count_instead_of_judging() {
+        let mut w = GapWatch::new("nvme");
+        assert_eq!(w.check(5000, 5000, why), None);
+        // Cgroups released: both totals drop; the next 1000 are judged
+        // from the new totals, not from the old ones.
+        assert_eq!(w.check(3000, 2000, why), None);
+        assert_eq!(w.check(4000, 3000, why), None, "1000 of 1000 seen");
+        assert!(w.check(5000, 3000, why).is_some(), "0 of 1000 seen");
+    }
+}
