@@ -221,7 +221,6 @@ pub fn run(
             .store(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
         refresh_runtime(&monitor);
         shared.polls.fetch_add(1, Ordering::Relaxed);
-        return_freed_memory();
     };
     stop.store(true, Ordering::Relaxed);
     match http.join() {
@@ -241,17 +240,5 @@ fn note_folding(cap: &CgroupCap, logged: &mut bool) {
             cap.max(),
             cap.folded()
         );
-    }
-}
-
-/// Hands the heap pages freed since the last poll back to the kernel. Each
-/// poll and scrape builds and drops megabytes at thousands of series; glibc
-/// keeps freed pages of its per-thread arenas mapped, so without this the
-/// resident size drifts with allocation timing instead of following what
-/// is live.
-fn return_freed_memory() {
-    // SAFETY: malloc_trim only walks and madvises glibc's own free lists.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
