@@ -85,7 +85,8 @@ impl<T: Sample> Sample for Option<T> {
 /// instead of the field. Attributes (`#[cfg(test)]`) go before the kind.
 /// A counter left out stays cumulative in a delta: model/delta_tests.rs
 /// fails for it. `metrics!(T, families only { … })` declares only the
-/// families, for a record whose [`Delta`] is written by hand.
+/// families, for a record whose [`Delta`] is written by hand or that has
+/// none.
 ///
 /// [`Delta`]: super::core::Delta
 macro_rules! metrics {
