@@ -17,8 +17,8 @@ pub const MIN_EVENTS: u64 = 1000;
 pub struct GapWatch {
     /// The status's probe name ("latency", "nvme").
     probe: &'static str,
-    /// (expected, seen) at the last judged poll.
-    last: (u64, u64),
+    /// The totals at the last judged poll (the first gates the judging).
+    last: Vec<u64>,
     /// Why the probe's metrics are incomplete, while they are.
     missing: Option<String>,
 }
@@ -27,33 +27,45 @@ impl GapWatch {
     pub fn new(probe: &'static str) -> GapWatch {
         GapWatch {
             probe,
-            last: (0, 0),
+            last: Vec::new(),
             missing: None,
         }
     }
 
-    /// Judges the events since the last judged poll, once there are
-    /// MIN_EVENTS expected ones: fewer than half of them seen is a gap,
-    /// which `why(new_expected, new_seen)` explains. Totals that went down
-    /// (series released with their cgroups) restart the count. Returns a
-    /// line to log when the state changes.
+    /// Fewer than half of the expected events seen since the last judged
+    /// poll is a gap, which `why(new_expected, new_seen)` explains.
     pub fn check(
         &mut self,
         expected: u64,
         seen: u64,
         why: impl FnOnce(u64, u64) -> String,
     ) -> Option<String> {
-        if expected < self.last.0 || seen < self.last.1 {
-            self.last = (expected, seen);
+        self.judge([expected, seen], |[new_expected, new_seen]| {
+            (new_seen * 2 < new_expected).then(|| why(new_expected, new_seen))
+        })
+    }
+
+    /// Judges the growth of `totals` since the last judged poll, once the
+    /// first (the events) grew by MIN_EVENTS: `gap(growth)` says why the
+    /// probe's metrics are incomplete, or None. Totals that went down
+    /// (series released with their cgroups) restart the count. Returns a
+    /// line to log when the state changes.
+    pub fn judge<const N: usize>(
+        &mut self,
+        totals: [u64; N],
+        gap: impl FnOnce([u64; N]) -> Option<String>,
+    ) -> Option<String> {
+        let last: [u64; N] = self.last.clone().try_into().unwrap_or([0; N]);
+        if totals.iter().zip(&last).any(|(now, before)| now < before) {
+            self.last = totals.to_vec();
             return None;
         }
-        let (new_expected, new_seen) = (expected - self.last.0, seen - self.last.1);
-        if new_expected < MIN_EVENTS {
+        let growth: [u64; N] = std::array::from_fn(|i| totals[i] - last[i]);
+        if growth.first().is_none_or(|&events| events < MIN_EVENTS) {
             return None;
         }
-        self.last = (expected, seen);
-        let gap = new_seen * 2 < new_expected;
-        self.set(gap.then(|| why(new_expected, new_seen)))
+        self.last = totals.to_vec();
+        self.set(gap(growth))
     }
 
     /// Records whether (and why) the probe's metrics are incomplete now;
@@ -110,6 +122,21 @@ mod tests {
             Some("nvme: complete again")
         );
         assert!(w.status().is_none());
+    }
+
+    #[test]
+    fn the_first_total_gates_the_judging_of_the_others() {
+        let mut w = GapWatch::new("nvme");
+        let zero_bytes = |[n, bytes, block]: [u64; 3]| {
+            (bytes == 0 && block > 0).then(|| format!("0 bytes in {n} commands"))
+        };
+        // 10 MiB in 900 commands: not judged yet, however many bytes.
+        assert_eq!(w.judge([900, 0, 10 << 20], zero_bytes), None);
+        assert_eq!(
+            w.judge([1900, 0, 20 << 20], zero_bytes).as_deref(),
+            Some("nvme inactive: 0 bytes in 1900 commands")
+        );
+        assert!(w.judge([2900, 4096, 30 << 20], zero_bytes).is_some());
     }
 
     #[test]

@@ -288,24 +288,30 @@ impl NvmeProbe {
             self.last.qcg.len(),
             self.skel.maps.qcg_stats.max_entries()
         );
-        let commands = self
-            .commands_watch
-            .check(c.block_ios, c.commands, |ios, commands| {
-                format!(
-                    "the nvme programs saw {commands} commands for {ios} reads and writes the \
-                     block programs completed on NVMe devices since the last check ({table}): \
-                     NVMe queue metrics incomplete on this kernel"
-                )
-            });
-        let bytes = self
-            .bytes_watch
-            .check(c.block_bytes, c.bytes, |bytes, seen| {
-                format!(
-                    "the nvme programs read {seen} bytes of commands for {bytes} bytes the block \
-                 programs completed on NVMe devices since the last check: command sizes \
-                 (bytes, small and large commands, head-of-line) incomplete on this kernel"
-                )
-            });
+        // Commands set up and completed: the setups less the growth of
+        // those in flight, free of the skew of a burst that ends between
+        // setup and completion.
+        let seen = c.commands.saturating_sub(c.inflight);
+        let commands = self.commands_watch.check(c.block_ios, seen, |ios, seen| {
+            format!(
+                "the nvme programs saw {seen} commands for {ios} reads and writes the block \
+                 programs completed on NVMe devices since the last check (set up and completed; \
+                 {table}): NVMe queue metrics incomplete on this kernel"
+            )
+        });
+        let bytes = self.bytes_watch.judge(
+            [seen, c.bytes, c.block_bytes],
+            |[commands, bytes, block_bytes]| {
+                (bytes == 0 && block_bytes > 0).then(|| {
+                    format!(
+                        "the nvme programs read 0 bytes in {commands} commands for {block_bytes} \
+                         bytes the block programs completed on NVMe devices since the last check: \
+                         command sizes (bytes, small and large commands, head-of-line) unknown \
+                         on this kernel"
+                    )
+                })
+            },
+        );
         // Missing commands miss their bytes too: that one line says it.
         let bytes = bytes.filter(|_| self.commands_watch.status().is_none());
         for line in [commands, bytes].into_iter().flatten() {
@@ -324,6 +330,8 @@ struct NvmeCounts {
     block_ios: u64,
     block_bytes: u64,
     commands: u64,
+    /// Of those, set up and not completed.
+    inflight: u64,
     bytes: u64,
 }
 
@@ -348,6 +356,7 @@ impl NvmeCounts {
             .filter(|q| nvme.contains(&q.device))
         {
             c.commands += q.commands;
+            c.inflight += q.inflight.max(0) as u64;
             c.bytes += q.bytes;
         }
         c
@@ -425,6 +434,7 @@ mod tests {
             qid,
             commands,
             bytes,
+            inflight: 2,
             ..Default::default()
         };
         let snap = Snapshot {
@@ -448,6 +458,7 @@ mod tests {
                 block_ios: 110,
                 block_bytes: 450560,
                 commands: 117,
+                inflight: 4,
                 bytes: 450560,
             }
         );

@@ -113,7 +113,7 @@ for _ in $(seq 60); do released > $SCRATCH/nv-released 2>&1 && break; sleep 0.5;
 cat $SCRATCH/nv-released
 ok "nvme: the entries of 8 removed cgroups are released" "released"
 probe_of() { python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print([p for p in s["probes"] if p["name"] == "nvme"])' "$1"; }
-probe_of $SCRATCH/nv-4.json
+probe_of $SCRATCH/nv-4.json; grep -E 'nvme( inactive|: complete)' $SCRATCH/iowarden-nvme.log
 ok "nvme: commands match the block completions (status active, no gap said)" \
   "[ \"\$(probe_of $SCRATCH/nv-4.json)\" = \"[{'name': 'nvme', 'active': True, 'reason': ''}]\" ] && ! grep -q 'nvme inactive' $SCRATCH/iowarden-nvme.log"
 kill $IW; wait $IW 2>/dev/null || true   # killed: status 143
