@@ -41,6 +41,8 @@ pub struct IocostProbe {
     last: IocostSample,
     /// Fields read as 0 that the kernel never leaves 0: never silently wrong.
     watch: GapWatch,
+    /// The latest event time the watch has judged (bpf_ktime_get_ns).
+    judged_until_ns: u64,
 }
 
 #[derive(Default)]
@@ -113,6 +115,7 @@ impl IocostProbe {
                 cgroup2: cgroup2_root(),
                 last: IocostSample::default(),
                 watch: GapWatch::new("iocost"),
+                judged_until_ns: 0,
             }),
             status(true, reason),
         ))
@@ -171,15 +174,53 @@ impl Probe for IocostProbe {
         });
         snap.iocost_cgroups
             .sort_by(|a, b| (&a.device, a.cgroup.id).cmp(&(&b.device, b.cgroup.id)));
-        if let Some(line) = self.watch.set(self.last.unreadable_fields()) {
-            crate::say!("iowarden: {line}");
-        }
-        self.watch.show(snap);
+        self.watch_fields(snap);
         Ok(())
     }
 }
 
+impl IocostProbe {
+    /// Judges the records the events since the last poll updated (none: the
+    /// state stands), says when that changes, and shows a gap in the
+    /// snapshot's iocost status.
+    fn watch_fields(&mut self, snap: &mut Snapshot) {
+        let fresh = self.last.updated_after(self.judged_until_ns);
+        self.judged_until_ns = self.judged_until_ns.max(fresh.latest_ns());
+        if !fresh.devs.is_empty() || !fresh.cgroups.is_empty() {
+            if let Some(line) = self.watch.set(fresh.unreadable_fields()) {
+                crate::say!("iowarden: {line}");
+            }
+        }
+        self.watch.show(snap);
+    }
+}
+
 impl IocostSample {
+    /// The records updated by events after `t_ns`.
+    fn updated_after(&self, t_ns: u64) -> IocostSample {
+        IocostSample {
+            devs: self
+                .devs
+                .iter()
+                .filter(|(_, d)| d.updated_ns > t_ns)
+                .cloned()
+                .collect(),
+            cgroups: self
+                .cgroups
+                .iter()
+                .filter(|(_, c)| c.updated_ns > t_ns)
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// The time of the latest event in the sample (0: none).
+    fn latest_ns(&self) -> u64 {
+        let devs = self.devs.iter().map(|(_, d)| d.updated_ns);
+        let cgroups = self.cgroups.iter().map(|(_, c)| c.updated_ns);
+        devs.chain(cgroups).max().unwrap_or(0)
+    }
+
     /// What the programs read as 0 although the kernel never leaves it 0
     /// once iocost is on (a layout this build cannot read): a device's
     /// dev_t or base vrate, a cgroup's id or weight (set from io.weight or
@@ -412,6 +453,34 @@ pub fn read_root_knob(root: &Path, file: &str) -> HashMap<String, String> {
 mod tests {
     use super::*;
     use crate::host::devices::kernel_devt;
+
+    #[test]
+    fn only_records_events_updated_since_are_judged_again() {
+        let cg = |cgid, weight, updated_ns| {
+            let k = iocost_iow_cg_key {
+                devt: kernel_devt(259, 0),
+                cgid,
+                ..Default::default()
+            };
+            let c = iocost_iow_cg {
+                weight,
+                updated_ns,
+                ..Default::default()
+            };
+            (k, c)
+        };
+        // A cgroup read wrong once (weight 0 at t=5), sound since.
+        let s = IocostSample {
+            devs: vec![],
+            cgroups: vec![cg(7, 0, 5), cg(8, 100, 10)],
+        };
+        assert!(s.updated_after(0).unreadable_fields().is_some());
+        let fresh = s.updated_after(5);
+        assert_eq!(fresh.cgroups.len(), 1);
+        assert_eq!(fresh.unreadable_fields(), None);
+        assert_eq!(fresh.latest_ns(), 10);
+        assert_eq!(s.updated_after(10).latest_ns(), 0, "nothing new");
+    }
 
     #[test]
     fn fields_read_as_zero_are_named_and_a_sound_sample_passes() {
