@@ -283,11 +283,7 @@ impl NvmeProbe {
     /// in `snap`.
     fn watch(&mut self, snap: &mut Snapshot) {
         let c = NvmeCounts::of(snap);
-        let table = format!(
-            "{} of {} entries of the per-(queue, cgroup) table in use",
-            self.last.qcg.len(),
-            self.skel.maps.qcg_stats.max_entries()
-        );
+        let (in_use, capacity) = (self.last.qcg.len(), self.skel.maps.qcg_stats.max_entries());
         // Commands set up and completed: the setups less the growth of
         // those in flight, free of the skew of a burst that ends between
         // setup and completion.
@@ -296,7 +292,8 @@ impl NvmeProbe {
             format!(
                 "the nvme programs saw {seen} commands for {ios} reads and writes the block \
                  programs completed on NVMe devices since the last check (set up and completed; \
-                 {table}): NVMe queue metrics incomplete on this kernel"
+                 {in_use} of {capacity} entries of the per-(queue, cgroup) table in use): NVMe \
+                 queue metrics incomplete on this kernel"
             )
         });
         let bytes = self.bytes_watch.judge(
