@@ -19,7 +19,8 @@
 #       p99) with more aggregate throughput than the tightest fixed QoS; the
 #       wall time to its first convergence is printed, not asserted;
 #   (4) each run's fit against the best linear model of the saturated
-#       windows it logged (`iowarden capped-model`), every term both
+#       windows it logged (`iowarden capped-model`: least squares with
+#       non-negative costs, as io.cost.model's are), every term both
 #       determine within 10 %: what the estimator's choices (windows kept,
 #       stalls left out) cost; beside it the best linear model had the
 #       device been exactly its caps, max(requests/iops, bytes/bps), which
@@ -180,7 +181,7 @@ print(" ".join(t[:3] + [k + "=" + str(max(1, round(int(v) * f))) for k, v in (x.
     --model $MODEL_OPTS --listen 127.0.0.1:9631 --state-dir $ST --duration 115s > $T/$name.jsonl 2> $T/$name.log
   local trc=$?; echo $trc > $T/$name.rc
   stop_hog $hog; wait $l 2>/dev/null
-  local final=$(grep -o "model .* in force" $T/$name.log | tail -1 | sed 's/^model //; s/ in force$//')
+  local final=$(grep -o "model rbps=[^;]* in force" $T/$name.log | tail -1 | sed 's/^model //; s/ in force$//')
   grep -E 'model (step|converged|rollback)' $T/$name.log | sed 's/^/  /' | cut -c1-200 | head -8
   # The windows the fit saw: seconds, mean depth, saturated, then requests
   # (pages for bps) per parameter.
@@ -267,6 +268,26 @@ if ds:
     print("  off: model fit over %d saturated windows (%d stalls), %d not: %s" % (f["saturated_windows"], f["stalled_windows"], f["unsaturated_windows"],
           "; ".join("%s=%s (est %d, rse %s%s)" % (p["name"], p["fitted"], p["estimate"], p["relative_error"] and round(p["relative_error"], 3), p["reason"] and ": " + p["reason"]) for p in f["params"])))
     print("  off: model decisions:", " ".join(d["model_action"] for d in ds))' $T/off.jsonl
+# Every QoS period from the first convergence: what the SLO and the model did.
+python3 - $T/off.jsonl <<'PY'
+import json, sys
+ds = [json.loads(l) for l in open(sys.argv[1]) if l.endswith("\n")]
+model = None
+seen = False
+for d in ds:
+    if "model_action" in d:
+        model = d["model_action"]
+        continue
+    if "action" not in d:
+        continue  # a model window
+    seen = seen or d["action"] == "converged"
+    if not seen:
+        continue
+    s = max(d["slos"], key=lambda s: ((s["observed_seconds"] or 0) + s["throttle_seconds"]) / s["target_seconds"])
+    r = ((s["observed_seconds"] or 0) + s["throttle_seconds"]) / s["target_seconds"]
+    print("  period %6.1fs %-10s vrate %7.2f -> %7.2f  SLO %4.0f%%%s  model %s" % (d["at_seconds"], d["action"], d["vrate_from"], d["vrate_to"],
+          r * 100, " MISS" if r > 1 else "     ", model))
+PY
 grep -E 'model (step|rollback|converged)|summary|converged after' $T/off.log | sed 's/^/  /' | cut -c1-220 | tail -6
 echo "  wall time from start (iocost off) to the steady-state window: $(( $(date +%s) - t0 )) s in all"
 read bn bw < <(judge_best off)

@@ -12,8 +12,8 @@
       them and how many stretches there were.
 
 The stretches are chosen by vrate only, never by whether a period met the
-SLO: a miss at the converged vrate (the one being confirmed, and the one
-confirming it) counts against it. Each boundary is the poll its decision was
+SLO: a miss at the converged vrate (the one taken for noise, and the one
+that acts) counts against it. Each boundary is the poll its decision was
 made on (the tuner decides on that poll's snapshot and publishes it until the
 next poll, 500 ms later), so no I/O at another vrate leaks in; where that
 poll was not caught, the window shrinks to the polls inside it. m-47 imports

@@ -110,15 +110,20 @@ fn solve(rows: &[&Window], cols: &[usize]) -> Option<Solution> {
 }
 
 /// The plain least-squares costs (seconds per unit, by column) of windows
-/// over every column they use: no trimming, no judging. None when the
-/// columns are not determined. What a noiseless estimator reaches.
-pub fn least_squares(rows: &[&Window]) -> Option<[f64; PARAMS]> {
-    let cols: Vec<usize> = ORDER
+/// over `cols` only (the others 0): no trimming, no judging. None when
+/// those columns are not determined.
+pub fn least_squares(rows: &[&Window], cols: &[usize]) -> Option<[f64; PARAMS]> {
+    solve(rows, cols).map(|s| s.theta)
+}
+
+/// The columns windows use, base columns first (the order in which a
+/// column that cannot be told from another is the page term dropped).
+pub fn used_columns(rows: &[&Window]) -> Vec<usize> {
+    ORDER
         .iter()
         .copied()
         .filter(|&c| rows.iter().any(|w| w.x[c] > 0.0))
-        .collect();
-    solve(rows, &cols).map(|s| s.theta)
+        .collect()
 }
 
 impl Solution {
@@ -364,6 +369,7 @@ pub fn fit_windows(rows: &[&Window], cfg: &FitConfig, unsaturated: u64) -> Fit {
         for c in 0..PARAMS {
             fit.work[c] += w.x[c];
         }
+        fit.window_work.push(w.x);
     }
     for c in 0..PARAMS {
         fit.params[c].samples = fit.work[c].round() as u64;

@@ -151,8 +151,10 @@ pub struct Fit {
     pub stalled: usize,
     /// RMS of (T − predicted) / T over the windows used.
     pub error: Option<f64>,
-    /// Total work of the windows used, per column (for rescaling vrate).
+    /// Total work of the saturated windows, per column.
     pub work: [f64; PARAMS],
+    /// Each saturated window's work, per column (for rescaling vrate).
+    pub window_work: Vec<[f64; PARAMS]>,
 }
 
 impl Fit {

@@ -7,7 +7,8 @@
 //! cgroups' latency against aggregate throughput, monotonically. The search:
 //! - an SLO miss lowers v at once (to the highest value known to meet every
 //!   SLO, else multiplicatively) and blocks increases for a few periods;
-//!   a miss at a value known to meet them must repeat in the next period;
+//!   a miss at a value known to meet them is taken for noise once in
+//!   `excuse_periods`, and the next one within them acts;
 //! - SLOs met with slack raise v (bisecting towards the lowest value known to
 //!   miss, else multiplicatively), one bounded step per period;
 //! - SLOs met but within the hysteresis margin hold v;
@@ -44,6 +45,9 @@ pub struct ControllerConfig {
     pub settle_periods: u32,
     /// Periods of slack after convergence before probing upwards again.
     pub reprobe_periods: u32,
+    /// A miss where the SLO held before is taken for noise once in this
+    /// many periods; another within them acts.
+    pub excuse_periods: u32,
     /// Fewer I/Os than this in a period for any SLO: no decision.
     pub min_samples: u64,
 }
@@ -62,6 +66,7 @@ impl Default for ControllerConfig {
             backoff_periods: 2,
             settle_periods: 3,
             reprobe_periods: 20,
+            excuse_periods: 10,
             min_samples: 100,
         }
     }
@@ -184,9 +189,9 @@ pub struct Controller {
     backoff: u32,
     /// Consecutive periods met within the margin at the current v.
     tight: u32,
-    /// The last period was a miss where the SLO held before, waiting for
-    /// confirmation.
-    unconfirmed: bool,
+    /// Periods judged since a miss where the SLO held before was taken for
+    /// noise (None: never).
+    since_excused: Option<u32>,
     /// Consecutive periods with slack while converged.
     slack: u32,
     /// The converged value a probe climbs from after long slack (steps of
@@ -212,7 +217,7 @@ impl Controller {
             low_bad: None,
             backoff: 0,
             tight: 0,
-            unconfirmed: false,
+            since_excused: None,
             slack: 0,
             probe_base: None,
             converged: false,
@@ -285,6 +290,7 @@ impl Controller {
                 ),
             );
         }
+        self.since_excused = self.since_excused.map(|p| p + 1);
         let (worst, worst_slo) = worst_ratio(m);
         if worst > 1.0 && worst_slo.is_some_and(|s| s.throttled()) {
             let name = worst_slo.map_or("", |s| s.name.as_str());

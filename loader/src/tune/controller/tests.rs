@@ -145,7 +145,7 @@ fn a_miss_lowers_at_once_and_blocks_increases_while_backing_off() {
 }
 
 #[test]
-fn a_miss_where_it_held_before_needs_confirmation() {
+fn a_miss_where_it_held_before_is_excused_once_in_a_window() {
     let mut c = Controller::new(ControllerConfig {
         start: 50.0,
         ..Default::default()
@@ -153,14 +153,13 @@ fn a_miss_where_it_held_before_needs_confirmation() {
     c.decide(&slo(0.0018, 0.002, 1000)); // met: 50 is good
     let d = c.decide(&slo(0.0022, 0.002, 1000)); // 110%: maybe noise
     assert_eq!((d.action, d.to), (Action::Hold, 50.0), "{d:?}");
-    assert!(d.reason.contains("confirming"), "{}", d.reason);
-    let d = c.decide(&slo(0.0018, 0.002, 1000)); // met again: it was noise
+    assert!(d.reason.contains("taken for noise"), "{}", d.reason);
+    let d = c.decide(&slo(0.0018, 0.002, 1000)); // met again
     assert_eq!(d.to, 50.0);
-    c.decide(&slo(0.0022, 0.002, 1000));
-    let d = c.decide(&slo(0.0022, 0.002, 1000)); // confirmed
+    let d = c.decide(&slo(0.0022, 0.002, 1000)); // a second within 10: acts
     assert_eq!(d.action, Action::Decrease, "{d:?}");
-    // A large miss where it held before waits for the next period too (a
-    // TCG guest's per-period p99 swings 4x at one vrate), then acts.
+    // A large miss where it held before is excused too (a TCG guest's
+    // per-period p99 swings 4x at one vrate), and the next one acts.
     let mut c = Controller::new(ControllerConfig {
         start: 50.0,
         ..Default::default()
@@ -168,6 +167,45 @@ fn a_miss_where_it_held_before_needs_confirmation() {
     c.decide(&slo(0.0018, 0.002, 1000));
     assert_eq!(c.decide(&slo(0.008, 0.002, 1000)).action, Action::Hold);
     assert_eq!(c.decide(&slo(0.008, 0.002, 1000)).action, Action::Decrease);
+}
+
+/// m-47 from iocost off at 3,000/s: converged at a vrate where a hog
+/// cycling 4 KiB and 128 KiB reads every 4 s missed every third 3.5 s
+/// period (270 %, 272 %, 266 % of the target, met between); waiting for two
+/// misses in a row held the vrate there, missing a third of the periods.
+/// Now the second miss lowers it; isolated misses, ten periods apart or
+/// more, are still taken for noise.
+#[test]
+fn a_miss_every_few_periods_is_not_noise() {
+    let mut c = Controller::new(ControllerConfig {
+        start: 50.0,
+        ..Default::default()
+    });
+    for _ in 0..3 {
+        c.decide(&slo(0.0018, 0.002, 1000)); // within the margin
+    }
+    assert!(c.converged());
+    let pattern = [0.0054, 0.0018, 0.0018];
+    let ds: Vec<Decision> = (0..4)
+        .map(|i| c.decide(&slo(pattern[i % 3], 0.002, 1000)))
+        .collect();
+    assert_eq!(
+        (ds[0].action, ds[0].to),
+        (Action::Hold, 50.0),
+        "{:?}",
+        ds[0]
+    );
+    assert_eq!(ds[3].action, Action::Decrease, "{:?}", ds[3]);
+    assert!(c.vrate() < 50.0, "{ds:#?}");
+    // One miss in ten periods at a good value: held every time.
+    let mut c = Controller::new(ControllerConfig {
+        start: 50.0,
+        ..Default::default()
+    });
+    for i in 0..40 {
+        let d = c.decide(&slo(if i % 10 == 5 { 0.005 } else { 0.0018 }, 0.002, 1000));
+        assert_eq!(d.to, 50.0, "period {i}: {d:?}");
+    }
 }
 
 #[test]
