@@ -34,7 +34,8 @@ pub struct TuneArgs {
     /// First vrate to try (default: --vrate-max)
     #[arg(long)]
     pub start: Option<f64>,
-    /// Largest vrate change per decision, percentage points
+    /// Largest vrate change per decision, percentage points (above 100 %,
+    /// one increase/decrease factor where that is more)
     #[arg(long, default_value_t = 30.0)]
     pub max_step: f64,
     /// Slack (fraction of the target) needed before raising vrate

