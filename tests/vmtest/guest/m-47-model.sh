@@ -154,17 +154,16 @@ import json, sys
 lines = {l.split()[0]: l for l in sys.argv[2].splitlines()}
 model = {k: dict(t.split("=") for t in lines[k].split()[1:]) for k in ("caps", "measured")}
 ds = [json.loads(l) for l in open(sys.argv[1]) if l.endswith("\n") and "model_action" in l]
-n, worst = 0, {"measured": 0.0, "caps": 0.0}
+n, worst_measured, worst_caps = 0, 0.0, 0.0
 for p in ds[-1]["fit"]["params"] if ds else []:
     b, c = model["measured"].get(p["name"], "-"), model["caps"].get(p["name"], "-")
     if p["fitted"] is None or b == "-" or c == "-":
         continue
     eb, ec = p["fitted"] / int(b) - 1, p["fitted"] / int(c) - 1
-    n = n + 1
-    worst = {"measured": max(worst["measured"], abs(eb)), "caps": max(worst["caps"], abs(ec))}
+    n, worst_measured, worst_caps = n + 1, max(worst_measured, abs(eb)), max(worst_caps, abs(ec))
     print(f'    {p["name"]}: fit {p["fitted"]}, best linear model of the windows: caps\' {c} ({ec:+.1%}), measured {b} ({eb:+.1%})', file=sys.stderr)
 print(f'    over {model["measured"]["windows"]} saturated windows; {lines["caps-time"]}', file=sys.stderr)
-print(n, f'{worst["measured"]:.3f}', f'{worst["caps"]:.3f}')
+print(n, f"{worst_measured:.3f}", f"{worst_caps:.3f}")
 PY
 }
 # The default saturation depth (8). The dumped windows of 4 KiB at QD64

@@ -115,9 +115,8 @@ fn never_leaves_the_bounds() {
                 (cfg.vrate_min..=cfg.vrate_max).contains(&d.to),
                 "seed {seed}: {d:?}"
             );
-            let factor_step = d.from * (cfg.increase - 1.0).max(1.0 - cfg.decrease);
-            let bound = cfg.max_step.max(factor_step);
-            assert!((d.to - d.from).abs() <= bound + 1e-9, "{d:?}");
+            // At most 80 %, one factor (x1.3, x0.7) is under 30 points.
+            assert!((d.to - d.from).abs() <= cfg.max_step + 1e-9, "{d:?}");
         }
     }
 }
