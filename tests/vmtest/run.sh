@@ -139,9 +139,16 @@ boot() {  # line extra-cmdline extra-drive-options scripts expected log
     echo "vmtest: [$line] the guest did not finish within ${TIMEOUT}s and was killed (see $log)" >&2
     return 1
   fi
-  summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ expected$' "$log" | tail -1)
+  # "|| true": without a summary line grep fails, and under pipefail the
+  # assignment would end this script with no word of why (a 6.12 guest
+  # that ended early in CI left nothing but its last check).
+  summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ expected$' "$log" | tail -1 || true)
   if [[ $summary != "$want passed, 0 failed, $want expected" ]]; then
     echo "vmtest: [$line] guest tests failed (rc $rc): '${summary:-no summary line}', want $want passed of $want; see $log" >&2
+    if [[ -z $summary ]]; then
+      echo "vmtest: [$line] the guest's last lines (vng/QEMU exit status $rc):" >&2
+      tail -n 25 "$log" | sed 's/^/  | /' >&2
+    fi
     return 1
   fi
   ran[$line]+="$list"

@@ -132,15 +132,19 @@ impl ModelLoop {
     }
 
     /// One decision period: fit, guard, and the write. `slo_ratio` is the
-    /// protected cgroups' worst observed / target (None: too few samples).
+    /// protected cgroups' worst observed / target (None: too few samples);
+    /// `qos_raising`: the QoS search raised vrate in the period before.
     pub fn decide(
         &mut self,
         slo_ratio: Option<f64>,
+        qos_raising: bool,
         writer: &mut Writer,
         at: f64,
     ) -> Result<ModelDecision> {
         self.fit = self.estimator.fit();
-        let d = self.guard.decide(self.current, &self.fit, slo_ratio);
+        let d = self
+            .guard
+            .decide(self.current, &self.fit, slo_ratio, qos_raising);
         let line = (d.to != d.from).then(|| d.to.line(&self.device.devt()));
         if let Some(line) = &line {
             writer.set(&self.model_path, line)?;

@@ -43,6 +43,9 @@ pub struct Tuner {
     /// The period just decided on ran under an io.cost.model change being
     /// judged: its misses are the model's doing.
     under_model_change: bool,
+    /// The QoS search raised vrate at the last decision (a model step
+    /// waits for its climb).
+    qos_raised: bool,
 }
 
 /// A pin that did not take hold (no I/O completed while it settled) is
@@ -88,6 +91,7 @@ impl Tuner {
             wait_base: Vec::new(),
             model,
             under_model_change: false,
+            qos_raised: false,
         })
     }
 
@@ -225,6 +229,7 @@ impl Tuner {
     fn decide(&mut self, m: &Measurement) -> Result<()> {
         let at = self.started.elapsed().as_secs_f64();
         let d = self.model_then_qos(m, at)?;
+        self.qos_raised = d.action == Action::Increase;
         let (written, would_write) = self.write_qos(&d)?;
         self.update_status(m, &d, at, &written, &would_write);
         self.log_decision(m, &d, at, written, would_write)
@@ -354,6 +359,7 @@ impl Tuner {
         };
         let md = ml.decide(
             worst_slo_ratio(m, self.opts.controller.min_samples),
+            self.qos_raised,
             &mut self.writer,
             at,
         )?;

@@ -3,7 +3,7 @@
 //! (windows.rs), the weighted least squares over a sliding set of windows
 //! with each parameter's error and why it is undetermined (solve.rs), the
 //! guard that steps the kernel's model towards the fit and judges each
-//! step (guard.rs), and the exact best linear model of a QEMU-capped device
+//! step (guard/), and the exact best linear model of a QEMU-capped device
 //! the proofs compare with (capped_device.rs). Pure: tune/model_run.rs
 //! reads the snapshots and writes the knob.
 
