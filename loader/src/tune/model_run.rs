@@ -15,7 +15,7 @@ use iowarden_exporters::{CostClass, DeviceRef, ModelParam, ModelTunerStatus, Sna
 use serde_json::json;
 
 use super::decision_log::put_write_outcome;
-use crate::costmodel::online::guard::{Guard, GuardConfig, ModelAction, ModelDecision};
+use crate::costmodel::online::guard::{Guard, GuardConfig, ModelAction, ModelDecision, QosPeriod};
 use crate::costmodel::online::solve::{Estimator, NAMES};
 use crate::costmodel::online::windows::{Fit, FitConfig, Window, PARAMS};
 use crate::costmodel::{LinearModel, AUTOP_HDD, AUTOP_SSD_DFL};
@@ -131,20 +131,16 @@ impl ModelLoop {
         Ok(())
     }
 
-    /// One decision period: fit, guard, and the write. `slo_ratio` is the
-    /// protected cgroups' worst observed / target (None: too few samples);
-    /// `qos_raising`: the QoS search raised vrate in the period before.
+    /// One decision period, measured as `period` says: fit, guard, and the
+    /// write.
     pub fn decide(
         &mut self,
-        slo_ratio: Option<f64>,
-        qos_raising: bool,
+        period: QosPeriod,
         writer: &mut Writer,
         at: f64,
     ) -> Result<ModelDecision> {
         self.fit = self.estimator.fit();
-        let d = self
-            .guard
-            .decide(self.current, &self.fit, slo_ratio, qos_raising);
+        let d = self.guard.decide(self.current, &self.fit, period);
         let line = (d.to != d.from).then(|| d.to.line(&self.device.devt()));
         if let Some(line) = &line {
             writer.set(&self.model_path, line)?;

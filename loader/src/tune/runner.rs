@@ -20,6 +20,7 @@ use super::measure::{measure, Protected};
 use super::model_run::{self, ModelLoop};
 pub use super::setup::TuneOptions;
 use super::setup::{check_options, initial_status, iocost_qos_path, resolve_protected};
+use crate::costmodel::online::guard::QosPeriod;
 use crate::host::cgroups::CgroupResolver;
 use crate::knobs::vrate_pin::{PinOutcome, VratePin};
 use crate::knobs::writer::Writer;
@@ -357,12 +358,13 @@ impl Tuner {
         let Some(ml) = self.model.as_mut() else {
             return Ok(self.controller.decide(m));
         };
-        let md = ml.decide(
-            worst_slo_ratio(m, self.opts.controller.min_samples),
-            self.qos_raised,
-            &mut self.writer,
-            at,
-        )?;
+        let period = QosPeriod {
+            slo_ratio: worst_slo_ratio(m, self.opts.controller.min_samples),
+            vrate: self.controller.vrate(),
+            raising: self.qos_raised,
+            at_floor: self.controller.at_floor(),
+        };
+        let md = ml.decide(period, &mut self.writer, at)?;
         self.status.model = Some(ml.status());
         self.under_model_change = md.action.measured_a_change();
         if !md.action.holds_qos() {

@@ -293,7 +293,8 @@ if ds:
     print("  off: model fit over %d saturated windows (%d stalls), %d not: %s" % (f["saturated_windows"], f["stalled_windows"], f["unsaturated_windows"],
           "; ".join("%s=%s (est %d, rse %s%s)" % (p["name"], p["fitted"], p["estimate"], p["relative_error"] and round(p["relative_error"], 3), p["reason"] and ": " + p["reason"]) for p in f["params"])))
     print("  off: model decisions:", " ".join(d["model_action"] for d in ds))' $T/off.jsonl
-# Every QoS period from the first convergence: what the SLO and the model did.
+# Every QoS period: what the SLO (with iocost's throttle wait) and the
+# model did; "search" marks the periods before the first convergence.
 python3 - $T/off.jsonl <<'PY'
 import json, sys
 ds = [json.loads(l) for l in open(sys.argv[1]) if l.endswith("\n")]
@@ -306,12 +307,11 @@ for d in ds:
     if "action" not in d:
         continue  # a model window
     seen = seen or d["action"] == "converged"
-    if not seen:
-        continue
     s = max(d["slos"], key=lambda s: ((s["observed_seconds"] or 0) + s["throttle_seconds"]) / s["target_seconds"])
     r = ((s["observed_seconds"] or 0) + s["throttle_seconds"]) / s["target_seconds"]
-    print("  period %6.1fs %-10s vrate %7.2f -> %7.2f  SLO %4.0f%%%s  model %s" % (d["at_seconds"], d["action"], d["vrate_from"], d["vrate_to"],
-          r * 100, " MISS" if r > 1 else "     ", model))
+    print("  period %6.1fs %-6s %-10s vrate %7.2f -> %7.2f  SLO %4.0f%% (throttled %.1f ms, %d I/Os)%s  model %s" % (
+          d["at_seconds"], "" if seen else "search", d["action"], d["vrate_from"], d["vrate_to"],
+          r * 100, s["throttle_seconds"] * 1e3, s["samples"], " MISS" if r > 1 else "     ", model))
 PY
 grep -E 'model (step|rollback|converged)|summary|converged after' $T/off.log | sed 's/^/  /' | cut -c1-220 | tail -6
 echo "  wall time from start (iocost off) to the steady-state window: $(( $(date +%s) - t0 )) s in all"

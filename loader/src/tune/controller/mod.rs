@@ -228,6 +228,10 @@ impl Controller {
     pub fn vrate(&self) -> f64 {
         self.v
     }
+    /// vrate at its lower bound: a miss cannot lower it further.
+    pub fn at_floor(&self) -> bool {
+        self.v <= self.cfg.vrate_min
+    }
     pub fn converged(&self) -> bool {
         self.converged
     }
