@@ -124,10 +124,10 @@ boot() {  # line extra-cmdline extra-drive-options scripts expected log
   echo "vmtest: [$line] booting $kernel (${accel[*]:-KVM}) ${extra:+with '$extra' }for $list; drive $drive_opts; timeout ${TIMEOUT}s; log in $log"
   set +e
   # "| cat": QEMU's file chardev truncates a regular file given as stdout.
-  # loglevel=4 (vng asks for 1): the kernel's errors, oopses and panics
-  # reach the log, so a guest that dies says why (a 6.12 guest ended
-  # without a word twice, with vng's quiet console).
-  timeout --kill-after=10 "$TIMEOUT" vng --run "$kernel" "${accel[@]}" --cpus 2 --memory 2G \
+  # --verbose: the guest kernel's console goes to the log (without it vng
+  # sends it nowhere, loglevel or not), so a guest that dies says why: a
+  # 6.12 guest ended in t-45 without a word in 4 of about 16 runs.
+  timeout --kill-after=10 "$TIMEOUT" vng --verbose --run "$kernel" "${accel[@]}" --cpus 2 --memory 2G \
     --append "cgroup_no_v1=all loglevel=4 $extra" \
     --qemu-opts="$qaccel -drive file=$img,if=none,id=nvm,format=raw,$drive_opts -device nvme,serial=iowarden,drive=nvm,max_ioqpairs=4" \
     --exec "IOWARDEN_BIN=$IOWARDEN_BIN VMTEST_KERNEL_LINE=$line VMTEST_LIST='$list' VMTEST_DRIVE='$drive_opts' $TOP/tests/vmtest/guest/run-all.sh" 2>&1 | cat > "$log"
