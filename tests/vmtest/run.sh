@@ -127,8 +127,13 @@ boot() {  # line extra-cmdline extra-drive-options scripts expected log
   # --verbose: the guest kernel's console goes to the log (without it vng
   # sends it nowhere, loglevel or not), so a guest that dies says why: a
   # 6.12 guest ended in t-45 without a word in 4 of about 16 runs.
+  # tsc=reliable: with it verified at run time, the clocksource watchdog of
+  # a busy TCG guest marks the TSC unstable, the kernel patches the static
+  # branch in sched_clock_cpu live, and TCG runs the other vCPU's stale
+  # int3 ("Oops: int3" in sched_clock_cpu+0x9 on both vCPUs, a panic in
+  # interrupt: how those 6.12 guests died).
   timeout --kill-after=10 "$TIMEOUT" vng --verbose --run "$kernel" "${accel[@]}" --cpus 2 --memory 2G \
-    --append "cgroup_no_v1=all loglevel=4 $extra" \
+    --append "cgroup_no_v1=all loglevel=4 tsc=reliable $extra" \
     --qemu-opts="$qaccel -drive file=$img,if=none,id=nvm,format=raw,$drive_opts -device nvme,serial=iowarden,drive=nvm,max_ioqpairs=4" \
     --exec "IOWARDEN_BIN=$IOWARDEN_BIN VMTEST_KERNEL_LINE=$line VMTEST_LIST='$list' VMTEST_DRIVE='$drive_opts' $TOP/tests/vmtest/guest/run-all.sh" 2>&1 | cat > "$log"
   rc=${PIPESTATUS[0]}
