@@ -19,21 +19,23 @@ ok "iowarden prints its support row, block I/O not missing" \
 
 # BPF time of the block programs per request fio completed (the kernel's
 # run-time statistics, on while iowarden runs with --bpf-stats): every
-# block program counts, the issue program too where it is attached.
-block_ns() {
-  curl -sf http://127.0.0.1:$PORT/metrics | awk '
-    /^iowarden_bpf_program_run_seconds_total\{program="block_rq_/ { s += $2 }
+# block program counts, the issue program too where it is attached; the
+# nvme_* programs' time apart.
+prog_ns() {  # program-name prefix
+  curl -sf http://127.0.0.1:$PORT/metrics | awk -v p="$1" '
+    index($0, "iowarden_bpf_program_run_seconds_total{program=\"" p) == 1 { s += $2 }
     END { printf "%.0f\n", s * 1e9 }'
 }
-ns0=$(block_ns)
+ns0=$(prog_ns block_rq_); nv0=$(prog_ns nvme_)
 fio --name=cost --filename=/dev/$DEV --direct=1 --ioengine=libaio --rw=randread --bs=4k --iodepth=16 \
   --number_ios=20000 --size=1G --output-format=json --output=$SCRATCH/cost-fio.json > /dev/null 2>&1
 ios=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['jobs'][0]['read']['total_ios'])" $SCRATCH/cost-fio.json)
 # The poll after fio's last completion has the programs' final times.
 sleep 2
-ns1=$(block_ns)
+ns1=$(prog_ns block_rq_); nv1=$(prog_ns nvme_)
 kill $IW 2>/dev/null; wait $IW 2>/dev/null
 per=$(( (ns1 - ns0) / (ios > 0 ? ios : 1) ))
+nvme_per=$(( (nv1 - nv0) / (ios > 0 ? ios : 1) ))
 programs=$(grep -o 'attached block_rq_issue' $SCRATCH/support.log | head -1)
-echo "COST ${VMTEST_KERNEL_LINE:-custom} $per ns of BPF per 4 KiB read on nvme0n1 under TCG (${ios} reads; ${programs:-one program per request})"
+echo "COST ${VMTEST_KERNEL_LINE:-custom} $per ns of BPF per 4 KiB read on nvme0n1 under TCG (${ios} reads; ${programs:-one program per request}); the nvme programs $nvme_per ns more"
 ok "BPF time per request measured (bpf_stats)" "[ \"$ios\" -ge 20000 ] && [ $per -gt 0 ]"
