@@ -27,6 +27,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 IOWARDEN=${IOWARDEN:-target/release/iowarden}
 REPS=${REPS:-5}; RUNTIME=${RUNTIME:-6}; IODEPTH=${IODEPTH:-16}
+# The report below reads them from its environment.
+export RUNTIME IODEPTH
 [[ $(id -u) -eq 0 ]] || { echo "run as root" >&2; exit 1; }
 W=$(mktemp -d /var/tmp/iowarden-bench.XXXXXX)
 LOOP=""; BG=""; MOUNTED_TRACEFS=""
@@ -251,7 +253,7 @@ def per_prog(lines):  # median ns per run and runs per fio I/O, by program
             a, b = rest.split("/")
             ns[name].append(float(a)); runs[name].append(float(b))
     return {n: (m(ns[n]), m(runs[n])) for n in sorted(ns)}
-print(f"\nloop device, 4 KiB randread QD{os.environ.get('IODEPTH','16')}, {os.environ.get('RUNTIME','8')} s per run, medians of {len(none)} interleaved rounds")
+print(f"\nloop device, 4 KiB randread QD{os.environ['IODEPTH']}, {os.environ['RUNTIME']} s per run, medians of {len(none)} interleaved rounds")
 print(f"  IOPS: none {m(none):.0f}; iowarden {m(iow):.0f} ({m(iow)/m(none):.3f}); --shards 1 {m(ioa):.0f} ({m(ioa)/m(none):.3f}); "
       f"biolatency {m(bio):.0f} ({m(bio)/m(none):.3f})" + (f"; bpftrace {m(btr):.0f} ({m(btr)/m(none):.3f})" if btr else ""))
 print("  BPF time per fio I/O (BPF stats on; every device the I/O crosses: the loop device and its backing disk):")

@@ -19,9 +19,10 @@ sort -t'|' -k2,2V -o "$out" "$out"
 [[ -s $out ]] || exit 0
 echo "vmtest: kernel support rows (README.md, 'Kernels'):"
 cat "$out"
-echo "vmtest: BPF time of the block programs per request:"
+echo "vmtest: BPF time per request (block programs, the nvme programs apart) and the peer's, under the same reads:"
 for line in "$@"; do
   logs "$line" | sed -n 's/^COST [^ ]* /  '"$line"': /p' | head -1
+  logs "$line" | sed -n 's/^COST-PEER [^ ]* /  '"$line"': /p' | head -1
 done
 readme=$(dirname "$0")/../../README.md
 for line in 5.10 6.1 6.12; do grep -q "^| $line |" "$out" || exit 0; done

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use iowarden_exporters::{IocostCgroup, IocostDevice, ProbeStatus, Snapshot};
+use iowarden_exporters::{BpfProgramStats, IocostCgroup, IocostDevice, ProbeStatus, Snapshot};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags};
 
@@ -15,7 +15,8 @@ use crate::iocost_skel::types::{iocost_iow_cg, iocost_iow_cg_key, iocost_iow_dev
 use crate::iocost_skel::{IocostSkel, IocostSkelBuilder};
 use crate::probes::gap_watch::GapWatch;
 use crate::probes::{
-    attach, cgroup_ref, load_only, open_object, pod, tracepoint_available, HostNames, Probe,
+    attach, attached_prog_stats, cgroup_ref, load_only, open_object, pod, tracepoint_available,
+    HostNames, Probe,
 };
 
 const PROGRAMS: &[&str] = &[
@@ -35,7 +36,8 @@ pub const VTIME_PER_USEC: f64 = (VTIME_PER_SEC as u64 / 1_000_000) as f64;
 
 pub struct IocostProbe {
     skel: IocostSkel<'static>,
-    _links: Vec<Link>,
+    /// The attached programs, by name.
+    links: Vec<(&'static str, Link)>,
     /// The cgroup2 mount, where the controller's files are.
     cgroup2: Option<PathBuf>,
     last: IocostSample,
@@ -97,7 +99,7 @@ impl IocostProbe {
         let mut links = Vec::new();
         for name in &present {
             match attach(skel.object(), name) {
-                Ok(l) => links.push(l),
+                Ok(l) => links.push((*name, l)),
                 Err(e) => {
                     return Ok((None, status(false, format!("attaching {name} failed: {e}"))))
                 }
@@ -111,7 +113,7 @@ impl IocostProbe {
         Ok((
             Some(IocostProbe {
                 skel,
-                _links: links,
+                links,
                 cgroup2: cgroup2_root(),
                 last: IocostSample::default(),
                 watch: GapWatch::new("iocost"),
@@ -176,6 +178,11 @@ impl Probe for IocostProbe {
             .sort_by(|a, b| (&a.device, a.cgroup.id).cmp(&(&b.device, b.cgroup.id)));
         self.watch_fields(snap);
         Ok(())
+    }
+
+    /// Run count and time of the attached programs (BPF stats).
+    fn prog_stats(&self) -> Vec<BpfProgramStats> {
+        attached_prog_stats(self.skel.object(), &self.links)
     }
 }
 

@@ -219,6 +219,19 @@ pub(crate) fn prog_stats_of(name: &str, prog: &impl std::os::fd::AsFd) -> Option
     })
 }
 
+/// Run count and time of the programs `links` attached from `obj`, by name:
+/// every program of an object that runs per request or per event counts
+/// in what iowarden reports it costs.
+pub(crate) fn attached_prog_stats(
+    obj: &libbpf_rs::Object,
+    links: &[(&'static str, libbpf_rs::Link)],
+) -> Vec<BpfProgramStats> {
+    links
+        .iter()
+        .filter_map(|&(name, _)| prog_stats_of(name, &obj.progs().find(|p| p.name() == name)?))
+        .collect()
+}
+
 /// The scalar fields of a loaded program's `bpf_prog_info` (name, run
 /// count, ...); None when the kernel does not answer.
 pub fn prog_info(prog: &impl std::os::fd::AsFd) -> Option<libbpf_rs::libbpf_sys::bpf_prog_info> {

@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 
 use anyhow::{Context, Result};
 use iowarden_exporters::{
-    DeviceRef, HolSeries, NvmeQueue, NvmeQueueCgroup, Op, ProbeStatus, Snapshot, TableFill,
+    BpfProgramStats, DeviceRef, HolSeries, NvmeQueue, NvmeQueueCgroup, Op, ProbeStatus, Snapshot,
+    TableFill,
 };
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags};
@@ -19,7 +20,8 @@ use crate::nvme_skel::types::{
 use crate::nvme_skel::{NvmeSkel, NvmeSkelBuilder};
 use crate::probes::gap_watch::GapWatch;
 use crate::probes::{
-    attach, cgroup_ref, load_only, open_object, pod, table_fill, HostNames, Probe,
+    attach, attached_prog_stats, cgroup_ref, load_only, open_object, pod, table_fill, HostNames,
+    Probe,
 };
 
 const PROGRAMS: &[&str] = &["nvme_setup_cmd", "nvme_complete_rq", "nvme_sq"];
@@ -41,7 +43,8 @@ impl Default for NvmeConfig {
 
 pub struct NvmeProbe {
     skel: NvmeSkel<'static>,
-    _links: Vec<Link>,
+    /// The attached programs, by name.
+    links: Vec<(&'static str, Link)>,
     last: NvmeSample,
     /// The commands, and their bytes, against the block completions on
     /// NVMe devices: never silently empty.
@@ -153,7 +156,7 @@ impl NvmeProbe {
         let mut links = Vec::new();
         for name in PROGRAMS {
             match attach(skel.object(), name) {
-                Ok(l) => links.push(l),
+                Ok(l) => links.push((*name, l)),
                 Err(e) => {
                     return Ok((None, status(false, format!("attaching {name} failed: {e}"))));
                 }
@@ -162,7 +165,7 @@ impl NvmeProbe {
         Ok((
             Some(NvmeProbe {
                 skel,
-                _links: links,
+                links,
                 last: NvmeSample::default(),
                 commands_watch: GapWatch::new("nvme"),
                 bytes_watch: GapWatch::new("nvme"),
@@ -255,6 +258,12 @@ impl Probe for NvmeProbe {
             .sort_by(|a, b| (&a.device, a.qid).cmp(&(&b.device, b.qid)));
         self.watch(snap);
         Ok(())
+    }
+
+    /// Run count and time of the three programs (BPF stats): on NVMe they
+    /// run per command beside the block programs.
+    fn prog_stats(&self) -> Vec<BpfProgramStats> {
+        attached_prog_stats(self.skel.object(), &self.links)
     }
 
     /// Entries of the per-(queue, cgroup) and head-of-line tables: a full
