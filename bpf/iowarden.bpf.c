@@ -10,7 +10,12 @@
  * iocost turn on), so counts, bytes, the three latency stages, the cost
  * charge and the hardware queue's occupancy (Little's law: the sum of
  * issue -> completion times over a window is the mean number in flight
- * times the window) are all known there. block_rq_issue is attached only
+ * times the window) are all known there, and so is the wait before the
+ * request existed: the first bio's submission stamp (bi_issue, or
+ * issue_time_ns from 6.18) is taken after blk-throttle (io.max) held it and
+ * before iocost, io.latency and wbt make its submitter wait. blk-throttle's
+ * hold is timed by a fexit program on its entry point, where the kernel
+ * allows fexit (no tracepoint is there). block_rq_issue is attached only
  * where a queue does not stamp requests itself, or for --hwq-events.
  *
  * Counters live in arrays split in a few shards by CPU: memory is series x
@@ -117,6 +122,15 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } claims SEC(".maps");
+
+/* Bios blk-throttle holds, by address (see struct iow_held_bio). Sized to
+ * one entry by the loader where fexit cannot attach. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, IOW_HELD_BIOS);
+	__type(key, __u64);
+	__type(value, struct iow_held_bio);
+} held_bios SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -528,9 +542,76 @@ static __always_inline void count_hwq_completion(struct iow_hwq_stats *h, __u64 
 	add(&h->busy_completed, packed(issued ? now - issued : 0, 1));
 }
 
-/* A timed request's stages: allocated at start, issued, completed now. */
+/* Kernels before 6.18 keep the bio's submission time in bi_issue, in the
+ * low 51 bits (BIO_ISSUE_TIME_MASK) of ktime_get_ns(). */
+struct bio_issue___old {
+	__u64 value;
+} __attribute__((preserve_access_index));
+
+struct bio___old {
+	struct bio_issue___old bi_issue;
+} __attribute__((preserve_access_index));
+
+#define BIO_ISSUE_TIME_MASK ((1ULL << 51) - 1)
+
+/* The bio's submission stamp and the mask its clock wraps at; 0 without
+ * one. */
+static __always_inline __u64 bio_submitted(struct bio *bio, __u64 *mask)
+{
+	if (bpf_core_field_exists(bio->issue_time_ns)) {
+		*mask = ~0ULL;
+		return bio->issue_time_ns;
+	}
+	*mask = BIO_ISSUE_TIME_MASK;
+	if (bpf_core_field_exists(((struct bio___old *)bio)->bi_issue))
+		return ((struct bio___old *)bio)->bi_issue.value & BIO_ISSUE_TIME_MASK;
+	return 0;
+}
+
+/* later - earlier on a clock wrapping at mask; 0 when earlier is in fact
+ * later (a plug's cached time can precede the bio's stamp). */
+static __always_inline __u64 elapsed(__u64 earlier, __u64 later, __u64 mask)
+{
+	__u64 d = (later - earlier) & mask;
+
+	return d > (mask >> 1) ? 0 : d;
+}
+
+/*
+ * How long the request's first bio waited from its submission until the
+ * request was allocated at `start`, and in *io_max the part blk-throttle
+ * held it (timed by throtl_held, which stamped it on entry). ~0 when the
+ * bio carries no submission stamp.
+ */
+static __always_inline __u64 held_before(struct request *rq, __u64 start, __u64 *io_max)
+{
+	struct bio *bio = rq->bio;
+	__u64 mask, submitted, held;
+
+	*io_max = 0;
+	if (!bio)
+		return ~0ULL;
+	submitted = bio_submitted(bio, &mask);
+	if (!submitted)
+		return ~0ULL;
+	held = elapsed(submitted, start & mask, mask);
+	if (tables.held_bios_seen) {
+		__u64 k = (__u64)bio;
+		struct iow_held_bio *h = bpf_map_lookup_elem(&held_bios, &k);
+
+		if (h) {
+			if (h->blkg == (__u64)bio->bi_blkg)
+				*io_max = elapsed(h->since_ns & mask, submitted, mask);
+			bpf_map_delete_elem(&held_bios, &k);
+		}
+	}
+	return held + *io_max;
+}
+
+/* A timed request's stages: allocated at start, issued, completed now;
+ * held before allocation (~0: unknown). */
 static __always_inline void count_latency(struct iow_series *s, __u64 start, __u64 issued,
-					  __u64 now)
+					  __u64 now, __u64 held, __u64 io_max)
 {
 	add(&s->lat_sum_ns[0], issued - start);
 	add(&s->lat_sum_ns[1], now - issued);
@@ -538,7 +619,16 @@ static __always_inline void count_latency(struct iow_series *s, __u64 start, __u
 		count_bucket(s, IOW_STAGE_QUEUE, issued - start);
 		count_bucket(s, IOW_STAGE_DEVICE, now - issued);
 	}
-	count_bucket(s, IOW_STAGE_TOTAL, now - start);
+	if (held == ~0ULL) {
+		count_bucket(s, IOW_STAGE_TOTAL, now - start);
+		return;
+	}
+	add(&s->held_timed, packed(held, 1));
+	if (io_max)
+		add(&s->held_io_max_ns, io_max);
+	if (enable_stage_hists)
+		count_bucket(s, IOW_STAGE_THROTTLE, held);
+	count_bucket(s, IOW_STAGE_TOTAL, now - start + held);
 }
 
 /* block_rq_complete(rq, error, nr_bytes), the same on every kernel. */
@@ -548,7 +638,7 @@ static __always_inline int on_complete(__u64 *ctx, const bool cas)
 	__u32 nr_bytes = (__u32)ctx[2];
 	__u32 dev = traced_dev(rq, cas), class = IOW_COST_CLASSES, rand = 0;
 	struct iow_series *s;
-	__u64 key, cost = 0, now, issued, start;
+	__u64 key, cost = 0, now, issued, start, held, io_max;
 
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
@@ -582,7 +672,8 @@ static __always_inline int on_complete(__u64 *ctx, const bool cas)
 		count_drop(issued ? IOW_DROP_NO_START_STAMP : IOW_DROP_NO_ISSUE_STAMP);
 		return 0;
 	}
-	count_latency(s, start, issued, now);
+	held = held_before(rq, start, &io_max);
+	count_latency(s, start, issued, now, held, io_max);
 	return 0;
 }
 
@@ -642,6 +733,29 @@ IOW_PROGRAM(block_rq_requeue, on_requeue)
 IOW_PROGRAM(block_rq_merge, on_merge)
 IOW_PROGRAM(block_rq_insert, on_insert)
 IOW_PROGRAM(block_rq_issue, on_issue)
+
+/*
+ * blk-throttle's entry point returned: true when it queued the bio to
+ * dispatch later (io.max). __blk_throtl_bio(bio) from 5.18 (called only
+ * for cgroups with limits), blk_throtl_bio(bio) before (every bio): the
+ * loader sets the target. fexit, not a tracepoint: there is none there;
+ * loaded only where the kernel lets fexit attach.
+ */
+SEC("fexit/__blk_throtl_bio")
+int BPF_PROG(throtl_held, struct bio *bio, bool queued)
+{
+	struct iow_held_bio h;
+	__u64 k = (__u64)bio;
+
+	if (!queued)
+		return 0;
+	h.since_ns = bpf_ktime_get_ns();
+	h.blkg = (__u64)bio->bi_blkg;
+	bpf_map_update_elem(&held_bios, &k, &h, BPF_ANY);
+	if (!tables.held_bios_seen)
+		tables.held_bios_seen = 1;
+	return 0;
+}
 
 /* Programs never attached, run on demand (BPF_PROG_RUN). */
 #include "run_on_demand.bpf.h"

@@ -17,7 +17,7 @@ enum iow_const {
 	IOW_HIST_SUB_BITS = 2,
 	IOW_HIST_BUCKETS = 88, /* up to [7 << 20 us, inf): ~7.3 s and above */
 	IOW_NR_OPS = 4,
-	IOW_NR_STAGES = 3,
+	IOW_NR_STAGES = 4,
 	/* Series table: open addressing over (cgroup, device, op) keys. */
 	IOW_MAX_SLOTS = 16384, /* compile-time capacity; the loader uses a power of two <= this */
 	IOW_SLOT_PROBES = 32,  /* a new series looks this far from its hash for a free slot */
@@ -48,6 +48,10 @@ enum iow_const {
 	 * between two polls, exact while a poll sees fewer than 2^22 counted
 	 * and a sum below 2^42 per shard (4 TiB, 73 minutes of busy time). */
 	IOW_PACK_COUNT_BITS = 22,
+	/* Bios blk-throttle (io.max) holds at once whose hold is timed: an
+	 * LRU table, so an entry whose bio never completes on a request (a
+	 * bio-based device) is evicted in time, never leaked. */
+	IOW_HELD_BIOS = 8192,
 };
 
 /* Index into iow_cost_coefs.lcoef, as blk-iocost.c's LCOEF_*: op * 3 + term. */
@@ -68,10 +72,18 @@ enum iow_op {
 	IOW_OP_FLUSH = 3,
 };
 
+/*
+ * A request's life from its first bio's submission: held (by blk-throttle,
+ * then by the rq-qos policies iocost, io.latency and wbt, before a request
+ * exists), queued, on the device. Where the bio carries no submission stamp
+ * (no bio, or a kernel that stamps none) the request has no throttle
+ * sample and its total starts at allocation.
+ */
 enum iow_stage {
-	IOW_STAGE_QUEUE = 0,  /* allocation -> issue */
-	IOW_STAGE_DEVICE = 1, /* issue -> completion */
-	IOW_STAGE_TOTAL = 2,  /* allocation -> completion */
+	IOW_STAGE_QUEUE = 0,    /* allocation -> issue */
+	IOW_STAGE_DEVICE = 1,   /* issue -> completion */
+	IOW_STAGE_TOTAL = 2,    /* submission -> completion */
+	IOW_STAGE_THROTTLE = 3, /* submission -> allocation */
 };
 
 enum iow_drop {
@@ -101,7 +113,8 @@ enum iow_key_layout {
  * user space reads deltas. A completed request whose latency was measured
  * is counted in the total-stage histogram, any other in `unmeasured`, so
  * requests = sum(hist[TOTAL]) + unmeasured; the total stage's latency sum
- * is queue + device (both are measured together or not at all).
+ * is throttle + queue + device (queue and device are measured together or
+ * not at all; throttle only for requests counted in held_timed).
  */
 /*
  * The per-shard records are cache-line aligned: shards of one record lie
@@ -125,6 +138,13 @@ struct iow_series {
 	 * per cgroup and device too. */
 	__u64 cursor;
 	__u64 lat_sum_ns[2]; /* queue, device */
+	/* packed (IOW_PACK_COUNT_BITS): the throttle stage's sum above, the
+	 * requests timed from their bio's submission below (the others, e.g.
+	 * flushes, have no bio or no stamp: no throttle sample) */
+	__u64 held_timed;
+	/* The part of the throttle stage blk-throttle (io.max) held the first
+	 * bio (only where its fexit program attaches); the rest is rq-qos. */
+	__u64 held_io_max_ns;
 	/* u32 buckets: user space reads deltas with wrapping subtraction every
 	 * poll, far more often than a bucket can wrap. Flat [stage *
 	 * IOW_HIST_BUCKETS + bucket]: the skeleton generator cannot derive
@@ -181,7 +201,16 @@ struct iow_tables {
 	 * of the kernel's (its queue does not collect stats): the loader then
 	 * attaches block_rq_issue to stamp requests itself. */
 	__u32 need_issue_stamps;
-	__u32 pad;
+	/* Set by the blk-throttle program once it timed a held bio: from then
+	 * on completions look their first bio up in held_bios. */
+	__u32 held_bios_seen;
+};
+
+/* A bio blk-throttle held: since when, and its blkg (a recycled bio of
+ * another cgroup or device never takes a stale entry). */
+struct iow_held_bio {
+	__u64 since_ns;
+	__u64 blkg;
 };
 
 struct iow_enums {

@@ -165,9 +165,9 @@ mod tests {
             ios,
             bytes: ios * 4096,
             latency: StageHistograms {
-                queue: Histogram::default(),
                 device: h.clone(),
                 total: h,
+                ..Default::default()
             },
             ..Default::default()
         }

@@ -11,13 +11,16 @@ use iowarden_exporters::{ClassicBuckets, ExpositionOptions, IoCounter, Stage};
 #[derive(Args, Clone, Debug)]
 pub struct ExportArgs {
     /// Counters exported per cgroup, device and op, comma-separated:
-    /// requests, bytes, device (device time), merged, requeued, cost,
+    /// requests, bytes, device (device time), held-io-max (time io.max
+    /// held them: a series only once it did), merged, requeued, cost,
     /// random, or "all"
-    #[arg(long, default_value = "requests,bytes,device", value_parser = parse_counters)]
+    #[arg(long, default_value = "requests,bytes,device,held-io-max", value_parser = parse_counters)]
     pub io_counters: CounterList,
-    /// Latency stages exported as histograms, comma-separated: queue,
-    /// device, total, or "all". The default suits fleets; all three for
-    /// diagnosis (each stage is one histogram per cgroup, device and op)
+    /// Latency stages exported as histograms, comma-separated: throttle
+    /// (held before the request existed: io.max, iocost, io.latency, wbt),
+    /// queue, device, total (submission to completion), or "all". The
+    /// default suits fleets; all four for diagnosis (each stage is one
+    /// histogram per cgroup, device and op)
     #[arg(long, default_value = "total", value_parser = parse_stages)]
     pub histogram_stages: StageList,
     /// Classic (text) histogram buckets: pow4 (4 us to 1 s, 11 buckets) or

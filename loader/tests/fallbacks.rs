@@ -103,3 +103,56 @@ fn claims_without_compare_and_swap_count_every_read_and_reuse_released_slots() {
         "{shortfall} reads missing, only {undelivered} not delivered to BPF"
     );
 }
+
+/// Where the kernel refuses fexit (this host) or stamps no bio at
+/// submission (from 6.18 only io.latency asks for the stamp), the statuses
+/// say what the throttle stage lacks, and every read is still timed from
+/// its allocation: the total histogram counts each once, the throttle
+/// stage none. The guest suite (t-16) measures the stage where both exist.
+#[test]
+fn a_kernel_without_fexit_or_bio_stamps_says_what_the_throttle_stage_lacks() {
+    let dev = LoopDev::file(64);
+    let cg = Cgroup::new("iowarden-throttle-fallback");
+    let (daemon, _log) =
+        Daemon::start_ephemeral(&["--device", &dev.name(), "--histogram-stages", "all"], &[]);
+    read_4k(&cg, &dev, 300, 0);
+    let s = daemon.settled();
+    let status = |name: &str| {
+        s.probes
+            .iter()
+            .find(|p| p.name == name)
+            .unwrap_or_else(|| panic!("no {name} status in {:?}", s.probes))
+            .clone()
+    };
+    let held = status("throtl_held");
+    assert!(
+        held.active || held.reason.contains("io.max holds are not timed"),
+        "{held:?}"
+    );
+    let reads: Vec<_> =
+        s.io.iter()
+            .filter(|x| x.cgroup.id == cg.id() && x.device.name == dev.name())
+            .collect();
+    assert_eq!(reads.len(), 1, "{reads:?}");
+    let lat = &reads[0].latency;
+    assert_eq!(reads[0].ios, 300);
+    assert_eq!(lat.total.count(), 300, "every read timed once");
+    let stage = status("throttle_stage");
+    if stage.active {
+        assert_eq!(lat.throttle.count(), 300, "{stage:?}");
+    } else {
+        assert!(stage.reason.contains("submission stamp"), "{stage:?}");
+        assert_eq!(
+            lat.throttle.count(),
+            0,
+            "no throttle sample without a stamp"
+        );
+        let parts = lat.queue.sum_seconds + lat.device.sum_seconds;
+        assert!(
+            (lat.total.sum_seconds - parts).abs() < 1e-6,
+            "total from allocation: {} vs queue + device {parts}",
+            lat.total.sum_seconds
+        );
+    }
+    assert_eq!(reads[0].held_io_max_seconds, 0.0);
+}

@@ -48,20 +48,27 @@ impl Op {
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[serde(rename_all = "lowercase")]
 pub enum Stage {
+    /// From the submission of the request's first bio to the allocation of
+    /// the request: held by blk-throttle (io.max) and by the rq-qos
+    /// policies (iocost, io.latency, wbt). Only requests whose bio carries
+    /// the kernel's submission stamp have a sample.
+    Throttle,
     /// From allocation of the request to its issue to the driver: time spent in
     /// the block layer and the I/O scheduler.
     Queue,
     /// From issue to the driver until completion.
     Device,
-    /// From allocation to completion.
+    /// From submission to completion (throttle + queue + device): what the
+    /// application waits for; from allocation where the bio has no stamp.
     Total,
 }
 
 impl Stage {
-    pub const ALL: [Stage; 3] = [Stage::Queue, Stage::Device, Stage::Total];
+    pub const ALL: [Stage; 4] = [Stage::Throttle, Stage::Queue, Stage::Device, Stage::Total];
 
     pub fn as_str(self) -> &'static str {
         match self {
+            Stage::Throttle => "throttle",
             Stage::Queue => "queue",
             Stage::Device => "device",
             Stage::Total => "total",
@@ -170,6 +177,8 @@ impl Histogram {
 /// Latency histograms of one series, one per [`Stage`].
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct StageHistograms {
+    #[serde(default)]
+    pub throttle: Histogram,
     pub queue: Histogram,
     pub device: Histogram,
     pub total: Histogram,
@@ -178,6 +187,7 @@ pub struct StageHistograms {
 impl StageHistograms {
     pub fn get(&self, stage: Stage) -> &Histogram {
         match stage {
+            Stage::Throttle => &self.throttle,
             Stage::Queue => &self.queue,
             Stage::Device => &self.device,
             Stage::Total => &self.total,
@@ -232,6 +242,7 @@ metrics!(Histogram {
     counter sum_seconds;
 });
 metrics!(StageHistograms {
+    counter throttle;
     counter queue;
     counter device;
     counter total;

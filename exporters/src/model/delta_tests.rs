@@ -32,6 +32,7 @@ fn one_of_each() -> Snapshot {
         sum_seconds: 0.0,
     };
     let stages = StageHistograms {
+        throttle: hist(),
         queue: hist(),
         device: hist(),
         total: hist(),

@@ -27,6 +27,11 @@ pub struct IoSeries {
     /// Completed requests the model classified random (the rest sequential).
     #[serde(default)]
     pub random_ios: u64,
+    /// The part of the throttle stage blk-throttle (io.max) held the
+    /// requests' first bios, in seconds (where its program attaches; the
+    /// rest of the stage is the rq-qos policies' wait).
+    #[serde(default)]
+    pub held_io_max_seconds: f64,
     pub latency: StageHistograms,
 }
 
@@ -58,6 +63,8 @@ impl IoSeries {
         self.requeued += other.requeued;
         self.cost_seconds += other.cost_seconds;
         self.random_ios += other.random_ios;
+        self.held_io_max_seconds += other.held_io_max_seconds;
+        self.latency.throttle.add(&other.latency.throttle);
         self.latency.queue.add(&other.latency.queue);
         self.latency.device.add(&other.latency.device);
         self.latency.total.add(&other.latency.total);
@@ -77,6 +84,9 @@ metrics!(IoSeries {
     counter latency => "iowarden_io_device" [Seconds],
         "Sum of issue-to-completion time of completed requests (device time)",
         |s: &IoSeries| Some(s.latency.device.sum_seconds);
+    counter held_io_max_seconds => "iowarden_io_held_io_max" [Seconds],
+        "Time blk-throttle (io.max) held the first bio of completed requests (part of the throttle stage)",
+        |s: &IoSeries| (s.held_io_max_seconds > 0.0).then_some(s.held_io_max_seconds);
 });
 
 /// Counters of things the BPF side could not record.

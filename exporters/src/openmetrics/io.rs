@@ -22,11 +22,12 @@ pub enum IoCounter {
     Cost,
     Random,
     Device,
+    HeldIoMax,
 }
 
 impl IoCounter {
     /// In exposition order.
-    pub const ALL: [IoCounter; 7] = [
+    pub const ALL: [IoCounter; 8] = [
         IoCounter::Requests,
         IoCounter::Bytes,
         IoCounter::Merged,
@@ -34,11 +35,18 @@ impl IoCounter {
         IoCounter::Cost,
         IoCounter::Random,
         IoCounter::Device,
+        IoCounter::HeldIoMax,
     ];
 
     /// Fleet default: what the dashboards and rules use (IOPS, throughput,
-    /// device-time share).
-    pub const FLEET: [IoCounter; 3] = [IoCounter::Requests, IoCounter::Bytes, IoCounter::Device];
+    /// device-time share, time held by io.max: a series only for a cgroup
+    /// io.max has held).
+    pub const FLEET: [IoCounter; 4] = [
+        IoCounter::Requests,
+        IoCounter::Bytes,
+        IoCounter::Device,
+        IoCounter::HeldIoMax,
+    ];
 
     /// Name on the command line.
     pub fn as_str(self) -> &'static str {
@@ -50,6 +58,7 @@ impl IoCounter {
             IoCounter::Cost => "cost",
             IoCounter::Random => "random",
             IoCounter::Device => "device",
+            IoCounter::HeldIoMax => "held-io-max",
         }
     }
 }
@@ -85,6 +94,11 @@ pub(crate) fn encode_counters(
     Ok(())
 }
 
+/// The latency family's help, in every exposition format.
+pub(crate) const LATENCY_HELP: &str = "Request latency by stage: throttle (bio submission to request \
+    allocation: held by io.max, iocost, io.latency, wbt), queue (allocation to issue), device (issue \
+    to completion), total (submission to completion)";
+
 /// The latency histogram of every series for each selected stage, in
 /// classic buckets.
 pub(crate) fn encode_latency(
@@ -98,7 +112,7 @@ pub(crate) fn encode_latency(
     }
     let mut d = enc.encode_descriptor(
         "iowarden_io_latency",
-        "Request latency by stage: queue (allocation to issue), device (issue to completion), total",
+        LATENCY_HELP,
         Some(&Unit::Seconds),
         MetricType::Histogram,
     )?;
@@ -160,7 +174,8 @@ mod tests {
                 "iowarden_io_requeued",
                 "iowarden_io_cost",
                 "iowarden_io_random_requests",
-                "iowarden_io_device"
+                "iowarden_io_device",
+                "iowarden_io_held_io_max"
             ]
         );
     }

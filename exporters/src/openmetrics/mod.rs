@@ -28,6 +28,7 @@ mod tuner;
 pub use family::{collapse_buckets, ClassicBuckets};
 pub(crate) use io::io_labels;
 pub use io::IoCounter;
+pub(crate) use io::LATENCY_HELP;
 pub use nvme::hol_extra_latency;
 
 /// Which counters and latency stages go out per series, and how coarse the classic

@@ -135,10 +135,7 @@ fn latency_family(snap: &Snapshot, opts: &ExpositionOptions) -> MetricFamily {
     }
     MetricFamily {
         name: Some("iowarden_io_latency_seconds".into()),
-        help: Some(
-            "Request latency by stage: queue (allocation to issue), device (issue to completion), total"
-                .into(),
-        ),
+        help: Some(crate::openmetrics::LATENCY_HELP.into()),
         r#type: Some(MetricType::Histogram as i32),
         metric,
         unit: None,

@@ -1,8 +1,9 @@
 //! What the running kernel's BPF can do, probed rather than inferred from
 //! its version (distributions backport BPF features, and the reverse):
-//! compare-and-swap, and the argument shapes of the block tracepoints.
+//! compare-and-swap, fexit on a kernel function, and the argument shapes
+//! of the block tracepoints.
 
-use libbpf_rs::btf::types::{FuncProto, Ptr, Typedef};
+use libbpf_rs::btf::types::{Func, FuncProto, Ptr, Typedef};
 use libbpf_rs::btf::{Btf, ReferencesType};
 use libbpf_rs::libbpf_sys;
 
@@ -41,6 +42,46 @@ pub fn bpf_has_cmpxchg() -> bool {
         }
         fd >= 0
     }
+}
+
+/// Whether a fexit program can be loaded and attached to kernel function
+/// `func` here: Err(errno) when the kernel refuses (EPERM where a security
+/// policy forbids tracing programs, ENOENT without the function in BTF).
+/// Loads and attaches a two-instruction program for a moment.
+pub fn fexit_attaches(btf: &Btf<'_>, func: &str) -> Result<(), i32> {
+    let id = btf
+        .type_by_name::<Func<'_>>(func)
+        .ok_or(libc::ENOENT)?
+        .type_id();
+    let insns = [insn(0xb7, 0, 0, 0, 0), insn(0x95, 0, 0, 0, 0)]; // r0 = 0; exit
+    let mut opts = libbpf_sys::bpf_prog_load_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
+        expected_attach_type: libbpf_sys::BPF_TRACE_FEXIT,
+        attach_btf_id: id.into(),
+        ..Default::default()
+    };
+    // SAFETY: the instructions and options outlive the calls, the names are
+    // NUL-terminated literals; the descriptors returned are ours to close.
+    unsafe {
+        let fd = libbpf_sys::bpf_prog_load(
+            libbpf_sys::BPF_PROG_TYPE_TRACING,
+            c"iow_fexit_probe".as_ptr(),
+            c"GPL".as_ptr(),
+            insns.as_ptr(),
+            insns.len() as _,
+            &mut opts,
+        );
+        if fd < 0 {
+            return Err(-fd);
+        }
+        let link = libbpf_sys::bpf_raw_tracepoint_open(std::ptr::null(), fd);
+        libc::close(fd);
+        if link < 0 {
+            return Err(-link);
+        }
+        libc::close(link);
+    }
+    Ok(())
 }
 
 fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> libbpf_sys::bpf_insn {

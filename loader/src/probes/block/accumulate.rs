@@ -9,7 +9,7 @@ use iowarden_exporters::{
 
 use crate::costmodel::{ClassSample, SIZES, VTIME_PER_SEC};
 use crate::host::devices::DeviceNames;
-use crate::probes::block::hist::{NBUCKETS, NSTAGES, TOTAL_STAGE};
+use crate::probes::block::hist::{NBUCKETS, NSTAGES, THROTTLE_STAGE, TOTAL_STAGE};
 use crate::probes::block::RawSample;
 use crate::skel::types::{
     iow_const, iow_cost_class, iow_drop, iow_hwq_stats, iow_key_layout, iow_series,
@@ -49,7 +49,12 @@ struct Totals {
     requeued: u64,
     cost: u64,
     rand_ios: u64,
+    /// By enum iow_stage.
     lat_sum_ns: [u64; NSTAGES],
+    /// Requests timed from their first bio's submission (the others have
+    /// no throttle sample).
+    held_timed: u64,
+    held_io_max_ns: u64,
     hist: Vec<u64>,
 }
 
@@ -155,13 +160,17 @@ fn add_series_delta(t: &mut Totals, cur: &iow_series, old: &iow_series) {
     t.ios += d(cur.unmeasured, old.unmeasured);
     let queue = d(cur.lat_sum_ns[0], old.lat_sum_ns[0]);
     let device = d(cur.lat_sum_ns[1], old.lat_sum_ns[1]);
+    let (timed, held) = unpack(cur.held_timed, old.held_timed);
     t.lat_sum_ns[0] += queue;
     t.lat_sum_ns[1] += device;
-    t.lat_sum_ns[2] += queue + device;
+    t.lat_sum_ns[TOTAL_STAGE] += held + queue + device;
+    t.lat_sum_ns[THROTTLE_STAGE] += held;
+    t.held_timed += timed;
+    t.held_io_max_ns += d(cur.held_io_max_ns, old.held_io_max_ns);
     for (b, v) in t.hist.iter_mut().enumerate() {
         let n = cur.hist[b].wrapping_sub(old.hist[b]) as u64;
         *v += n;
-        if b / NBUCKETS == 2 {
+        if b / NBUCKETS == TOTAL_STAGE {
             t.ios += n;
         }
     }
@@ -248,6 +257,18 @@ impl Accumulator {
         v
     }
 
+    /// Of the requests timed so far (reads and writes), how many were
+    /// timed from their bio's submission: (from submission, all timed).
+    pub fn submission_stamped(&self) -> (u64, u64) {
+        self.totals
+            .iter()
+            .filter(|(&k, _)| matches!(SeriesKey::decode(k).op, Op::Read | Op::Write))
+            .fold((0, 0), |(s, a), (_, t)| {
+                let timed: u64 = t.hist[TOTAL_STAGE * NBUCKETS..][..NBUCKETS].iter().sum();
+                (s + t.held_timed, a + timed)
+            })
+    }
+
     /// Cgroup ids that have recorded I/O.
     pub fn cgroup_ids(&self) -> impl Iterator<Item = u64> + '_ {
         self.totals.keys().map(|&k| SeriesKey::decode(k).cgroup_id)
@@ -288,10 +309,12 @@ impl Accumulator {
                 requeued: t.requeued,
                 cost_seconds: t.cost as f64 / VTIME_PER_SEC as f64,
                 random_ios: t.rand_ios,
+                held_io_max_seconds: t.held_io_max_ns as f64 / 1e9,
                 latency: StageHistograms {
+                    throttle: stage(THROTTLE_STAGE),
                     queue: stage(0),
                     device: stage(1),
-                    total: stage(2),
+                    total: stage(TOTAL_STAGE),
                 },
             });
         }
@@ -410,10 +433,12 @@ mod tests {
     }
 
     #[test]
-    fn total_latency_sum_is_queue_plus_device() {
+    fn total_latency_sum_is_throttle_plus_queue_plus_device() {
         let key = (7u64 << 9) | 1;
         let mut s = shard(2, 5, 2);
         s.lat_sum_ns = [300, 1200];
+        // Both requests timed from submission, held 200 ns together.
+        s.held_timed = (200 << iow_const::IOW_PACK_COUNT_BITS.0) | 2;
         let mut acc = Accumulator::default();
         acc.add(&RawSample {
             series: vec![RawSeries {
@@ -423,7 +448,8 @@ mod tests {
             }],
             ..Default::default()
         });
-        assert_eq!(acc.totals[&key].lat_sum_ns, [300, 1200, 1500]);
+        assert_eq!(acc.totals[&key].lat_sum_ns, [300, 1200, 1700, 200]);
+        assert_eq!(acc.totals[&key].held_timed, 2);
         assert_eq!(acc.totals[&key].ios, 2);
     }
 

@@ -8,6 +8,7 @@ pub const NBUCKETS: usize = iow_const::IOW_HIST_BUCKETS.0 as usize;
 pub const NSTAGES: usize = iow_const::IOW_NR_STAGES.0 as usize;
 /// The total stage's index: counted whenever latency is.
 pub const TOTAL_STAGE: usize = iow_stage::IOW_STAGE_TOTAL.0 as usize;
+pub const THROTTLE_STAGE: usize = iow_stage::IOW_STAGE_THROTTLE.0 as usize;
 
 /// Lower bound of bucket `i`, in microseconds.
 pub fn lower_us(i: usize) -> u64 {

@@ -6,6 +6,7 @@
 pub mod accumulate;
 pub mod bench;
 pub mod capacity;
+pub mod held;
 pub mod hist;
 pub mod latency_watch;
 pub mod object;
@@ -259,6 +260,9 @@ impl BlockProbe {
                 probe.attach(prog, when == Attach::Required, &mut probes)?;
             }
         }
+        if !probes.iter().any(|p| p.name == held::PROGRAM) {
+            probe.attach(held::PROGRAM, false, &mut probes)?;
+        }
         probes.extend(Self::switched_off(cfg));
         if claims == Claims::MapInsert {
             if let Some(p) = probes.iter_mut().find(|p| p.name == "block_rq_complete") {
@@ -284,9 +288,14 @@ impl BlockProbe {
         let mut open = IowardenSkelBuilder::default()
             .open(open_object())
             .context("opening the BPF object")?;
+        let held = held::plan(&btf);
         Self::configure(&mut open, cfg, &btf, claims)?;
         let preclaimed = Self::preclaim_devices(&mut open, cfg)?;
-        let probes = Self::select_programs(&mut open, &btf, claims)?;
+        let mut probes = Self::select_programs(&mut open, &btf, claims, held.is_ok())?;
+        match held {
+            Ok(func) => Self::aim_held(&mut open, func)?,
+            Err(status) => probes.push(status),
+        }
         let skel = open
             .load()
             .map_err(|e| crate::probes::load_error("the block", e))?;
@@ -355,6 +364,17 @@ impl BlockProbe {
         Ok(())
     }
 
+    /// Points the blk-throttle program at this kernel's entry point.
+    fn aim_held(open: &mut OpenSkelT, func: &str) -> Result<()> {
+        let mut prog = open
+            .open_object_mut()
+            .progs_mut()
+            .find(|p| p.name() == held::PROGRAM)
+            .context("the BPF object has no blk-throttle program")?;
+        prog.set_attach_target(0, Some(func.to_string()))?;
+        Ok(())
+    }
+
     /// Claims the device entries of the devices with their own cost model.
     fn preclaim_devices(open: &mut OpenSkelT, cfg: &BlockConfig) -> Result<Vec<(u32, [u64; 6])>> {
         let bss = open
@@ -377,8 +397,14 @@ impl BlockProbe {
         open: &mut OpenSkelT,
         btf: &Btf<'_>,
         claims: Claims,
+        held: bool,
     ) -> Result<Vec<ProbeStatus>> {
         let mut wanted = Vec::new();
+        if held {
+            wanted.push(held::PROGRAM.to_string());
+        } else {
+            open.maps.held_bios.set_max_entries(1)?;
+        }
         let mut probes = Vec::new();
         for &(prog, tp, when) in PROGRAMS {
             if tracepoint_available(btf, tp) {
@@ -404,7 +430,7 @@ impl BlockProbe {
         required: bool,
         probes: &mut Vec<ProbeStatus>,
     ) -> Result<()> {
-        match crate::probes::attach(self.skel.object(), &self.claims.program(prog)) {
+        match crate::probes::attach(self.skel.object(), &self.program_name(prog)) {
             Ok(l) => {
                 self.links.push((prog, l));
                 probes.push(ProbeStatus {
@@ -445,9 +471,18 @@ impl BlockProbe {
         ))
     }
 
+    /// The name `prog` loads under: its claim method's variant (the
+    /// blk-throttle program claims nothing and has one).
+    fn program_name(&self, prog: &str) -> String {
+        match prog {
+            held::PROGRAM => prog.to_string(),
+            _ => self.claims.program(prog),
+        }
+    }
+
     /// The loaded program of this claim method's set for `prog`.
     fn program(&self, prog: &str) -> Option<libbpf_rs::ProgramMut<'_>> {
-        let name = self.claims.program(prog);
+        let name = self.program_name(prog);
         self.skel
             .object()
             .progs_mut()

@@ -113,9 +113,12 @@ impl Probe for Block {
         Ok(())
     }
 
-    /// The block programs' statuses (block_rq_issue attaches later).
+    /// The block programs' statuses (block_rq_issue attaches later), and
+    /// the throttle stage's once reads or writes were timed.
     fn statuses(&self) -> Vec<ProbeStatus> {
-        self.probe.probes().to_vec()
+        let mut v = self.probe.probes().to_vec();
+        v.extend(throttle_stage_status(self.acc.submission_stamped()));
+        v
     }
 
     fn cgroup_ids(&self) -> BTreeSet<u64> {
@@ -159,6 +162,26 @@ impl Probe for Block {
     fn table_fill(&self) -> Vec<TableFill> {
         self.probe.table_fill()
     }
+}
+
+/// Whether the throttle stage is measured: reads and writes whose bio
+/// carries the kernel's submission stamp. None before any was timed.
+fn throttle_stage_status((stamped, timed): (u64, u64)) -> Option<ProbeStatus> {
+    if timed == 0 {
+        return None;
+    }
+    let reason = match stamped {
+        0 => "no timed read or write carried a bio submission stamp (kernels that stamp \
+              bios only for io.latency, or without CONFIG_BLK_CGROUP): no throttle stage, \
+              total starts at the request's allocation"
+            .to_string(),
+        s if s < timed => format!(
+            "{} of {timed} timed reads and writes carried a bio submission stamp",
+            s
+        ),
+        _ => String::new(),
+    };
+    Some(crate::probes::status("throttle_stage", stamped > 0, reason))
 }
 
 /// The model the host's kernel would charge on this device.
