@@ -207,19 +207,25 @@ __noinline __u32 dev_index_nocas(__u32 devt)
 /*
  * The kernel's op_stat_group(), as /sys/block/<dev>/stat, /proc/diskstats and
  * io.stat count: only REQ_OP_DISCARD is a discard; write-zeroes and secure
- * erase are writes (odd op: data direction out). Flushes apart.
+ * erase are writes (odd op: data direction out). Flushes apart. `opf` is a
+ * request's cmd_flags or a bio's bi_opf.
  */
-static __always_inline __u32 rq_op(struct request *rq)
+static __always_inline __u32 op_of(__u32 opf)
 {
-	switch (rq->cmd_flags & 0xff) { /* REQ_OP_MASK */
+	switch (opf & 0xff) { /* REQ_OP_MASK */
 	case REQ_OP_FLUSH:
 		return IOW_OP_FLUSH;
 	case REQ_OP_DISCARD:
 		return IOW_OP_DISCARD;
 	default:
 		/* write-zeroes, secure erase, zone management: by data direction */
-		return (rq->cmd_flags & 1) ? IOW_OP_WRITE : IOW_OP_READ;
+		return (opf & 1) ? IOW_OP_WRITE : IOW_OP_READ;
 	}
+}
+
+static __always_inline __u32 rq_op(struct request *rq)
+{
+	return op_of(rq->cmd_flags);
 }
 
 /*
@@ -240,16 +246,15 @@ __noinline __u32 series_slot_nocas(__u64 k)
 }
 
 /*
- * This CPU's shard of the request's (cgroup, device, op) series, claiming a
- * slot on first sight; NULL (and a counted drop) when the table has no
- * room. *key receives the series key.
+ * This CPU's shard of the (cgroup, device, op) series, claiming a slot on
+ * first sight; NULL (and a counted drop) when the table has no room. *key
+ * receives the series key.
  */
-static __always_inline struct iow_series *series_of(struct request *rq, __u32 dev_idx, __u64 *key,
-						     const bool cas)
+static __always_inline struct iow_series *series_at(__u64 cgid, __u32 dev_idx, __u32 op,
+						    __u64 *key, const bool cas)
 {
-	__u64 k = (rq_cgroup_id(rq) << IOW_KEY_CGID_SHIFT) |
-		  ((__u64)dev_idx << IOW_KEY_DEV_SHIFT) |
-		  ((__u64)rq_op(rq) << IOW_KEY_OP_SHIFT) | 1;
+	__u64 k = (cgid << IOW_KEY_CGID_SHIFT) | ((__u64)dev_idx << IOW_KEY_DEV_SHIFT) |
+		  ((__u64)op << IOW_KEY_OP_SHIFT) | 1;
 	__u32 slot, idx;
 
 	*key = k;
@@ -260,6 +265,13 @@ static __always_inline struct iow_series *series_of(struct request *rq, __u32 de
 	}
 	idx = slot * (shard_mask + 1) + shard();
 	return bpf_map_lookup_elem(&series, &idx);
+}
+
+/* The request's series (its first bio's cgroup). */
+static __always_inline struct iow_series *series_of(struct request *rq, __u32 dev_idx, __u64 *key,
+						     const bool cas)
+{
+	return series_at(rq_cgroup_id(rq), dev_idx, rq_op(rq), key, cas);
 }
 
 /* Microseconds in a nanosecond count. Below 2^32 ns (4.3 s) without a
@@ -332,10 +344,9 @@ static __always_inline struct iow_stamp *stamp_slot(__u64 ident)
 	return bpf_map_lookup_elem(&issue_stamps, &idx);
 }
 
-/* The device index of a traced request, or IOW_MAX_DEVS to skip it. */
-static __always_inline __u32 traced_dev(struct request *rq, const bool cas)
+/* The device index of a traced disk, or IOW_MAX_DEVS to skip it. */
+static __always_inline __u32 traced_devt(__u32 devt, const bool cas)
 {
-	__u32 devt = rq_devt(rq);
 	__u32 idx;
 
 	if (!devt || (filter_devt && devt != filter_devt))
@@ -344,6 +355,11 @@ static __always_inline __u32 traced_dev(struct request *rq, const bool cas)
 	if (idx >= IOW_MAX_DEVS)
 		count_drop(IOW_DROP_DEV_FULL);
 	return idx;
+}
+
+static __always_inline __u32 traced_dev(struct request *rq, const bool cas)
+{
+	return traced_devt(rq_devt(rq), cas);
 }
 
 /*
@@ -578,6 +594,26 @@ static __always_inline __u64 elapsed(__u64 earlier, __u64 later, __u64 mask)
 }
 
 /*
+ * How long blk-throttle held the bio before its submission stamp (0 when
+ * it did not, or its program is not attached), forgetting the hold.
+ */
+static __always_inline __u64 io_max_hold(struct bio *bio, __u64 submitted, __u64 mask)
+{
+	__u64 k = (__u64)bio, hold = 0;
+	struct iow_held_bio *h;
+
+	if (!tables.held_bios_seen)
+		return 0;
+	h = bpf_map_lookup_elem(&held_bios, &k);
+	if (!h)
+		return 0;
+	if (h->blkg == (__u64)bio->bi_blkg)
+		hold = elapsed(h->since_ns & mask, submitted, mask);
+	bpf_map_delete_elem(&held_bios, &k);
+	return hold;
+}
+
+/*
  * How long the request's first bio waited from its submission until the
  * request was allocated at `start`, and in *io_max the part blk-throttle
  * held it (timed by throtl_held, which stamped it on entry). ~0 when the
@@ -595,16 +631,7 @@ static __always_inline __u64 held_before(struct request *rq, __u64 start, __u64 
 	if (!submitted)
 		return ~0ULL;
 	held = elapsed(submitted, start & mask, mask);
-	if (tables.held_bios_seen) {
-		__u64 k = (__u64)bio;
-		struct iow_held_bio *h = bpf_map_lookup_elem(&held_bios, &k);
-
-		if (h) {
-			if (h->blkg == (__u64)bio->bi_blkg)
-				*io_max = elapsed(h->since_ns & mask, submitted, mask);
-			bpf_map_delete_elem(&held_bios, &k);
-		}
-	}
+	*io_max = io_max_hold(bio, submitted, mask);
 	return held + *io_max;
 }
 
@@ -715,6 +742,52 @@ static __always_inline int on_merge(__u64 *ctx, const bool cas)
 	return 0;
 }
 
+/*
+ * block_bio_complete(q, bio): a bio completes on a bio-based device
+ * (device-mapper, md), whose bios never become requests of its own. Fires
+ * for every bio of every device: attached only while the host has a
+ * bio-based disk, and a request-based queue's bio returns at once (its
+ * request is counted at block_rq_complete). Counts, bytes, and the bio's
+ * time from its submission stamp as the device stage (the volume and what
+ * is below it), io.max's hold as the throttle stage.
+ */
+static __always_inline int on_bio_complete(__u64 *ctx, const bool cas)
+{
+	struct request_queue *q = (struct request_queue *)ctx[0];
+	struct bio *bio = (struct bio *)ctx[1];
+	__u64 key, mask, submitted, now, svc, io_max;
+	struct iow_series *s;
+	__u32 dev;
+
+	if (!q || q->mq_ops || !bio)
+		return 0;
+	dev = traced_devt(disk_devt(bio_disk(bio)), cas);
+	if (dev >= IOW_MAX_DEVS)
+		return 0;
+	s = series_at(bio_cgroup_id(bio), dev, op_of(bio->bi_opf), &key, cas);
+	if (!s)
+		return 0;
+	add(&s->bytes_rand, packed(bio->bi_iter.bi_size, 0));
+	submitted = bio_submitted(bio, &mask);
+	if (!enable_latency || !submitted) {
+		add(&s->unmeasured, 1);
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	svc = elapsed(submitted, now & mask, mask);
+	io_max = io_max_hold(bio, submitted, mask);
+	add(&s->lat_sum_ns[1], svc);
+	add(&s->held_timed, packed(io_max, 1));
+	if (io_max)
+		add(&s->held_io_max_ns, io_max);
+	if (enable_stage_hists) {
+		count_bucket(s, IOW_STAGE_DEVICE, svc);
+		count_bucket(s, IOW_STAGE_THROTTLE, io_max);
+	}
+	count_bucket(s, IOW_STAGE_TOTAL, svc + io_max);
+	return 0;
+}
+
 /* Each program as is and as <name>_nocas (see the top of this file). */
 #define IOW_PROGRAM(tp, body)                                              \
 	SEC("tp_btf/" #tp)                                                 \
@@ -733,6 +806,7 @@ IOW_PROGRAM(block_rq_requeue, on_requeue)
 IOW_PROGRAM(block_rq_merge, on_merge)
 IOW_PROGRAM(block_rq_insert, on_insert)
 IOW_PROGRAM(block_rq_issue, on_issue)
+IOW_PROGRAM(block_bio_complete, on_bio_complete)
 
 /*
  * blk-throttle's entry point returned: true when it queued the bio to

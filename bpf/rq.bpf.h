@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * BPF-side helpers on struct request shared by the BPF objects (not read by
- * Rust): the request's disk, dev_t and cgroup.
+ * BPF-side helpers on struct request and struct bio shared by the BPF
+ * objects (not read by Rust): their disk, dev_t and cgroup.
  */
 #ifndef IOWARDEN_RQ_BPF_H
 #define IOWARDEN_RQ_BPF_H
@@ -21,19 +21,34 @@ static __always_inline struct gendisk *rq_disk(struct request *rq)
 	return ((struct request___old *)rq)->rq_disk;
 }
 
-static __always_inline __u32 rq_devt(struct request *rq)
-{
-	struct gendisk *disk = rq_disk(rq);
+/* Kernels before 5.12 kept the disk in the bio. */
+struct bio___old_disk {
+	struct gendisk *bi_disk;
+} __attribute__((preserve_access_index));
 
+static __always_inline struct gendisk *bio_disk(struct bio *bio)
+{
+	if (bpf_core_field_exists(bio->bi_bdev))
+		return bio->bi_bdev ? bio->bi_bdev->bd_disk : NULL;
+	return ((struct bio___old_disk *)bio)->bi_disk;
+}
+
+/* The kernel's dev_t of a whole disk (major << 20 | minor); 0 without one. */
+static __always_inline __u32 disk_devt(struct gendisk *disk)
+{
 	if (!disk)
 		return 0;
 	return ((__u32)disk->major << 20) | (__u32)disk->first_minor;
 }
 
-/* The cgroup of the request's bio (never the current task); 0 without one. */
-static __always_inline __u64 rq_cgroup_id(struct request *rq)
+static __always_inline __u32 rq_devt(struct request *rq)
 {
-	struct bio *bio = rq->bio;
+	return disk_devt(rq_disk(rq));
+}
+
+/* The cgroup a bio is charged to (never the current task); 0 without one. */
+static __always_inline __u64 bio_cgroup_id(struct bio *bio)
+{
 	struct blkcg_gq *blkg;
 	struct cgroup *cgrp;
 
@@ -46,6 +61,12 @@ static __always_inline __u64 rq_cgroup_id(struct request *rq)
 	if (!cgrp || !cgrp->kn)
 		return 0;
 	return cgrp->kn->id;
+}
+
+/* The cgroup of the request's first bio; 0 without one. */
+static __always_inline __u64 rq_cgroup_id(struct request *rq)
+{
+	return bio_cgroup_id(rq->bio);
 }
 
 #endif /* IOWARDEN_RQ_BPF_H */

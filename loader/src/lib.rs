@@ -69,6 +69,7 @@ pub mod duration;
 pub mod exposition;
 pub mod host;
 pub mod knobs;
+pub mod limits;
 pub mod monitor;
 pub mod probes;
 pub mod tune;

@@ -27,6 +27,9 @@ enum Cmd {
     Top(cli::top::TopArgs),
     /// Trace for a while, print one snapshot and exit
     Snapshot(cli::snapshot::SnapshotArgs),
+    /// Every io limit and weight set on the cgroups, judged over a window:
+    /// acting (it held I/O), idle, or not in effect and why
+    Limits(cli::limits::LimitsArgs),
     /// Where I/O waits on kernel locks: wait time per lock site and cgroup over a window
     Locks(cli::locks::LocksArgs),
     /// Trace for a while, then print each device's linear cost model: the
@@ -75,6 +78,7 @@ fn real_main(cli: Cli) -> Result<()> {
         Cmd::Run(a) => cli::run::run(a),
         Cmd::Top(a) => cli::top::run(a),
         Cmd::Snapshot(a) => cli::snapshot::run(a),
+        Cmd::Limits(a) => cli::limits::run(a),
         Cmd::Locks(a) => cli::locks::run(a),
         Cmd::Model(a) => cli::model::run(a),
         Cmd::Tune(a) => cli::tune::tune(a),

@@ -81,7 +81,8 @@ echo "vmtest: ${#selected[@]} scripts on kernel lines ${lines[*]}, $expected che
 mkdir -p "$CACHE"
 
 need=()
-for p in qemu-system-x86 linux-image-amd64 busybox-static python3-venv fio kmod; do
+# dmsetup, lvm2, mdadm: the bio-based volumes of t-17 (the guest runs the host's binaries).
+for p in qemu-system-x86 linux-image-amd64 busybox-static python3-venv fio kmod dmsetup lvm2 mdadm; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
 if ((${#need[@]})); then

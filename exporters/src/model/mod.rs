@@ -22,6 +22,7 @@ pub mod queues;
 pub mod runtime;
 pub mod tune_model;
 pub mod tuner;
+pub mod volume;
 
 #[cfg(test)]
 mod delta_tests;
@@ -38,6 +39,7 @@ pub use queues::{CpuQueueMap, QueueSeries};
 pub use runtime::{BpfProgramStats, ProbeStatus, RuntimeMetrics, SelfMetrics, TableFill};
 pub use tune_model::{ModelParam, ModelTunerStatus};
 pub use tuner::{TunerDecision, TunerSlo, TunerStatus};
+pub use volume::Volume;
 
 /// Version of the JSON schema of [`Snapshot`]; bump on incompatible changes.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -90,6 +92,9 @@ pub struct Snapshot {
     /// The online io.cost.qos tuner's state (`iowarden tune` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tuner: Option<TunerStatus>,
+    /// The bio-based volumes with traced I/O and the disks below them.
+    #[serde(default)]
+    pub volumes: Vec<Volume>,
 }
 
 impl Snapshot {
@@ -138,6 +143,7 @@ impl Snapshot {
                 KernelDiskStats::key,
             ),
             tuner: self.tuner.clone(),
+            volumes: self.volumes.clone(),
         }
     }
 
@@ -164,6 +170,7 @@ impl Snapshot {
             cost_models: self.cost_models.clone(),
             kernel_diskstats: self.kernel_diskstats.clone(),
             tuner: self.tuner.clone(),
+            volumes: self.volumes.clone(),
         }
     }
 }

@@ -8,7 +8,7 @@ use prometheus_client::registry::Unit;
 
 use super::family::{collapse_buckets, counter, encode_family, ClassicBuckets, Labels};
 use crate::model::{
-    DropCounters, Families, IoSeries, Snapshot, Stage, OTHER_CGROUP, OTHER_CGROUP_ID,
+    DropCounters, Families, IoSeries, Snapshot, Stage, Volume, OTHER_CGROUP, OTHER_CGROUP_ID,
 };
 
 /// The counter families of IoSeries (model/io.rs), in the order it
@@ -131,6 +131,36 @@ pub(crate) fn encode_latency(
         }
     }
     Ok(())
+}
+
+/// One sample per (volume, disk below it): join on device to show a
+/// volume with its disk.
+pub(crate) fn encode_volumes(enc: &mut DescriptorEncoder, volumes: &[Volume]) -> std::fmt::Result {
+    let rows: Vec<(Labels, f64)> = volumes
+        .iter()
+        .flat_map(|v| {
+            v.lower.iter().map(|lower| {
+                let labels = [
+                    ("device", v.device.name.as_str()),
+                    ("kind", v.kind.as_str()),
+                    ("name", v.name.as_str()),
+                    ("lower", lower.as_str()),
+                ];
+                let labels = labels.map(|(k, v)| (k.to_string(), v.to_string()));
+                (labels.to_vec(), 1.0)
+            })
+        })
+        .collect();
+    if rows.is_empty() {
+        return Ok(());
+    }
+    super::family::gauge(
+        enc,
+        "iowarden_volume_lower_info",
+        "A device-mapper or md volume (device, its dm or md name) and a disk it sits on (lower)",
+        None,
+        &rows,
+    )
 }
 
 /// Events the BPF side could not record fully, by reason.

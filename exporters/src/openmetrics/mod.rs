@@ -64,6 +64,7 @@ fn encode_families(enc: &mut DescriptorEncoder, input: &Input) -> std::fmt::Resu
     let Input { snap, extra, opts } = *input;
     io::encode_counters(enc, &snap.io, &opts.counters)?;
     io::encode_latency(enc, snap, &opts.stages, opts.classic)?;
+    io::encode_volumes(enc, &snap.volumes)?;
     queues::encode_hw_queues(enc, &snap.queues)?;
     diskstats::encode(enc, &snap.kernel_diskstats)?;
     runtime::encode_probes(enc, &snap.probes)?;

@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod bench_shards;
 pub mod capped_model;
+pub mod limits;
 pub mod locks;
 pub mod model;
 pub mod profile;

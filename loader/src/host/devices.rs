@@ -3,7 +3,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use anyhow::{bail, Result};
-use iowarden_exporters::{CpuQueueMap, DeviceRef};
+use iowarden_exporters::{CpuQueueMap, DeviceRef, Volume};
 
 /// Kernel-internal dev_t (MKDEV) as the BPF side packs it.
 pub fn kernel_devt(major: u32, minor: u32) -> u32 {
@@ -47,6 +47,52 @@ pub fn list_block_devices() -> Vec<(String, u32, u32)> {
     }
     out.sort();
     out
+}
+
+/// Whether /sys/block/<name>/<f> exists.
+fn in_sysfs(name: &str, f: &str) -> bool {
+    std::path::Path::new(&format!("/sys/block/{name}/{f}")).exists()
+}
+
+/// The kernel dev_t of every device-mapper and md disk without a blk-mq
+/// queue (no `mq` directory in sysfs): volumes whose bios never become
+/// requests of their own. (zram is bio-based too, but swap, not a volume.)
+pub fn bio_based_disks() -> Vec<u32> {
+    list_block_devices()
+        .into_iter()
+        .filter(|(name, _, _)| {
+            (in_sysfs(name, "dm") || in_sysfs(name, "md")) && !in_sysfs(name, "mq")
+        })
+        .map(|(_, ma, mi)| kernel_devt(ma, mi))
+        .collect()
+}
+
+/// The device-mapper or md volume `dev` is, with its name and the disks
+/// below it; None for any other disk.
+pub fn volume(dev: &DeviceRef) -> Option<Volume> {
+    let read = |f: &str| std::fs::read_to_string(format!("/sys/block/{}/{f}", dev.name));
+    let (kind, name) = if let Ok(n) = read("dm/name") {
+        ("dm", n.trim().to_string())
+    } else if in_sysfs(&dev.name, "md") {
+        // An array's name in its metadata is not in sysfs: its disk's.
+        ("md", dev.name.clone())
+    } else {
+        return None;
+    };
+    let mut lower: Vec<String> = std::fs::read_dir(format!("/sys/block/{}/slaves", dev.name))
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    lower.sort();
+    Some(Volume {
+        device: dev.clone(),
+        kind: kind.into(),
+        name,
+        lower,
+    })
 }
 
 pub fn parse_majmin(s: &str) -> Option<(u32, u32)> {

@@ -1,6 +1,8 @@
 //! Turns one decision period's snapshot delta into what the controller
-//! judges: each protected cgroup's quantile per SLO (allocation → completion,
-//! from iowarden's own histograms) and the device's aggregate throughput.
+//! judges: each protected cgroup's quantile per SLO (submission →
+//! completion where the throttle stage is measured, else allocation →
+//! completion; from iowarden's own histograms) with its mean hold, and the
+//! device's aggregate throughput.
 
 use iowarden_exporters::{Histogram, Snapshot, Stage};
 
@@ -21,10 +23,16 @@ pub fn measure(
     slos: &[Slo],
 ) -> Measurement {
     let on_device = |s: &&iowarden_exporters::IoSeries| (s.device.major, s.device.minor) == device;
+    // Reads and writes carry the bio's submission stamp: total includes
+    // the hold, and the throttle stage's sum is it.
+    let held_measured = delta
+        .probes
+        .iter()
+        .any(|p| p.name == "throttle_stage" && p.active);
     let mut m = Measurement::default();
     for p in protected {
         for slo in slos {
-            let mut h = Histogram::default();
+            let (mut h, mut held) = (Histogram::default(), Histogram::default());
             for s in delta
                 .io
                 .iter()
@@ -32,13 +40,18 @@ pub fn measure(
                 .filter(|s| s.cgroup.id == p.id && slo.class.covers(s.op))
             {
                 h.add(s.latency.get(Stage::Total));
+                held.add(s.latency.get(Stage::Throttle));
             }
             m.slos.push(SloSample {
                 name: format!("{} {}", p.path, slo.spec),
                 target_seconds: slo.target.as_secs_f64(),
                 observed_seconds: h.quantile(&delta.hist_lower_bounds_seconds, slo.quantile),
                 samples: h.count(),
-                throttle_seconds: 0.0,
+                throttle_seconds: match (held_measured, h.count()) {
+                    (true, n) if n > 0 => held.sum_seconds / n as f64,
+                    _ => 0.0,
+                },
+                held_in_observed: held_measured,
             });
         }
     }
@@ -126,6 +139,43 @@ mod tests {
         let bytes = (1000 + 500) * 4096 + 1000 * 131072;
         assert!((m.throughput_bytes_per_second - bytes as f64 / 2.0).abs() < 1e-6);
         assert!((m.iops - 1250.0).abs() < 1e-9);
+    }
+
+    /// Where the throttle stage is measured the quantile runs from
+    /// submission, so the hold is in it: the SLO is judged on it alone, and
+    /// the mean hold (from the stage's sum) says whether iocost caused a
+    /// miss. Without it, the hold is added (the runner's io.stat count).
+    #[test]
+    fn a_measured_hold_is_in_the_quantile_and_not_added_again() {
+        let mut held = series(7, (259, 0), Op::Read, 2, 100, 100 * 4096);
+        held.latency.throttle.sum_seconds = 0.25; // 2.5 ms each
+        let mut snap = Snapshot {
+            window_seconds: 1.0,
+            hist_lower_bounds_seconds: vec![0.0, 0.001, 0.002, 0.004],
+            io: vec![held],
+            ..Default::default()
+        };
+        let protected = [Protected {
+            path: "/lc".into(),
+            id: 7,
+        }];
+        let slos = [parse_slo("read-p99=2ms").unwrap()];
+        let without = measure(&snap, (259, 0), &protected, &slos).slos[0].clone();
+        assert!(!without.held_in_observed && without.throttle_seconds == 0.0);
+        snap.probes.push(iowarden_exporters::ProbeStatus {
+            name: "throttle_stage".into(),
+            active: true,
+            reason: String::new(),
+        });
+        let with = measure(&snap, (259, 0), &protected, &slos).slos[0].clone();
+        assert!(with.held_in_observed);
+        assert!((with.throttle_seconds - 0.0025).abs() < 1e-12, "{with:?}");
+        let p99 = with.observed_seconds.unwrap();
+        assert_eq!(with.effective(), p99, "the hold is not added twice");
+        assert!(
+            with.throttled(),
+            "2.5 ms held of a p99 below 4 ms: iocost's miss"
+        );
     }
 
     #[test]

@@ -100,6 +100,7 @@ impl Plant {
                 observed_seconds: Some(p99),
                 samples: self.lc_samples,
                 throttle_seconds: self.throttle(vrate),
+                held_in_observed: false,
             }],
             throughput_bytes_per_second: admitted * self.bytes_per_unit,
             iops: admitted,

@@ -213,8 +213,11 @@ impl Tuner {
                     .sum();
                 if let (Some(now), Some(then), true) = (now, then, ios > 0) {
                     let w = now.saturating_sub(*then) as f64 / 1e6 / ios as f64;
+                    // iocost's own count, where iowarden's hold is not measured.
                     for s in &mut m.slos[i * per_cgroup..(i + 1) * per_cgroup] {
-                        s.throttle_seconds = w;
+                        if !s.held_in_observed {
+                            s.throttle_seconds = w;
+                        }
                     }
                 }
             }
@@ -474,6 +477,7 @@ mod tests {
             observed_seconds: Some(observed),
             samples,
             throttle_seconds: 0.0,
+            held_in_observed: false,
         };
         let m = Measurement {
             slos: vec![slo(0.001, 500), slo(0.003, 500)],
@@ -492,6 +496,7 @@ mod tests {
             observed_seconds: Some(observed),
             samples: 500,
             throttle_seconds: 0.0,
+            held_in_observed: false,
         };
         let mut st = TunerSlo::default();
         // Searching: a miss, a hit; then converged: a hit, the worst miss, a

@@ -1,6 +1,7 @@
 //! What the terminal commands print: pure functions of a Snapshot.
 
 pub mod keys;
+pub mod limits;
 pub mod locks;
 pub mod support;
 pub mod top;

@@ -1,5 +1,7 @@
 //! `iowarden top`: cgroups sorted by device-time share per device, with IOPS,
-//! bandwidth, queue/device p50/p99, and a verdict naming the noisy neighbour.
+//! bandwidth, queue/device p50/p99, the part of their latency spent held
+//! before a request existed (io.max, iocost, io.latency, wbt), and a
+//! verdict naming the noisy neighbour.
 //! Rows, the verdict and the panels are pure functions of delta snapshots;
 //! cli/top.rs runs the terminal loop, views/tui.rs draws the interactive view.
 
@@ -20,6 +22,9 @@ pub struct Row {
     pub device_p50: Option<f64>,
     pub device_p99: Option<f64>,
     pub total_p99: Option<f64>,
+    /// The throttle stage's part of the total latency (held by the
+    /// cgroup's own limits or iocost's share); None without a total.
+    pub held_share: Option<f64>,
     pub ios: u64,
 }
 
@@ -28,8 +33,9 @@ pub struct Row {
 pub fn rows(delta: &Snapshot, device: Option<&str>) -> Vec<Row> {
     let w = delta.window_seconds.max(1e-9);
     let b = &delta.hist_lower_bounds_seconds;
-    // (device, cgroup) -> (ios, bytes, queue, device, total histograms)
-    type Merged = (u64, u64, Histogram, Histogram, Histogram);
+    // (device, cgroup) -> (ios, bytes, queue, device, total histograms,
+    // throttle stage's sum)
+    type Merged = (u64, u64, Histogram, Histogram, Histogram, f64);
     let mut acc: HashMap<(String, String), Merged> = HashMap::new();
     for s in &delta.io {
         if device.is_some_and(|d| d != s.device.name) {
@@ -43,6 +49,7 @@ pub fn rows(delta: &Snapshot, device: Option<&str>) -> Vec<Row> {
         e.2.add(&s.latency.queue);
         e.3.add(&s.latency.device);
         e.4.add(&s.latency.total);
+        e.5 += s.latency.throttle.sum_seconds;
     }
     let mut dev_time: HashMap<String, f64> = HashMap::new();
     for ((d, _), v) in &acc {
@@ -66,6 +73,7 @@ pub fn rows(delta: &Snapshot, device: Option<&str>) -> Vec<Row> {
                 device_p50: v.3.quantile(b, 0.5),
                 device_p99: v.3.quantile(b, 0.99),
                 total_p99: v.4.quantile(b, 0.99),
+                held_share: (v.4.sum_seconds > 0.0).then(|| v.5 / v.4.sum_seconds),
                 ios: v.0,
                 device: d,
                 cgroup: c,
@@ -200,12 +208,12 @@ pub fn fmt_rate(v: f64, unit: &str) -> String {
 /// The table as plain text.
 pub fn render(rows: &[Row], verdict: &str) -> String {
     let mut s = format!(
-        "{:<10} {:<36} {:>6} {:>9} {:>10} {:>8} {:>8} {:>8} {:>8}\n",
-        "DEVICE", "CGROUP", "SHARE", "IOPS", "BW", "Q_P50", "Q_P99", "D_P50", "D_P99"
+        "{:<10} {:<36} {:>6} {:>9} {:>10} {:>8} {:>8} {:>8} {:>8} {:>5}\n",
+        "DEVICE", "CGROUP", "SHARE", "IOPS", "BW", "Q_P50", "Q_P99", "D_P50", "D_P99", "HELD"
     );
     for r in rows {
         s += &format!(
-            "{:<10} {:<36} {:>5.0}% {:>9} {:>10} {:>8} {:>8} {:>8} {:>8}\n",
+            "{:<10} {:<36} {:>5.0}% {:>9} {:>10} {:>8} {:>8} {:>8} {:>8} {:>5}\n",
             r.device,
             r.cgroup,
             r.device_share * 100.0,
@@ -214,10 +222,16 @@ pub fn render(rows: &[Row], verdict: &str) -> String {
             fmt_lat(r.queue_p50),
             fmt_lat(r.queue_p99),
             fmt_lat(r.device_p50),
-            fmt_lat(r.device_p99)
+            fmt_lat(r.device_p99),
+            fmt_share(r.held_share)
         );
     }
     s + verdict + "\n"
+}
+
+/// A part of a whole as a percentage; "-" when unknown.
+pub fn fmt_share(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{:.0}%", v * 100.0))
 }
 
 /// The iocost and NVMe panels under the table: one line per iocost device,
@@ -342,6 +356,7 @@ mod tests {
             device_p50: None,
             device_p99: None,
             total_p99: Some(p99_ms / 1e3),
+            held_share: None,
             ios: 100,
         }
     }

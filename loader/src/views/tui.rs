@@ -8,7 +8,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Paragraph, Row as TRow, Table};
 use ratatui::Frame;
 
-use crate::views::top::{fmt_lat, fmt_rate, Row};
+use crate::views::top::{fmt_lat, fmt_rate, fmt_share, Row};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SortKey {
@@ -99,8 +99,8 @@ pub fn on_key(state: &mut TuiState, c: char, ctrl: bool) -> KeyAction {
     }
 }
 
-const HEADER: [&str; 9] = [
-    "DEVICE", "CGROUP", "SHARE", "IOPS", "BW", "Q_P50", "Q_P99", "D_P50", "D_P99",
+const HEADER: [&str; 10] = [
+    "DEVICE", "CGROUP", "SHARE", "IOPS", "BW", "Q_P50", "Q_P99", "D_P50", "D_P99", "HELD",
 ];
 
 /// One frame: title, table, verdict, the iocost/NVMe/lock panels, key help.
@@ -138,6 +138,7 @@ pub fn draw(f: &mut Frame, title: &str, rows: &[Row], verdict: &str, panels: &st
             fmt_lat(r.queue_p99),
             fmt_lat(r.device_p50),
             fmt_lat(r.device_p99),
+            fmt_share(r.held_share),
         ])
     });
     let widths = [
@@ -150,6 +151,7 @@ pub fn draw(f: &mut Frame, title: &str, rows: &[Row], verdict: &str, panels: &st
         Constraint::Length(8),
         Constraint::Length(8),
         Constraint::Length(8),
+        Constraint::Length(5),
     ];
     f.render_widget(
         Table::new(body, widths)
@@ -194,6 +196,7 @@ mod tests {
             device_p50: Some(3e-4),
             device_p99: Some(0.0042),
             total_p99: None,
+            held_share: Some(0.25),
             ios: 10,
         }
     }

@@ -41,3 +41,17 @@ pin_vrate() {
   done
   echo "$mm enable=1 ctrl=user rpct=100 rlat=$r wpct=100 wlat=$w min=$v max=$v" > $CG/io.cost.qos
 }
+# iocost off on device MAJ:MIN with automatic parameters, as t-35 restores
+# it (the kernel keeps a device's lines once iocost was configured on it).
+iocost_off() {
+  echo "$1 enable=0" > $CG/io.cost.qos
+  echo "$1 ctrl=auto" > $CG/io.cost.qos
+  echo "$1 ctrl=auto" > $CG/io.cost.model
+}
+# The disk (dm-N) of device-mapper device NAME: /dev/mapper/NAME is a node
+# of its own, not a link, where no udev runs.
+dm_disk() {
+  local d
+  for d in /sys/block/dm-*; do [ "$(cat $d/dm/name 2>/dev/null)" = "$1" ] && basename $d; done
+  return 0
+}

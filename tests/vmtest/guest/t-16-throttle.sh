@@ -15,8 +15,6 @@
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 MM=$(cat /sys/block/$DEV/dev)
 echo +io > $CG/cgroup.subtree_control
-orig_qos=$(grep "^$MM " $CG/io.cost.qos || true)
-orig_model=$(grep "^$MM " $CG/io.cost.model || true)
 mkdir -p $CG/th-f $CG/th-m $CG/th-v $CG/th-h
 "$IOWARDEN_BIN" run --listen 127.0.0.1:9616 --interval 1s --device $DEV > $SCRATCH/iowarden-throttle.log 2>&1 &
 IW=$!
@@ -40,8 +38,7 @@ bash -c "echo \$\$ > $CG/th-h/cgroup.procs; exec fio --name=hog --filename=/dev/
 sleep 2
 reader th-v 200 512M
 kill $H; wait $H 2>/dev/null
-echo "${orig_qos:-$MM enable=0}" > $CG/io.cost.qos
-[ -n "$orig_model" ] && echo "$orig_model" > $CG/io.cost.model
+iocost_off $MM
 sleep 2.5   # a poll after the last completions
 python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9616/snapshot.json").read().decode())' > $SCRATCH/th-snap.json
 python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9616/metrics").read().decode())' > $SCRATCH/th-metrics.txt

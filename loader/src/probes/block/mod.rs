@@ -92,6 +92,9 @@ enum Attach {
     /// With --hwq-events, or once a traced queue turns out not to stamp
     /// io_start_time_ns (tables.need_issue_stamps).
     IssueStamps,
+    /// While a traced bio-based disk (device-mapper, md) exists: the
+    /// program runs for every bio of every device.
+    BioBased,
 }
 
 /// How the programs claim table entries: by compare-and-swap, or, where the
@@ -128,7 +131,15 @@ const PROGRAMS: &[(&str, &str, Attach)] = &[
     ("block_rq_merge", "block_rq_merge", Attach::Optional),
     ("block_rq_insert", "block_rq_insert", Attach::HwqEvents),
     ("block_rq_issue", "block_rq_issue", Attach::IssueStamps),
+    ("block_bio_complete", "block_bio_complete", Attach::BioBased),
 ];
+
+/// The bio-based disks the programs would trace.
+fn traced_bio_based(filter_devt: Option<u32>) -> bool {
+    crate::host::devices::bio_based_disks()
+        .into_iter()
+        .any(|d| filter_devt.is_none_or(|f| f == d))
+}
 
 /// The shards of one occupied series slot.
 pub struct RawSeries {
@@ -191,6 +202,7 @@ pub struct BlockProbe {
     counters: Counters,
     hwq_events: bool,
     claims: Claims,
+    filter_devt: Option<u32>,
 }
 
 fn write_cost_coefs(map: &dyn MapCore, idx: u32, lcoef: [u64; 6]) -> Result<()> {
@@ -250,11 +262,13 @@ impl BlockProbe {
             counters,
             hwq_events: cfg.hwq_events,
             claims,
+            filter_devt: cfg.filter_devt,
         };
         for &(prog, _, when) in PROGRAMS {
             let wanted = match when {
                 Attach::Required | Attach::Optional => true,
                 Attach::HwqEvents | Attach::IssueStamps => cfg.hwq_events,
+                Attach::BioBased => traced_bio_based(cfg.filter_devt),
             };
             if wanted && !probes.iter().any(|p| p.name == prog) {
                 probe.attach(prog, when == Attach::Required, &mut probes)?;
@@ -445,13 +459,42 @@ impl BlockProbe {
         Ok(())
     }
 
+    /// Whether `prog` is attached, or has a status saying why not.
+    fn settled(&self, prog: &str) -> bool {
+        self.links.iter().any(|(n, _)| *n == prog) || self.probes.iter().any(|p| p.name == prog)
+    }
+
+    /// Attaches `prog` late (a program wanted only once the host shows it
+    /// is needed), its status with the others'.
+    fn attach_late(&mut self, prog: &'static str) -> Result<()> {
+        let mut probes = std::mem::take(&mut self.probes);
+        let r = self.attach(prog, false, &mut probes);
+        self.probes = probes;
+        r
+    }
+
+    /// Attaches the programs the host turned out to need since start: a
+    /// line to log for each.
+    pub fn attach_if_needed(&mut self) -> Result<Vec<String>> {
+        let mut lines = Vec::new();
+        lines.extend(self.attach_issue_stamps_if_needed()?);
+        if !self.settled("block_bio_complete") && traced_bio_based(self.filter_devt) {
+            self.attach_late("block_bio_complete")?;
+            lines.push(
+                "a bio-based disk (device-mapper, md) appeared: attached block_bio_complete to \
+                 count its bios"
+                    .into(),
+            );
+        }
+        Ok(lines)
+    }
+
     /// Attaches block_rq_issue once the completion program has seen a
     /// request its queue did not stamp with an issue time. Returns a line
     /// to log when it did.
-    pub fn attach_issue_stamps_if_needed(&mut self) -> Result<Option<String>> {
+    fn attach_issue_stamps_if_needed(&mut self) -> Result<Option<String>> {
         const PROG: &str = "block_rq_issue";
-        if self.links.iter().any(|(n, _)| *n == PROG) || self.probes.iter().any(|p| p.name == PROG)
-        {
+        if self.settled(PROG) {
             return Ok(None);
         }
         let tables = self.tables()?;
@@ -459,10 +502,7 @@ impl BlockProbe {
         if unsafe { std::ptr::read_volatile(&tables.need_issue_stamps) } == 0 {
             return Ok(None);
         }
-        let mut probes = std::mem::take(&mut self.probes);
-        let r = self.attach(PROG, false, &mut probes);
-        self.probes = probes;
-        r?;
+        self.attach_late(PROG)?;
         Ok(Some(
             "a traced request completed without the kernel's issue stamp (its queue collects no \
              stats: bfq, or wbt and iocost off; or the kernel does not say whether it does, \

@@ -12,7 +12,7 @@ use super::latency_watch::LatencyWatch;
 use super::{BlockConfig, BlockProbe, RawSample};
 use crate::costmodel::devices::CostModels;
 use crate::costmodel::{lcoefs, parse_kernel_line, LinearModel, AUTOP_HDD, AUTOP_SSD_DFL};
-use crate::host::devices::{cpu_queue_map, DeviceNames};
+use crate::host::devices::{cpu_queue_map, volume, DeviceNames};
 use crate::host::diskstats::read_diskstats;
 use crate::probes::{cgroup_ref, HostNames, Probe};
 use crate::skel::types::iow_drop;
@@ -104,7 +104,7 @@ impl Probe for Block {
     fn read(&mut self, names: &mut HostNames) -> Result<()> {
         let raw = self.probe.read()?;
         self.acc.add(&raw);
-        if let Some(line) = self.probe.attach_issue_stamps_if_needed()? {
+        for line in self.probe.attach_if_needed()? {
             crate::say!("iowarden: {line}");
         }
         self.charge_new_devices(&raw, names.devices)?;
@@ -146,6 +146,7 @@ impl Probe for Block {
         disks.extend(snap.queues.iter().map(|q| q.device.name.as_str()));
         snap.cpu_queue_map = disks.iter().flat_map(|d| cpu_queue_map(d)).collect();
         let traced: BTreeSet<DeviceRef> = snap.io.iter().map(|s| s.device.clone()).collect();
+        snap.volumes = traced.iter().filter_map(volume).collect();
         snap.kernel_diskstats = read_diskstats(&traced);
         if let Some(costs) = &self.costs {
             let devices = &mut *names.devices;

@@ -121,21 +121,28 @@ pub struct SloSample {
     /// None when the period had no I/O of the SLO's class.
     pub observed_seconds: Option<f64>,
     pub samples: u64,
-    /// Mean time the cgroup's I/Os waited in iocost's own throttle before
-    /// reaching the block layer (io.stat cost.wait); the histograms behind
-    /// `observed_seconds` start after it.
+    /// Mean time the cgroup's I/Os were held before a request existed:
+    /// iowarden's throttle stage where it is measured (then already in
+    /// `observed_seconds`, which runs from submission), else iocost's own
+    /// count (io.stat cost.wait), which the histograms start after.
     pub throttle_seconds: f64,
+    /// `observed_seconds` includes the hold (the throttle stage is measured).
+    pub held_in_observed: bool,
 }
 
 impl SloSample {
-    /// What the application sees, approximately: the block-layer quantile
-    /// plus the mean throttle wait.
+    /// What the application sees: the quantile from submission, or (the
+    /// hold not measured) the block-layer quantile plus the mean hold.
     pub fn effective(&self) -> f64 {
-        self.observed_seconds.unwrap_or(0.0) + self.throttle_seconds
+        let observed = self.observed_seconds.unwrap_or(0.0);
+        match self.held_in_observed {
+            true => observed,
+            false => observed + self.throttle_seconds,
+        }
     }
     /// The miss comes from iocost holding the cgroup back, not the device queue.
     pub fn throttled(&self) -> bool {
-        self.throttle_seconds > self.observed_seconds.unwrap_or(0.0)
+        self.throttle_seconds > self.effective() - self.throttle_seconds
     }
 }
 

@@ -9,6 +9,7 @@ fn slo(observed: f64, target: f64, samples: u64) -> Measurement {
             observed_seconds: Some(observed),
             samples,
             throttle_seconds: 0.0,
+            held_in_observed: false,
         }],
         throughput_bytes_per_second: 1e8,
         iops: 1000.0,

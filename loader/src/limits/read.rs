@@ -1,0 +1,140 @@
+//! The host side of `limits`: every io knob a cgroup has set (cgroup v2,
+//! or blkio on v1), and the devices' schedulers and iocost state.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::{Configured, DeviceFacts};
+use crate::host::devices::list_block_devices;
+
+/// The v2 files read, with the value a line has when nothing is set.
+const V2_KNOBS: &[&str] = &["io.max", "io.weight", "io.bfq.weight", "io.latency"];
+/// The v1 (blkio) files read.
+const V1_KNOBS: &[&str] = &[
+    "blkio.throttle.read_bps_device",
+    "blkio.throttle.write_bps_device",
+    "blkio.throttle.read_iops_device",
+    "blkio.throttle.write_iops_device",
+    "blkio.weight_device",
+    "blkio.bfq.weight_device",
+];
+
+/// Whether a knob line configures anything (io.max's kernel output lists
+/// only limited devices; weights their non-default ones, and "default N").
+fn configured_line(knob: &str, line: &str) -> bool {
+    match knob {
+        "io.max" => line
+            .split_whitespace()
+            .skip(1)
+            .any(|f| !f.ends_with("=max")),
+        "io.latency" => !line.contains("target=max"),
+        // "default 100" is the kernel's own default: not a setting.
+        _ => line.trim() != "default 100",
+    }
+}
+
+/// The configured lines of `file` in cgroup `rel` (a path below the root).
+fn knob_lines(dir: &Path, rel: &str, knob: &str) -> Vec<Configured> {
+    let Ok(text) = std::fs::read_to_string(dir.join(knob)) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && configured_line(knob, l))
+        .map(|l| {
+            let (first, rest) = l.trim().split_once(' ').unwrap_or((l.trim(), ""));
+            let devnum = first.contains(':').then(|| first.to_string());
+            Configured {
+                cgroup: rel.to_string(),
+                knob: knob.to_string(),
+                devnum,
+                value: if first.contains(':') {
+                    rest.trim()
+                } else {
+                    l.trim()
+                }
+                .to_string(),
+            }
+        })
+        .collect()
+}
+
+/// Whether cgroup `dir` has processes of its own.
+fn has_processes(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|s| !s.trim().is_empty())
+}
+
+/// Every knob set in the hierarchy at `root`, from `start` (a path below
+/// the root, "/" for all) down; on v2, also each cgroup with processes
+/// whose parent has the io controller but does not delegate it (knob
+/// "io"): its I/O is charged to the parent, and no knob of its own exists.
+pub fn configured(root: &Path, start: &str, v1: bool) -> Vec<Configured> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.join(start.trim_start_matches('/'))];
+    while let Some(dir) = stack.pop() {
+        let rel = format!("/{}", dir.strip_prefix(root).unwrap_or(&dir).display());
+        let rel = if rel == "/" {
+            rel
+        } else {
+            rel.trim_end_matches('/').to_string()
+        };
+        let knobs = if v1 { V1_KNOBS } else { V2_KNOBS };
+        let before = out.len();
+        for knob in knobs {
+            out.extend(knob_lines(&dir, &rel, knob));
+        }
+        let has_io = |d: &Path| d.join(knobs[0]).exists() || d == root;
+        let parent_has_io = dir
+            .parent()
+            .is_some_and(|p| p.starts_with(root) && has_io(p));
+        if !v1 && out.len() == before && !has_io(&dir) && parent_has_io && has_processes(&dir) {
+            out.push(Configured {
+                cgroup: rel.clone(),
+                knob: "io".into(),
+                devnum: None,
+                value: String::new(),
+            });
+        }
+        if let Ok(rd) = std::fs::read_dir(&dir) {
+            let mut subdirs: Vec<_> = rd
+                .flatten()
+                .filter(|e| e.path().is_dir())
+                .map(|e| e.path())
+                .collect();
+            subdirs.sort();
+            stack.extend(subdirs.into_iter().rev());
+        }
+    }
+    out
+}
+
+/// The active scheduler in /sys/block/<name>/queue/scheduler: the one in
+/// brackets ("none [bfq]"), or the only word (a bio-based volume's "none").
+fn scheduler(name: &str) -> String {
+    let s =
+        std::fs::read_to_string(format!("/sys/block/{name}/queue/scheduler")).unwrap_or_default();
+    match s.split_once('[').and_then(|(_, r)| r.split_once(']')) {
+        Some((active, _)) => active.to_string(),
+        None => s.trim().to_string(),
+    }
+}
+
+/// Every whole disk with its scheduler and iocost state (io.cost.qos of
+/// the v2 root, if any).
+pub fn devices(cgroup2_root: Option<&Path>) -> Vec<DeviceFacts> {
+    let qos: HashMap<String, String> = cgroup2_root
+        .map(|r| crate::probes::iocost::read_root_knob(r, "io.cost.qos"))
+        .unwrap_or_default();
+    list_block_devices()
+        .into_iter()
+        .map(|(name, ma, mi)| {
+            let devnum = format!("{ma}:{mi}");
+            let iocost = qos.get(&devnum).map(|l| l.contains("enable=1"));
+            DeviceFacts {
+                scheduler: scheduler(&name),
+                devnum,
+                name,
+                iocost,
+            }
+        })
+        .collect()
+}

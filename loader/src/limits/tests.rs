@@ -1,0 +1,206 @@
+use super::*;
+
+fn dev(name: &str, devnum: &str, scheduler: &str, iocost: Option<bool>) -> DeviceFacts {
+    DeviceFacts {
+        devnum: devnum.into(),
+        name: name.into(),
+        scheduler: scheduler.into(),
+        iocost,
+    }
+}
+
+fn knob(cgroup: &str, knob: &str, devnum: Option<&str>) -> Configured {
+    Configured {
+        cgroup: cgroup.into(),
+        knob: knob.into(),
+        devnum: devnum.map(str::to_string),
+        value: "x".into(),
+    }
+}
+
+fn evidence(activity: &[(&str, &str, u64, f64, f64)]) -> Evidence {
+    Evidence {
+        devices: vec![
+            dev("nvme0n1", "259:0", "none", None),
+            dev("sda", "8:0", "bfq", Some(false)),
+            dev("dm-0", "253:0", "none", Some(true)),
+        ],
+        activity: activity
+            .iter()
+            .map(|&(c, d, ios, io_max, held)| {
+                let a = Activity {
+                    ios,
+                    held_io_max_seconds: io_max,
+                    held_seconds: held,
+                };
+                ((c.to_string(), d.to_string()), a)
+            })
+            .collect(),
+        io_max_timed: Ok(()),
+        cgroup_v1: false,
+    }
+}
+
+fn one(k: &Configured, ev: &Evidence) -> Verdict {
+    let v = judge(k, ev);
+    assert_eq!(v.len(), 1, "{v:?}");
+    v.into_iter().next().unwrap()
+}
+
+#[test]
+fn io_max_that_held_io_is_acting_and_says_how_long() {
+    let ev = evidence(&[("/a", "nvme0n1", 1000, 4.0, 4.2)]);
+    let v = one(&knob("/a", "io.max", Some("259:0")), &ev);
+    assert_eq!(v.state, State::Acting, "{v:?}");
+    assert!(v.why.contains("4.000 ms each"), "{}", v.why);
+}
+
+#[test]
+fn io_max_with_io_and_no_hold_is_idle() {
+    let ev = evidence(&[("/a", "nvme0n1", 10, 0.0, 0.0)]);
+    assert_eq!(
+        one(&knob("/a", "io.max", Some("259:0")), &ev).state,
+        State::Idle
+    );
+}
+
+#[test]
+fn io_max_where_holds_are_not_timed_is_in_effect_with_the_reason() {
+    let mut ev = evidence(&[("/a", "nvme0n1", 10, 0.0, 0.0)]);
+    ev.io_max_timed = Err("the kernel refuses fexit".into());
+    let v = one(&knob("/a", "io.max", Some("259:0")), &ev);
+    assert_eq!(v.state, State::InEffect);
+    assert!(v.why.contains("refuses fexit"), "{}", v.why);
+}
+
+#[test]
+fn a_weight_without_iocost_or_bfq_is_not_in_effect() {
+    let ev = evidence(&[("/a", "nvme0n1", 10, 0.0, 0.0)]);
+    let v = one(&knob("/a", "io.weight", Some("259:0")), &ev);
+    assert_eq!(v.state, State::NotInEffect);
+    assert!(
+        v.why.contains("no weight-based policy on nvme0n1"),
+        "{}",
+        v.why
+    );
+}
+
+#[test]
+fn a_weight_where_iocost_is_configured_but_disabled_says_enable_0() {
+    let ev = evidence(&[("/a", "sda", 10, 0.0, 0.0)]);
+    let v = one(&knob("/a", "io.weight", Some("8:0")), &ev);
+    assert_eq!(v.state, State::NotInEffect);
+    assert!(v.why.contains("enable=0"), "{}", v.why);
+    assert!(v.why.contains("io.bfq.weight"), "bfq is there: {}", v.why);
+}
+
+#[test]
+fn a_bfq_weight_needs_bfq() {
+    let ev = evidence(&[("/a", "nvme0n1", 10, 0.0, 0.0), ("/a", "sda", 10, 0.0, 0.0)]);
+    let v = one(&knob("/a", "io.bfq.weight", Some("259:0")), &ev);
+    assert_eq!(v.state, State::NotInEffect);
+    assert!(v.why.contains("scheduler is none"), "{}", v.why);
+    assert_eq!(
+        one(&knob("/a", "io.bfq.weight", Some("8:0")), &ev).state,
+        State::Idle
+    );
+}
+
+#[test]
+fn a_default_weight_is_judged_on_every_device_the_cgroup_used() {
+    let ev = evidence(&[
+        ("/a", "nvme0n1", 10, 0.0, 0.0),
+        ("/a", "dm-0", 10, 0.0, 0.5),
+    ]);
+    let v = judge(&knob("/a", "io.weight", None), &ev);
+    let states: Vec<_> = v.iter().map(|v| (v.device.as_str(), v.state)).collect();
+    assert_eq!(
+        states,
+        [("dm-0", State::Acting), ("nvme0n1", State::NotInEffect)]
+    );
+}
+
+#[test]
+fn a_limit_on_a_device_the_cgroup_does_not_use_names_where_its_io_went() {
+    let ev = evidence(&[("/a", "dm-0", 10, 0.0, 0.0)]);
+    let v = one(&knob("/a", "io.max", Some("259:0")), &ev);
+    assert_eq!(v.state, State::NotInEffect);
+    assert!(v.why.contains("went to dm-0"), "{}", v.why);
+    let quiet = evidence(&[]);
+    assert_eq!(
+        one(&knob("/a", "io.max", Some("259:0")), &quiet).state,
+        State::Idle
+    );
+}
+
+#[test]
+fn a_limit_on_a_device_that_is_gone_is_not_in_effect() {
+    let v = one(&knob("/a", "io.max", Some("253:7")), &evidence(&[]));
+    assert_eq!(v.state, State::NotInEffect);
+    assert!(v.why.contains("no device 253:7"), "{}", v.why);
+}
+
+#[test]
+fn a_cgroup_without_the_io_controller_is_told_to_enable_it() {
+    let v = one(&knob("/b", "io", None), &evidence(&[]));
+    assert_eq!(v.state, State::NotInEffect);
+    assert!(v.why.contains("subtree_control"), "{}", v.why);
+}
+
+#[test]
+fn cgroup_v1_write_limits_say_buffered_writes_escape_them() {
+    let mut ev = evidence(&[("/a", "nvme0n1", 10, 0.0, 0.0)]);
+    ev.cgroup_v1 = true;
+    let v = one(
+        &knob("/a", "blkio.throttle.write_bps_device", Some("259:0")),
+        &ev,
+    );
+    assert_eq!(v.state, State::InEffect);
+    assert!(v.why.contains("buffered writes"), "{}", v.why);
+}
+
+#[test]
+fn only_lines_that_set_something_are_configured() {
+    use super::read::configured;
+    let root = tempfile::tempdir().unwrap();
+    let a = root.path().join("a");
+    std::fs::create_dir(&a).unwrap();
+    std::fs::write(
+        a.join("io.max"),
+        "259:0 rbps=max wbps=max riops=200 wiops=max\n8:0 rbps=max wbps=max riops=max wiops=max\n",
+    )
+    .unwrap();
+    std::fs::write(a.join("io.weight"), "default 100\n259:0 50\n").unwrap();
+    std::fs::write(a.join("io.latency"), "259:0 target=max\n").unwrap();
+    // b has processes and no io files of its own (root delegates none to
+    // it); c has neither.
+    let b = root.path().join("b");
+    std::fs::create_dir(&b).unwrap();
+    std::fs::write(b.join("cgroup.procs"), "42\n").unwrap();
+    std::fs::create_dir(root.path().join("c")).unwrap();
+    let got = configured(root.path(), "/", false);
+    let rows: Vec<_> = got
+        .iter()
+        .map(|c| {
+            (
+                c.cgroup.as_str(),
+                c.knob.as_str(),
+                c.devnum.as_deref(),
+                c.value.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (
+                "/a",
+                "io.max",
+                Some("259:0"),
+                "rbps=max wbps=max riops=200 wiops=max"
+            ),
+            ("/a", "io.weight", Some("259:0"), "50"),
+            ("/b", "io", None, ""),
+        ]
+    );
+}

@@ -1,0 +1,80 @@
+# vmtest-checks: 7
+# `iowarden limits`: every io knob set on the cgroups, judged over its
+# window while each cgroup reads. Each verdict is one a user meets: io.max
+# that holds the reads (acting, with the hold), io.max far above the load
+# (idle), a default io.weight read through a dm volume iocost never ran on
+# (not in effect there: no weight-based policy) and, with iocost configured
+# on nvme0n1 but enable=0, on the disk beneath (enable=0), io.bfq.weight
+# where the scheduler is not bfq, a limit
+# on a dm volume while the cgroup reads the disk beneath directly, and a
+# cgroup whose parent does not delegate io (not in effect, each with its
+# reason). A cgroup path that does not exist is refused before anything.
+. "$(dirname "$0")/lib.sh"
+[ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
+MM=$(cat /sys/block/$DEV/dev)
+echo +io > $CG/cgroup.subtree_control
+modprobe dm-mod; modprobe bfq 2>/dev/null
+dmsetup create --noudevsync iow-limlin --table "0 131072 linear /dev/$DEV 2097152"
+LIN_DISK=$(dm_disk iow-limlin); LIN=$(cat /sys/block/$LIN_DISK/dev)
+mkdir -p $CG/lm-max $CG/lm-idle $CG/lm-w $CG/lm-bfq $CG/lm-dm $CG/lm-p/lm-c
+echo "$MM riops=200" > $CG/lm-max/io.max
+echo "$MM riops=100000" > $CG/lm-idle/io.max
+echo "default 50" > $CG/lm-w/io.weight   # per device only where iocost was ever on
+[ -e $CG/lm-bfq/io.bfq.weight ] && echo "default 300" > $CG/lm-bfq/io.bfq.weight
+echo "$LIN riops=200" > $CG/lm-dm/io.max
+reads() { # cgroup offset [file]: 3 s of QD1 4 KiB reads (on the disk)
+  bash -c "echo \$\$ > $CG/$1/cgroup.procs; exec fio --name=${1#*/} --filename=${3:-/dev/$DEV} --direct=1 --ioengine=psync \
+    --rw=randread --bs=4k --offset=$2 --size=32M --time_based --runtime=3 --output=/dev/null"
+}
+judge() { # out-file: limits over a 4 s window while every cgroup reads
+  "$IOWARDEN_BIN" limits --wait 4s --json > $1 2> $1.log & local L=$!
+  sleep 0.5
+  local p=() i=0
+  for c in lm-max lm-idle lm-bfq lm-dm lm-p/lm-c; do reads $c $((i * 64))M & p+=($!); i=$((i + 1)); done
+  # lm-w reads through the dm volume (never under iocost): its default
+  # weight is judged there and on nvme0n1 beneath.
+  reads lm-w 0 /dev/mapper/iow-limlin & p+=($!)
+  wait "${p[@]}" $L
+}
+[ -n "$LIN_DISK" ] || echo "  no disk for iow-limlin: $(ls /sys/block)"
+# A process that stays in lm-c (a workload whose parent does not delegate io).
+bash -c "echo \$\$ > $CG/lm-p/lm-c/cgroup.procs; exec sleep 120" & S=$!
+judge $SCRATCH/limits-1.json
+# iocost configured on the device, then switched off: io.cost.qos keeps it.
+echo "$MM enable=1" > $CG/io.cost.qos; echo "$MM enable=0" > $CG/io.cost.qos
+judge $SCRATCH/limits-2.json
+iocost_off $MM
+"$IOWARDEN_BIN" limits /no-such-cgroup > $SCRATCH/limits-bad.out 2>&1; bad_rc=$?
+python3 - $SCRATCH $LIN_DISK > $SCRATCH/limits-check 2>&1 <<'PY'
+import json, sys
+scratch, lin = sys.argv[1:3]
+one, two = (json.load(open(f"{scratch}/limits-{i}.json")) for i in (1, 2))
+def find(vs, cgroup, knob, device="nvme0n1"):
+    m = [v for v in vs if v["cgroup"] == cgroup and v["knob"] == knob and v["device"] == device]
+    return m[0] if m else {"state": None, "why": "(no verdict)"}
+def check(name, v, state, words):
+    good = v["state"] == state and all(w in v["why"] for w in words)
+    print(("OK" if good else "BAD"), name, v["state"], "-", v["why"])
+for v in one:
+    print("  ", v["cgroup"], v["knob"], v["device"], v["value"], v["state"], "-", v["why"])
+check("max-acting", find(one, "/lm-max", "io.max"), "acting", ["ms each"])
+check("max-idle", find(one, "/lm-idle", "io.max"), "idle", ["none held"])
+check("weight-no-policy", find(one, "/lm-w", "io.weight", lin), "not_in_effect", ["no weight-based policy", "iocost is off"])
+check("weight-enable-0", find(two, "/lm-w", "io.weight"), "not_in_effect", ["enable=0"])
+bfq = [v for v in one if v["cgroup"] == "/lm-bfq"]
+check("bfq-not-scheduler", bfq[0] if bfq else {"state": None, "why": "(no io.bfq.weight: bfq not loadable)"}, "not_in_effect", ["not bfq"])
+dm = [v for v in one if v["cgroup"] == "/lm-dm" and v["knob"] == "io.max"]
+check("dm-elsewhere", dm[0] if dm else {"state": None, "why": "(no verdict)"}, "not_in_effect", ["went to nvme0n1"])
+check("no-io-controller", find(one, "/lm-p/lm-c", "io", "*"), "not_in_effect", ["subtree_control"])
+PY
+cat $SCRATCH/limits-check
+ok "limits: io.max holding the reads is acting, with its hold" "grep -q '^OK max-acting' $SCRATCH/limits-check && grep -q '^OK max-idle' $SCRATCH/limits-check"
+ok "limits: io.weight with iocost off and scheduler none is not in effect (no weight-based policy)" "grep -q '^OK weight-no-policy' $SCRATCH/limits-check"
+ok "limits: io.weight with iocost configured but enable=0 says enable=0" "grep -q '^OK weight-enable-0' $SCRATCH/limits-check"
+ok "limits: io.bfq.weight where the scheduler is not bfq is not in effect" "grep -q '^OK bfq-not-scheduler' $SCRATCH/limits-check"
+ok "limits: a limit on a dm volume while the cgroup reads the disk beneath names where its I/O went" "grep -q '^OK dm-elsewhere' $SCRATCH/limits-check"
+ok "limits: a cgroup whose parent does not delegate io is told to enable it" "grep -q '^OK no-io-controller' $SCRATCH/limits-check"
+ok "limits: a cgroup that does not exist is refused with its name" "[ $bad_rc -ne 0 ] && grep -q \"no cgroup '/no-such-cgroup'\" $SCRATCH/limits-bad.out"
+kill $S; wait $S 2>/dev/null
+dmsetup remove --noudevsync iow-limlin
+rmdir $CG/lm-max $CG/lm-idle $CG/lm-w $CG/lm-bfq $CG/lm-dm $CG/lm-p/lm-c $CG/lm-p 2>/dev/null || true
