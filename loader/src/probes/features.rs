@@ -25,23 +25,38 @@ pub fn bpf_has_cmpxchg() -> bool {
         insn(0xb7, 0, 0, 0, 0),
         insn(0x95, 0, 0, 0, 0),
     ];
-    // SAFETY: the instruction array outlives the call, the names are
-    // NUL-terminated literals, and NULL options are allowed; the returned
-    // descriptor is ours to close.
-    unsafe {
-        let fd = libbpf_sys::bpf_prog_load(
-            libbpf_sys::BPF_PROG_TYPE_SOCKET_FILTER,
-            c"iow_cas_probe".as_ptr(),
+    let opts = libbpf_sys::bpf_prog_load_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
+        ..Default::default()
+    };
+    let loaded = load(libbpf_sys::BPF_PROG_TYPE_SOCKET_FILTER, &insns, opts);
+    // SAFETY: the descriptor is ours to close.
+    loaded.map(|fd| unsafe { libc::close(fd) }).is_ok()
+}
+
+/// Loads a probe program: its descriptor, or the errno the kernel refused
+/// it with.
+fn load(
+    ty: libbpf_sys::bpf_prog_type,
+    insns: &[libbpf_sys::bpf_insn],
+    mut opts: libbpf_sys::bpf_prog_load_opts,
+) -> Result<i32, i32> {
+    // SAFETY: the instructions and options outlive the call, the names are
+    // NUL-terminated literals.
+    let fd = unsafe {
+        libbpf_sys::bpf_prog_load(
+            ty,
+            c"iow_probe".as_ptr(),
             c"GPL".as_ptr(),
             insns.as_ptr(),
             insns.len() as _,
-            std::ptr::null_mut(),
-        );
-        if fd >= 0 {
-            libc::close(fd);
-        }
-        fd >= 0
+            &mut opts,
+        )
+    };
+    if fd < 0 {
+        return Err(-fd);
     }
+    Ok(fd)
 }
 
 /// Whether a fexit program can be loaded and attached to kernel function
@@ -54,26 +69,16 @@ pub fn fexit_attaches(btf: &Btf<'_>, func: &str) -> Result<(), i32> {
         .ok_or(libc::ENOENT)?
         .type_id();
     let insns = [insn(0xb7, 0, 0, 0, 0), insn(0x95, 0, 0, 0, 0)]; // r0 = 0; exit
-    let mut opts = libbpf_sys::bpf_prog_load_opts {
+    let opts = libbpf_sys::bpf_prog_load_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
         expected_attach_type: libbpf_sys::BPF_TRACE_FEXIT,
         attach_btf_id: id.into(),
         ..Default::default()
     };
-    // SAFETY: the instructions and options outlive the calls, the names are
-    // NUL-terminated literals; the descriptors returned are ours to close.
+    let fd = load(libbpf_sys::BPF_PROG_TYPE_TRACING, &insns, opts)?;
+    // SAFETY: a program descriptor of ours; NULL attaches a tracing program
+    // to its target. Both descriptors are ours to close.
     unsafe {
-        let fd = libbpf_sys::bpf_prog_load(
-            libbpf_sys::BPF_PROG_TYPE_TRACING,
-            c"iow_fexit_probe".as_ptr(),
-            c"GPL".as_ptr(),
-            insns.as_ptr(),
-            insns.len() as _,
-            &mut opts,
-        );
-        if fd < 0 {
-            return Err(-fd);
-        }
         let link = libbpf_sys::bpf_raw_tracepoint_open(std::ptr::null(), fd);
         libc::close(fd);
         if link < 0 {
