@@ -45,9 +45,13 @@ pub fn plan(btf: &Btf<'_>) -> Result<&'static str, ProbeStatus> {
     }
     match crate::probes::features::fexit_attaches(btf, func) {
         Ok(()) => Ok(func),
-        Err(errno) => Err(untimed(format!(
-            "the kernel refuses fexit on {func} ({})",
-            std::io::Error::from_raw_os_error(errno)
-        ))),
+        Err(errno) => {
+            // The message without std's " (os error N)": a status is no error.
+            let text = std::io::Error::from_raw_os_error(errno).to_string();
+            let text = text.split(" (os error").next().unwrap_or(&text);
+            Err(untimed(format!(
+                "the kernel refuses fexit on {func}: {text}, errno {errno}"
+            )))
+        }
     }
 }
