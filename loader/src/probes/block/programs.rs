@@ -1,0 +1,212 @@
+//! Which of the block object's programs load and when they attach: the
+//! claim method's variants, the tracepoints the kernel has, the fexit on
+//! blk-throttle where allowed, and the programs attached late (issue
+//! stamps, bio-based volumes) once the host shows it needs them.
+
+use anyhow::{Context, Result};
+use iowarden_exporters::ProbeStatus;
+use libbpf_rs::btf::Btf;
+use libbpf_rs::skel::{OpenSkel, Skel};
+
+use super::{held, BlockProbe, OpenSkelT};
+use crate::probes::{status, tracepoint_available};
+
+/// When a program is attached.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Attach {
+    /// Always: the tracer cannot work without it.
+    Required,
+    /// Always, where the kernel has the tracepoint.
+    Optional,
+    /// With --hwq-events.
+    HwqEvents,
+    /// With --hwq-events, or once a traced queue turns out not to stamp
+    /// io_start_time_ns (tables.need_issue_stamps).
+    IssueStamps,
+    /// While a traced bio-based disk (device-mapper, md) exists: the
+    /// program runs for every bio of every device.
+    BioBased,
+}
+
+/// How the programs claim table entries: by compare-and-swap, or, where the
+/// kernel's BPF has none (before 5.12), through the `claims` hash map (the
+/// `_nocas` set of programs; bpf/table.bpf.h take_entry).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Claims {
+    CompareAndSwap,
+    MapInsert,
+}
+
+impl Claims {
+    pub(super) fn probe() -> Claims {
+        if crate::probes::features::bpf_has_cmpxchg() {
+            Claims::CompareAndSwap
+        } else {
+            Claims::MapInsert
+        }
+    }
+
+    /// The name of `prog`'s variant for this claim method.
+    pub(super) fn program(self, prog: &str) -> String {
+        match self {
+            Claims::CompareAndSwap => prog.to_string(),
+            Claims::MapInsert => format!("{prog}_nocas"),
+        }
+    }
+}
+
+/// The programs, by name, with their tracepoint and when they attach.
+pub(super) const PROGRAMS: &[(&str, &str, Attach)] = &[
+    ("block_rq_complete", "block_rq_complete", Attach::Required),
+    ("block_rq_requeue", "block_rq_requeue", Attach::Optional),
+    ("block_rq_merge", "block_rq_merge", Attach::Optional),
+    ("block_rq_insert", "block_rq_insert", Attach::HwqEvents),
+    ("block_rq_issue", "block_rq_issue", Attach::IssueStamps),
+    ("block_bio_complete", "block_bio_complete", Attach::BioBased),
+];
+
+/// The bio-based disks the programs would trace.
+pub(super) fn traced_bio_based(filter_devt: Option<u32>) -> bool {
+    crate::host::devices::bio_based_disks()
+        .into_iter()
+        .any(|d| filter_devt.is_none_or(|f| f == d))
+}
+
+impl BlockProbe {
+    /// Points the blk-throttle program at this kernel's entry point.
+    pub(super) fn aim_held(open: &mut OpenSkelT, func: &str) -> Result<()> {
+        let mut prog = open
+            .open_object_mut()
+            .progs_mut()
+            .find(|p| p.name() == held::PROGRAM)
+            .context("the BPF object has no blk-throttle program")?;
+        prog.set_attach_target(0, Some(func.to_string()))?;
+        Ok(())
+    }
+
+    /// Loads the programs of the claim method's set whose tracepoint the
+    /// kernel has (and IOWARDEN_HIDE_TRACEPOINTS does not hide: how tests
+    /// exercise the degraded mode on a kernel that has them all); the
+    /// selftest is never loaded. Returns the statuses of those left out.
+    pub(super) fn select_programs(
+        open: &mut OpenSkelT,
+        btf: &Btf<'_>,
+        claims: Claims,
+        held: bool,
+    ) -> Result<Vec<ProbeStatus>> {
+        let mut wanted = Vec::new();
+        if held {
+            wanted.push(held::PROGRAM.to_string());
+        } else {
+            open.maps.held_bios.set_max_entries(1)?;
+        }
+        let mut probes = Vec::new();
+        for &(prog, tp, when) in PROGRAMS {
+            if tracepoint_available(btf, tp) {
+                wanted.push(claims.program(prog));
+            } else if when == Attach::Required {
+                anyhow::bail!("the kernel has no {tp} tracepoint in its BTF; iowarden cannot account block I/O on it");
+            } else {
+                probes.push(status(
+                    prog,
+                    false,
+                    format!("kernel has no tracepoint {tp}"),
+                ));
+            }
+        }
+        let wanted: Vec<&str> = wanted.iter().map(String::as_str).collect();
+        crate::probes::load_only(open.open_object_mut(), &wanted)?;
+        Ok(probes)
+    }
+
+    pub(super) fn attach(
+        &mut self,
+        prog: &'static str,
+        required: bool,
+        probes: &mut Vec<ProbeStatus>,
+    ) -> Result<()> {
+        match crate::probes::attach(self.skel.object(), &self.program_name(prog)) {
+            Ok(l) => {
+                self.links.push((prog, l));
+                probes.push(ProbeStatus {
+                    name: prog.into(),
+                    active: true,
+                    reason: String::new(),
+                });
+            }
+            Err(e) if !required => probes.push(status(prog, false, format!("attach failed: {e}"))),
+            Err(e) => return Err(e).with_context(|| format!("attaching {prog}")),
+        }
+        Ok(())
+    }
+
+    /// Whether `prog` is attached, or has a status saying why not.
+    pub(super) fn settled(&self, prog: &str) -> bool {
+        self.links.iter().any(|(n, _)| *n == prog) || self.probes.iter().any(|p| p.name == prog)
+    }
+
+    /// Attaches `prog` late (a program wanted only once the host shows it
+    /// is needed), its status with the others'.
+    pub(super) fn attach_late(&mut self, prog: &'static str) -> Result<()> {
+        let mut probes = std::mem::take(&mut self.probes);
+        let r = self.attach(prog, false, &mut probes);
+        self.probes = probes;
+        r
+    }
+
+    /// Attaches the programs the host turned out to need since start: a
+    /// line to log for each.
+    pub fn attach_if_needed(&mut self) -> Result<Vec<String>> {
+        let mut lines = Vec::new();
+        lines.extend(self.attach_issue_stamps_if_needed()?);
+        if !self.settled("block_bio_complete") && traced_bio_based(self.filter_devt) {
+            self.attach_late("block_bio_complete")?;
+            lines.push(
+                "a bio-based disk (device-mapper, md) appeared: attached block_bio_complete to \
+                 count its bios"
+                    .into(),
+            );
+        }
+        Ok(lines)
+    }
+
+    /// Attaches block_rq_issue once the completion program has seen a
+    /// request its queue did not stamp with an issue time. Returns a line
+    /// to log when it did.
+    pub(super) fn attach_issue_stamps_if_needed(&mut self) -> Result<Option<String>> {
+        const PROG: &str = "block_rq_issue";
+        if self.settled(PROG) {
+            return Ok(None);
+        }
+        let tables = self.tables()?;
+        // SAFETY: an aligned u32 of the mmapped .bss that the BPF side sets.
+        if unsafe { std::ptr::read_volatile(&tables.need_issue_stamps) } == 0 {
+            return Ok(None);
+        }
+        self.attach_late(PROG)?;
+        Ok(Some(
+            "a traced request completed without the kernel's issue stamp (its queue collects no \
+             stats: bfq, or wbt and iocost off; or the kernel does not say whether it does, \
+             before 6.11); attached block_rq_issue to stamp requests"
+                .into(),
+        ))
+    }
+
+    /// The name `prog` loads under: its claim method's variant (the
+    /// blk-throttle program claims nothing and has one).
+    pub(super) fn program_name(&self, prog: &str) -> String {
+        match prog {
+            held::PROGRAM => prog.to_string(),
+            _ => self.claims.program(prog),
+        }
+    }
+
+    /// The loaded program of this claim method's set for `prog`.
+    pub(super) fn program(&self, prog: &str) -> Option<libbpf_rs::ProgramMut<'_>> {
+        let name = self.program_name(prog);
+        self.skel
+            .object()
+            .progs_mut()
+            .find(|p| p.name() == name.as_str())
+    }
+}
