@@ -1,4 +1,5 @@
 # vmtest-checks: 8
+# vmtest-kernels: 6.1 6.12
 # The throttle stage: what a cgroup's reads wait for, from the bio's
 # submission, when its own io.max or iocost holds them before a request
 # exists. A QD1 4 KiB reader (psync, direct) per phase, each in a cgroup

@@ -1,4 +1,5 @@
 # vmtest-checks: 7
+# vmtest-kernels: 6.1 6.12
 # `iowarden limits`: every io knob set on the cgroups, judged over its
 # window while each cgroup reads. Each verdict is one a user meets: io.max
 # that holds the reads (acting, with the hold), io.max far above the load

@@ -38,6 +38,17 @@ pub fn plan(btf: &Btf<'_>) -> Result<&'static str, ProbeStatus> {
             "the kernel has no blk-throttle (CONFIG_BLK_DEV_THROTTLING)".into(),
         ));
     };
+    if func == "blk_throtl_bio" {
+        // Before 5.18 the entry runs for every bio: a 5.10 guest locked up
+        // (soft lockups in two fio readers on both CPUs) with the program
+        // and six concurrent readers, two under io.max; not loaded there
+        // until that is understood.
+        return Err(untimed(
+            "blk_throtl_bio runs for every bio before 5.18, and a 5.10 guest locked up with the \
+             program attached under concurrent throttled readers: not loaded"
+                .into(),
+        ));
+    }
     if std::env::var_os("IOWARDEN_NO_FEXIT").is_some() {
         return Err(untimed(format!(
             "fexit on {func} switched off (IOWARDEN_NO_FEXIT)"
