@@ -5,9 +5,10 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::{Configured, DeviceFacts};
+use crate::bench::knob::parse_scheduler_list;
 use crate::host::devices::list_block_devices;
 
-/// The v2 files read, with the value a line has when nothing is set.
+/// The v2 files read.
 const V2_KNOBS: &[&str] = &["io.max", "io.weight", "io.bfq.weight", "io.latency"];
 /// The v1 (blkio) files read.
 const V1_KNOBS: &[&str] = &[
@@ -112,10 +113,10 @@ pub fn configured(root: &Path, start: &str, v1: bool) -> Vec<Configured> {
 fn scheduler(name: &str) -> String {
     let s =
         std::fs::read_to_string(format!("/sys/block/{name}/queue/scheduler")).unwrap_or_default();
-    match s.split_once('[').and_then(|(_, r)| r.split_once(']')) {
-        Some((active, _)) => active.to_string(),
-        None => s.trim().to_string(),
-    }
+    let (mut all, active) = parse_scheduler_list(&s);
+    active
+        .or_else(|| (all.len() == 1).then(|| all.remove(0)))
+        .unwrap_or_default()
 }
 
 /// Every whole disk with its scheduler and iocost state (io.cost.qos of
