@@ -6,7 +6,8 @@
 # (direct); under `iowarden run`'s defaults, started before the volumes
 # exist (block_bio_complete attaches when the first appears), each
 # cgroup's requests and bytes on each device io.stat charges it on (the
-# volume, the volumes below it, nvme0n1) equal io.stat's within 0.5 %, and
+# volume, the volumes below it, nvme0n1) equal io.stat's, short only by the
+# completions the kernel skipped and reported as recursion misses, and
 # a QD1 reader's latency on dm-linear equals fio's (mean, within 10 % or
 # 0.5 ms); /metrics names each volume with its dm name and the disks below.
 . "$(dirname "$0")/lib.sh"
@@ -18,8 +19,28 @@ IW=$!
 for _ in $(seq 600); do python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:9617/snapshot.json")' 2>/dev/null && break; sleep 0.2; done
 modprobe dm-mod; modprobe dm-crypt; modprobe raid1
 N=/dev/$DEV
-# 64 MiB volumes in the device's second GiB (sectors of 512 bytes).
+# 64 MiB volumes in the device's second GiB (sectors of 512 bytes). The
+# NVMe image outlives the guest: a previous line's run left md and LVM
+# superblocks there, and a guest that assembles md on sight (udev's
+# incremental rule) would hold the legs before mdadm --create: each
+# volume's first MiB is zeroed first.
+for s in 2097152 2228224 2359296 2490368 2621440; do
+  dd if=/dev/zero of=$N bs=1M count=1 seek=$((s / 2048)) oflag=direct conv=notrunc status=none
+done
 lin() { dmsetup create --noudevsync "$1" --table "0 131072 linear $N $2"; }
+# Whatever a check does, the volumes go: a leg left held keeps nvme0n1 busy
+# and the next scripts (bench refuses a held device) would fail for it.
+teardown() {
+  kill $IW 2>/dev/null
+  [ -e /dev/md/iowmd ] && mdadm --stop /dev/md/iowmd > /dev/null 2>&1
+  lvm vgchange -q --config "$LVM_CONF" -an iowvg > /dev/null 2>&1
+  for v in iow-crypt iow-lin iow-pv iow-m1 iow-m2; do
+    [ -e /dev/mapper/$v ] && { dmsetup remove --noudevsync $v || dmsetup remove --noudevsync --retry $v; }
+  done
+  rmdir $CG/bb-lin $CG/bb-crypt $CG/bb-lv $CG/bb-md $CG/bb-q 2>/dev/null
+  return 0
+}
+trap teardown EXIT
 lin iow-lin 2097152
 dmsetup create --noudevsync iow-crypt --table "0 131072 crypt aes-xts-plain64 $(printf '%064d' 7) 0 $N 2228224"
 lin iow-pv 2359296
@@ -32,8 +53,9 @@ lvm vgcreate -q --config "$LVM_CONF" iowvg /dev/mapper/iow-pv >> $SCRATCH/lvm.lo
 lvm lvcreate -q --config "$LVM_CONF" -Zn -y -L 48M -n lv iowvg >> $SCRATCH/lvm.log 2>&1
 [ -e /dev/mapper/iowvg-lv ] || lvm vgmknodes --config "$LVM_CONF" >> $SCRATCH/lvm.log 2>&1
 mdadm --create /dev/md/iowmd --run --quiet --level=1 --raid-devices=2 --metadata=1.2 --bitmap=none --assume-clean \
-  /dev/mapper/iow-m1 /dev/mapper/iow-m2 > $SCRATCH/md.log 2>&1
-MD=$(basename "$(readlink -f /dev/md/iowmd)")
+  /dev/mapper/iow-m1 /dev/mapper/iow-m2 > $SCRATCH/md.log 2>&1 || sed 's/^/  mdadm: /' $SCRATCH/md.log
+MD=$(basename "$(readlink -f /dev/md/iowmd 2>/dev/null)")
+[ -n "$MD" ] && [ -e /sys/block/$MD/md ] || MD=no-md   # the md checks fail on their own, the rest still run
 echo "  volumes: $(ls /dev/mapper | grep iow | tr '\n' ' ')md $MD"
 sleep 2   # a poll that sees them
 job() { # cgroup device rw ios
@@ -42,6 +64,7 @@ job() { # cgroup device rw ios
 }
 for pair in "bb-lin /dev/mapper/iow-lin" "bb-crypt /dev/mapper/iow-crypt" "bb-lv /dev/mapper/iowvg-lv" "bb-md /dev/$MD"; do
   set -- $pair
+  [ -b "$2" ] || continue
   job $1 $2 randread 2048; job $1 $2 randwrite 512
 done
 bash -c "echo \$\$ > $CG/bb-q/cgroup.procs; exec fio --name=bb-q --filename=/dev/mapper/iow-lin --direct=1 --ioengine=psync --rw=randread \
@@ -62,7 +85,20 @@ def ours(cid, mm, op):
     ma, mi = map(int, mm.split(":"))
     s = [x for x in snap["io"] if x["cgroup"]["id"] == cid and x["op"] == op and (x["device"]["major"], x["device"]["minor"]) == (ma, mi)]
     return sum(x["ios"] + x["merged"] for x in s), sum(x["bytes"] for x in s)
-near = lambda a, b: abs(a - b) <= 0.005 * max(b, 1)
+# The kernel runs no program nested inside itself on one CPU: a completion
+# in an interrupt that lands while the same program runs for one in task
+# context (dm-crypt completes bios from its workers) is skipped and counted
+# as the program's recursion miss. Counts are exact but for those.
+misses = {}
+for line in open(f"{scratch}/bb-metrics.txt"):
+    if line.startswith("iowarden_bpf_program_recursion_misses_total{"):
+        prog = line.split('program="')[1].split('"')[0].removesuffix("_nocas")
+        misses[prog] = misses.get(prog, 0) + int(float(line.split()[-1]))
+print("  recursion misses:", {p: n for p, n in misses.items() if n},
+      "drops:", [l.strip() for l in open(f"{scratch}/bb-metrics.txt") if l.startswith("iowarden_dropped_total")])
+def near(ours, theirs, dev, size=1):
+    miss = misses.get("block_bio_complete" if dev.startswith(("dm-", "md")) else "block_rq_complete", 0)
+    return theirs - miss * size <= ours <= theirs
 for c, vol in (("bb-lin", "iow-lin"), ("bb-crypt", "iow-crypt"), ("bb-lv", "iowvg-lv"), ("bb-md", md)):
     cid = os.stat(f"{cg}/{c}").st_ino
     good, devs = True, []
@@ -71,10 +107,16 @@ for c, vol in (("bb-lin", "iow-lin"), ("bb-crypt", "iow-crypt"), ("bb-lv", "iowv
         if not (st.get("rios") or st.get("wios")):
             continue
         r, w = ours(cid, f[0], "read"), ours(cid, f[0], "write")
-        ok = near(r[0], st["rios"]) and near(w[0], st["wios"]) and near(r[1], st["rbytes"]) and near(w[1], st["wbytes"])
+        dev = names.get(f[0], f[0])
+        ok = (near(r[0], st["rios"], dev) and near(w[0], st["wios"], dev)
+              and near(r[1], st["rbytes"], dev, 4096) and near(w[1], st["wbytes"], dev, 4096))
         good &= ok
         devs.append(names.get(f[0], f[0]))
         print(f"  {c} on {names.get(f[0], f[0])}: iowarden reads {r[0]} ({r[1]} B) writes {w[0]} ({w[1]} B); io.stat rios {st['rios']} ({st['rbytes']} B) wios {st['wios']} ({st['wbytes']} B){'' if ok else '  <-- differs'}")
+        if not ok:  # where the difference went: every series on that device
+            for x in snap["io"]:
+                if x["device"]["name"] == dev:
+                    print(f"    {dev} {x['cgroup']} {x['op']}: {x['ios'] + x['merged']} ({x['bytes']} B)")
     bio_based = [d for d in devs if d.startswith(("dm-", "md"))]
     print(("OK" if good and bio_based and "nvme0n1" in devs else "BAD"), "counts", c, vol, devs)
 cid = os.stat(f"{cg}/bb-q").st_ino
@@ -97,8 +139,3 @@ grep '^iowarden_volume_lower_info' $SCRATCH/bb-metrics.txt | sed 's/^/  /'
 ok "bio-based: /metrics names the LV (its dm name, its PV below) and md (a leg below)" \
   "grep -q 'iowarden_volume_lower_info{device=\"$LV\",kind=\"dm\",name=\"iowvg-lv\",lower=\"$PV\"} 1.0' $SCRATCH/bb-metrics.txt && grep -q 'iowarden_volume_lower_info{device=\"$MD\",kind=\"md\",name=\"$MD\",lower=\"$M1\"} 1.0' $SCRATCH/bb-metrics.txt"
 ok "bio-based: block_bio_complete attached when the first volume appeared" "grep -q 'attached block_bio_complete' $SCRATCH/iowarden-bio.log"
-mdadm --stop /dev/md/iowmd > /dev/null 2>&1
-lvm vgchange -q --config "$LVM_CONF" -an iowvg > /dev/null 2>&1
-dmsetup remove --noudevsync iow-crypt; dmsetup remove --noudevsync iow-lin
-dmsetup remove --noudevsync iow-pv; dmsetup remove --noudevsync iow-m1; dmsetup remove --noudevsync iow-m2
-rmdir $CG/bb-lin $CG/bb-crypt $CG/bb-lv $CG/bb-md $CG/bb-q 2>/dev/null || true
