@@ -71,25 +71,34 @@ static __always_inline bool claim_by_insert(void *claims, __u32 claim_id, __u64 
  * free one on first sight (take_entry: `claims`, the slot number as claim
  * id, and `cas` as there). `mask` narrows the table to the slots in use (a
  * load-time knob; cap - 1 for all). Returns cap when the window is full.
- * Two CPUs racing on a new key may claim two slots; user space merges them.
+ * A CPU whose free slot another CPU just took for another new key looks
+ * again (up to IOW_CLAIM_ROUNDS times): giving up there would drop the
+ * event as if the table were full. Two CPUs racing on one new key may
+ * still claim two slots; user space merges them.
  */
+#define IOW_CLAIM_ROUNDS 4
 static __always_inline __u32 claim_slot(__u64 *keys, __u32 cap, __u32 mask,
 					__u32 probes, __u64 k, void *claims, const bool cas)
 {
 	__u32 start = hash64(k) >> 32;
-	__u32 free = cap;
 
-	for (int i = 0; i < probes; i++) {
-		__u32 idx = (start + i) & mask & (cap - 1);
-		__u64 cur = keys[idx];
+	for (int round = 0; round < IOW_CLAIM_ROUNDS; round++) {
+		__u32 free = cap;
 
-		if (cur == k)
-			return idx;
-		if (cur == 0 && free == cap)
-			free = idx;
+		for (int i = 0; i < probes; i++) {
+			__u32 idx = (start + i) & mask & (cap - 1);
+			__u64 cur = keys[idx];
+
+			if (cur == k)
+				return idx;
+			if (cur == 0 && free == cap)
+				free = idx;
+		}
+		if (free == cap)
+			return cap;
+		if (take_entry(&keys[free], k, claims, free, cas))
+			return free;
 	}
-	if (free < cap && take_entry(&keys[free], k, claims, free, cas))
-		return free;
 	return cap;
 }
 
