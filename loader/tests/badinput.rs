@@ -7,8 +7,8 @@
 //! meanwhile succeeded, with no gap of more than five intervals.
 //! Needs root (the daemon loads BPF).
 
-mod fixtures;
-mod promserver;
+use crate::fixtures;
+use crate::promserver;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;

@@ -4,7 +4,7 @@
 //! The guest (tests/vmtest/guest/t-50-bench.sh) runs io.cost on NVMe.
 //! Run as root.
 
-mod fixtures;
+use crate::fixtures;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -4,7 +4,7 @@
 //! dropped, the daemon stays small, and the series of removed cgroups are
 //! released. Needs root and the io controller on cgroup v1 or v2.
 
-mod fixtures;
+use crate::fixtures;
 
 use std::fs::OpenOptions;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};

@@ -2,7 +2,7 @@
 //! a loop device from two cgroups (random and sequential reads, two sizes
 //! each), the daemon charging a model given with --cost-model. Run as root.
 
-mod fixtures;
+use crate::fixtures;
 
 use std::process::Command;
 

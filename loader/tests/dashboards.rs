@@ -14,9 +14,9 @@
 //! checked where those metrics exist; here they are skipped, by name, with
 //! the reason printed.
 
-mod fixtures;
-mod panels;
-mod promserver;
+use crate::fixtures;
+use crate::panels;
+use crate::promserver;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::PathBuf;

@@ -14,9 +14,9 @@
 //! skipped as in dashboards.rs.
 //! Needs root (BPF, loop devices, cgroups); run under the kernel lock.
 
-mod fixtures;
-mod panels;
-mod promserver;
+use crate::fixtures;
+use crate::panels;
+use crate::promserver;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::{Duration, Instant};

@@ -4,8 +4,8 @@
 //! OpenAPI schemas, offline), and the unit's capability set on the real
 //! kernel. scripts/install-deps.sh installs every tool.
 
-mod certs;
-mod fixtures;
+use crate::certs;
+use crate::fixtures;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -5,13 +5,13 @@
 //! (fixtures/undelivered.rs), and no more.
 //! Needs root (BPF, loop devices, cgroups); run under the kernel lock.
 
-mod fixtures;
+use crate::fixtures;
 
 use fixtures::*;
 use iowarden_exporters::{Op, Snapshot};
 use promserver::free_port;
 
-mod promserver;
+use crate::promserver;
 
 const BLOCK: u64 = 4096;
 

@@ -4,7 +4,7 @@
 //! space must delete a released slot's claim. IOWARDEN_NO_BPF_CAS makes the
 //! loader take that path here. The guest suite runs it for real on 5.10.
 
-mod fixtures;
+use crate::fixtures;
 
 use std::time::{Duration, Instant};
 

@@ -11,8 +11,8 @@
 //! and per-cluster recording rules must return data from both.
 //! Needs root (BPF, loop devices, cgroups); run under the kernel lock.
 
-mod fixtures;
-mod promserver;
+use crate::fixtures;
+use crate::promserver;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -4,7 +4,7 @@
 //! namespace (`unshare -m`) with every such mount removed there, and runs
 //! the daemon and the ftrace-dependent fixture (fixtures::Undelivered) in it.
 
-mod fixtures;
+use crate::fixtures;
 
 use std::process::Command;
 
@@ -23,11 +23,13 @@ fn daemon_and_ftrace_fixture_need_no_mounted_tracefs_debugfs_or_bpffs() {
         inside_private_namespace(&outer.to_string_lossy());
         return;
     }
+    // The test's name in the harness: its module path without the crate's.
+    let name = format!("{}::{TEST}", module_path!().split_once("::").unwrap().1);
     let out = succeed(
         Command::new("unshare")
             .args(["--mount", "--propagation", "private"])
             .arg(std::env::current_exe().unwrap())
-            .args(["--exact", TEST, "--nocapture", "--test-threads=1"])
+            .args(["--exact", &name, "--nocapture", "--test-threads=1"])
             .env(INSIDE, mount_namespace()),
     );
     let text = String::from_utf8_lossy(&out.stdout);

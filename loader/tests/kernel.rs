@@ -1,7 +1,7 @@
 //! Integration tests against the real kernel: BPF programs attached to the
 //! block tracepoints, loop devices, cgroups, fio, promtool. Run as root.
 
-mod fixtures;
+use crate::fixtures;
 
 use std::process::Command;
 use std::time::Duration;

@@ -6,7 +6,7 @@
 //! it. A cgroup that does not exist is refused before anything is traced.
 //! The guest suite (t-18) judges the cgroup v2 reasons. Needs root.
 
-mod fixtures;
+use crate::fixtures;
 
 use std::process::Command;
 

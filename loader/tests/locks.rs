@@ -9,7 +9,7 @@
 //! behind the loop driver's own (lo_work_lock, loop_queue_rq) and wake-ups;
 //! 16 jobs at depth 16 make the scheduler lock the most contended one.
 
-mod fixtures;
+use crate::fixtures;
 
 use std::process::{Command, Stdio};
 use std::time::Duration;

@@ -5,8 +5,8 @@
 //! each computes with histogram_quantile must agree within one bucket.
 //! Needs root (BPF, loop devices, cgroups); run under the kernel lock.
 
-mod fixtures;
-mod promserver;
+use crate::fixtures;
+use crate::promserver;
 
 use fixtures::*;
 use promserver::{scrape_config, PromServer};

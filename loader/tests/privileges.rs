@@ -6,7 +6,7 @@
 //! also when the issue-stamp fallback attaches a program after the drop.
 //! Needs root (BPF, loop devices, cgroups).
 
-mod fixtures;
+use crate::fixtures;
 
 use std::time::{Duration, Instant};
 

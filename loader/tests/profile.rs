@@ -3,7 +3,7 @@
 //! io.cost.model, i.e. cgroup v2: this v1 host checks its error; the guest
 //! applies it, tests/vmtest/guest/t-45-tune.sh.)
 
-mod fixtures;
+use crate::fixtures;
 
 use std::process::Command;
 

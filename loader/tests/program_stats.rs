@@ -7,7 +7,7 @@
 //! The nvme object is the guest's (t-01 prints its time per read).
 //! Needs root (BPF, loop devices); run under the kernel lock.
 
-mod fixtures;
+use crate::fixtures;
 
 use std::collections::BTreeSet;
 

@@ -7,8 +7,8 @@
 //! scrape size, and that --max-cgroups keeps the totals.
 //! Needs root (BPF, loop devices, cgroups); run under the kernel lock.
 
-mod fixtures;
-mod promserver;
+use crate::fixtures;
+use crate::promserver;
 
 use std::collections::HashMap;
 

@@ -4,7 +4,7 @@
 //! detached; SIGTERM is honoured while the programs load and long before a
 //! `--duration` runs out. Every wait is a bound on a hang, not a timing.
 
-mod fixtures;
+use crate::fixtures;
 
 use std::io::Read;
 use std::process::{Child, Command, Stdio};

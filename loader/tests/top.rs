@@ -1,7 +1,7 @@
 //! `iowarden top` against real I/O: plain text in a pipe, the ratatui view on
 //! a real pseudo-terminal (util-linux `script` allocates it), keys included.
 
-mod fixtures;
+use crate::fixtures;
 
 use std::io::Write;
 use std::process::{Command, Stdio};

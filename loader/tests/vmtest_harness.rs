@@ -1,7 +1,7 @@
 //! tests/vmtest/run.sh refuses a VMTEST_ONLY that selects no guest script,
 //! with its own message, before it installs or boots anything.
 
-mod fixtures;
+use crate::fixtures;
 
 use std::process::Command;
 

@@ -7,9 +7,9 @@
 //! Needs root (the daemon loads BPF); openssl and prometheus installed by
 //! scripts/install-deps.sh --test.
 
-mod certs;
-mod fixtures;
-mod promserver;
+use crate::certs;
+use crate::fixtures;
+use crate::promserver;
 
 use std::io::{Read, Write};
 use std::process::Command;

@@ -141,6 +141,7 @@ boot() {  # line extra-cmdline extra-drive-options scripts expected log
   set -e
   grep -E 'PASS|FAIL|^  |^(OK|BAD) |passed, |guest:' "$log" || true
   echo "vmtest: [$line] boot + tests took $(( $(date +%s) - start )) s"
+  took[$line]=$(( ${took[$line]:-0} + $(date +%s) - start ))
   if [[ $rc -eq 124 || $rc -eq 137 ]]; then
     echo "vmtest: [$line] the guest did not finish within ${TIMEOUT}s and was killed (see $log)" >&2
     return 1
@@ -160,7 +161,7 @@ boot() {  # line extra-cmdline extra-drive-options scripts expected log
   ran[$line]+="$list"
   passed[$line]=$(( ${passed[$line]:-0} + want ))
 }
-declare -A ran passed
+declare -A ran passed took
 for line in "${lines[@]}"; do
   declare -A group_scripts=() group_checks=()
   for t in $(scripts_for "$line"); do
@@ -182,6 +183,6 @@ for line in "${lines[@]}"; do
 done
 echo "vmtest: per kernel line, what ran (every check passed):"
 for line in "${lines[@]}"; do
-  echo "  $line ($(basename "${image[$line]}")): ${passed[$line]:-0} checks: ${ran[$line]:-nothing}"
+  echo "  $line ($(basename "${image[$line]}")): ${passed[$line]:-0} checks in ${took[$line]:-0} s: ${ran[$line]:-nothing}"
 done
 tests/vmtest/support-table.sh "$CACHE" "${lines[@]}"

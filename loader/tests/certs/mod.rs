@@ -2,7 +2,6 @@
 //! key is ever committed): a CA, a server certificate for 127.0.0.1 and
 //! the shipped DaemonSet's Service name, and a client certificate, all
 //! signed by the CA, in a temporary directory.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,7 +1,6 @@
 //! The committed Grafana dashboards as queries: panels, their PromQL, the
 //! variables and metrics they name, and what a Prometheus answers for them;
 //! and the fio load the live tests run them under.
-#![allow(dead_code)]
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::process::{Child, Stdio};

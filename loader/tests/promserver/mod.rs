@@ -1,6 +1,5 @@
 //! A real Prometheus (Debian's 2.42) on loopback with its own config,
 //! flags and storage, stopped on drop.
-#![allow(dead_code)]
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -10,7 +9,8 @@ use serde_json::Value;
 pub struct PromServer {
     child: Child,
     pub url: String,
-    pub dir: tempfile::TempDir,
+    /// Config and storage, removed when the server is dropped.
+    _dir: tempfile::TempDir,
 }
 
 impl PromServer {
@@ -40,7 +40,7 @@ impl PromServer {
         let p = PromServer {
             child,
             url: format!("http://127.0.0.1:{port}"),
-            dir,
+            _dir: dir,
         };
         let t0 = Instant::now();
         while ureq::get(&format!("{}/-/ready", p.url)).call().is_err() {

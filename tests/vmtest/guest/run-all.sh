@@ -29,9 +29,10 @@ for t in "${scripts[@]}"; do
   name=$(basename "$t")
   want=$(sed -n '1s/^# vmtest-checks: \([0-9][0-9]*\)$/\1/p' "$t")
   echo "guest: $name (${want:-?} checks)"
-  before=$(reported)
+  before=$(reported); start=$(date +%s)
   bash "$t"; rc=$?
   got=$(( $(reported) - before ))
+  echo "guest: $name took $(( $(date +%s) - start )) s"
   if [ -z "$want" ]; then
     fail "$name: no '# vmtest-checks: N' first line"; continue
   fi
