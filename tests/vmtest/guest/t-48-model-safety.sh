@@ -1,10 +1,13 @@
 # vmtest-checks: 4
+# vmtest-kernels: 6.1
 # `iowarden tune --model` safety on real iocost (the fit itself: m-47-model.sh):
 # kill -9 after it wrote io.cost.model, and the next iowarden restores both
 # knobs; a device that vanishes mid-run (null_blk removed) stops it with the
 # reason and no journal left; a bio-based device (brd) and a step factor
 # below 1 are refused; with no load every model decision is 'insufficient'
-# and nothing changes.
+# and nothing changes. One kernel line, as t-47: what it checks is the
+# loader's (journal, restore, sysfs reads every line shares); on 5.10 and
+# 6.12 t-40 and t-45 write, journal and restore io.cost.model and qos.
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 IW=$IOWARDEN_BIN
