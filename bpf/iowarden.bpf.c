@@ -80,22 +80,6 @@ struct {
 	__type(value, struct iow_series);
 } series SEC(".maps");
 
-/* Cost model coefficients, written by the loader (see struct iow_cost_coefs). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, IOW_MAX_DEVS + 1);
-	__type(key, __u32);
-	__type(value, struct iow_cost_coefs);
-} cost_coefs SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, IOW_COST_CLASSES);
-	__type(key, __u32);
-	__type(value, struct iow_cost_class);
-} cost_classes SEC(".maps");
-
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
@@ -122,22 +106,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } claims SEC(".maps");
-
-/* Bios blk-throttle holds, by address (see struct iow_held_bio). Sized to
- * one entry by the loader where fexit cannot attach. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, IOW_HELD_BIOS);
-	__type(key, __u64);
-	__type(value, struct iow_held_bio);
-} held_bios SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, IOW_STAMP_SLOTS);
-	__type(key, __u32);
-	__type(value, struct iow_stamp);
-} issue_stamps SEC(".maps");
 
 /*
  * Adds to a counter. Where every CPU has a shard of its own (no more CPUs
@@ -319,14 +287,6 @@ static __always_inline struct iow_hwq_stats *hwq_of(struct request *rq, __u32 de
 	return bpf_map_lookup_elem(&hwq_stats, &idx);
 }
 
-/* A request in flight is identified by (device, hardware queue, driver tag). */
-static __always_inline __u64 rq_ident(struct request *rq, __u32 dev_idx)
-{
-	__u32 q = rq->mq_hctx ? rq->mq_hctx->queue_num : 0;
-
-	return ((__u64)dev_idx << 48) | ((__u64)(q & 0xffff) << 32) | (__u32)rq->tag;
-}
-
 /* The request argument of block_rq_insert, _issue, _merge and _requeue.
  * Two loads in two branches: the verifier rejects a read of an argument
  * the tracepoint does not have, and prunes the branch not taken. */
@@ -335,13 +295,6 @@ static __always_inline struct request *rq_arg(__u64 *ctx)
 	if (rq_after_queue_arg)
 		return (struct request *)ctx[1];
 	return (struct request *)ctx[0];
-}
-
-static __always_inline struct iow_stamp *stamp_slot(__u64 ident)
-{
-	__u32 idx = (hash64(ident) >> 32) & (IOW_STAMP_SLOTS - 1);
-
-	return bpf_map_lookup_elem(&issue_stamps, &idx);
 }
 
 /* The device index of a traced disk, or IOW_MAX_DEVS to skip it. */
@@ -362,27 +315,9 @@ static __always_inline __u32 traced_dev(struct request *rq, const bool cas)
 	return traced_devt(rq_devt(rq), cas);
 }
 
-/*
- * Does the request's queue collect stats, so that blk_mq_start_request()
- * stamps io_start_time_ns on every request it issues? 1 yes, 0 no, -1
- * unknown: before 6.11 QUEUE_FLAG_STATS is a macro, absent from BTF.
- */
-static __always_inline int queue_stamps(struct request *rq)
-{
-	if (queue_flag_stats_bit >= 64)
-		return -1;
-	return (rq->q->queue_flags & (1ULL << (queue_flag_stats_bit & 63))) != 0;
-}
-
-/*
- * Should block_rq_issue stamp this request? Only where the kernel will
- * not (it stamps right after that tracepoint): every request when the
- * queue's stats flag is unknown.
- */
-static __always_inline bool needs_own_stamp_at_issue(struct request *rq)
-{
-	return !use_kernel_issue_stamps || queue_stamps(rq) != 1;
-}
+#include "stamps.bpf.h"
+#include "cost.bpf.h"
+#include "held.bpf.h"
 
 /* Attached only with --hwq-events. */
 static __always_inline int on_insert(__u64 *ctx, const bool cas)
@@ -426,213 +361,12 @@ static __always_inline int on_issue(__u64 *ctx, const bool cas)
 	return 0;
 }
 
-/*
- * Can a request the kernel did not stamp be timed by a stamp of our own?
- * Not the flush machinery's or passthrough requests (the kernel times
- * neither), nor one on a queue known to stamp (it bypassed the stats).
- */
-static __always_inline bool own_stamp_can_time(struct request *rq)
-{
-	__u32 op = rq->cmd_flags & 0xff; /* REQ_OP_MASK */
-
-	if (!use_kernel_issue_stamps)
-		return true;
-	/* REQ_OP_SCSI_IN (32, until 5.18) and REQ_OP_DRV_IN/OUT (34, 35) */
-	if (op == REQ_OP_FLUSH || op >= 32)
-		return false;
-	return queue_stamps(rq) != 1;
-}
-
-/* When was this request issued to the driver? 0 if unknown. */
-static __always_inline __u64 issue_time(struct request *rq, __u32 dev_idx)
-{
-	/* blk_mq_rq_ctx_init() zeroes it; blk_mq_start_request() stamps it
-	 * where the queue collects stats (iocost, wbt, ...). */
-	__u64 kts = rq->io_start_time_ns;
-
-	/* Keep the kernel stamp's load apart from the map value's below:
-	 * the verifier refuses one instruction reading two kinds of pointer. */
-	barrier_var(kts);
-	if (use_kernel_issue_stamps && kts)
-		return kts;
-	if (!own_stamp_can_time(rq))
-		return 0;
-	if (!tables.need_issue_stamps)
-		tables.need_issue_stamps = 1;
-
-	__u64 ident = rq_ident(rq, dev_idx);
-	struct iow_stamp *st = stamp_slot(ident);
-
-	if (st && st->ident == ident) {
-		__u64 t = st->issue_ns;
-
-		barrier_var(t);
-		return t;
-	}
-	return 0;
-}
-
-/* Cost class size of a request: log2 of its bytes above 4 KiB (0 for
- * <= 4 KiB). */
-static __always_inline __u32 size_class(__u32 nr_bytes)
-{
-	__u32 p = log2_u64(nr_bytes);
-
-	return p > 12 ? p - 12 : 0;
-}
-
-/*
- * Charges a completed read or write iocost's linear model cost, as
- * blk-iocost.c calc_vtime_cost_builtin charges a bio: a base cost by
- * read/write and pattern plus a cost per 4 KiB page (at least one). The
- * request is random when it starts more than IOW_COST_RANDIO_PAGES pages
- * from where the series' previous one ended, sequential otherwise (and when
- * there is no previous one). The kernel charges bios at submission; this
- * charges whole requests at completion (a merged bio pays no base cost in
- * the kernel either). Returns the cost class of the request in
- * cost_classes (before sharding), or IOW_COST_CLASSES when not charged;
- * *cost receives the cost and *rand_out whether it is random (counted with the
- * bytes, in one add).
- */
-static __always_inline __u32 charge_cost(struct request *rq, struct iow_series *s, __u64 key,
-					 __u32 dev, __u32 nr_bytes, __u64 *cost, __u32 *rand_out)
-{
-	__u32 op = (key >> IOW_KEY_OP_SHIFT) & 3;
-	__u32 idx = dev;
-	struct iow_cost_coefs *c;
-	__u64 sector, prev, seek = 0, pages;
-	__u32 rand, size;
-
-	/* iocost charges reads and writes only: not write-zeroes or secure
-	 * erase, which rq_op() files under writes. */
-	__u32 req_op = rq->cmd_flags & 0xff; /* REQ_OP_MASK */
-
-	if (op > IOW_OP_WRITE || !nr_bytes || (req_op != REQ_OP_READ && req_op != REQ_OP_WRITE))
-		return IOW_COST_CLASSES;
-	c = bpf_map_lookup_elem(&cost_coefs, &idx);
-	if (!c || !c->valid) {
-		idx = IOW_COST_DEFAULT;
-		c = bpf_map_lookup_elem(&cost_coefs, &idx);
-		if (!c || !c->valid)
-			return IOW_COST_CLASSES;
-	}
-	/* A plain store: two CPUs of one shard racing on it only misjudge
-	 * one request's pattern, as two bios racing in the kernel would. */
-	sector = rq->__sector;
-	prev = s->cursor;
-	if (prev)
-		seek = (sector > prev ? sector - prev : prev - sector) >> 3;
-	rand = seek > IOW_COST_RANDIO_PAGES;
-	s->cursor = sector + (nr_bytes >> 9);
-	pages = nr_bytes >> 12;
-	if (!pages)
-		pages = 1;
-	*cost = c->lcoef[op * 3 + 1 + rand] + pages * c->lcoef[op * 3];
-	*rand_out = rand;
-	add(&s->cost, *cost);
-	size = size_class(nr_bytes);
-	if (size >= IOW_COST_SIZES)
-		size = IOW_COST_SIZES - 1;
-	return ((dev * 2 + op) * 2 + rand) * IOW_COST_SIZES + size;
-}
-
-/* Adds one measured request to its cost class (what the refit reads). */
-static __always_inline void sample_cost_class(__u32 class, __u64 cost, __u32 nr_bytes,
-					      __u64 device_ns)
-{
-	__u32 idx = class * (shard_mask + 1) + shard();
-	struct iow_cost_class *c = bpf_map_lookup_elem(&cost_classes, &idx);
-
-	if (!c)
-		return;
-	add(&c->bytes_ios, packed(nr_bytes, 1));
-	add(&c->device_ns, device_ns);
-	add(&c->cost, cost);
-}
-
 /* A completion on its hardware queue's shard: busy time when timed. */
 static __always_inline void count_hwq_completion(struct iow_hwq_stats *h, __u64 issued, __u64 now)
 {
 	if (!h)
 		return;
 	add(&h->busy_completed, packed(issued ? now - issued : 0, 1));
-}
-
-/* Kernels before 6.18 keep the bio's submission time in bi_issue, in the
- * low 51 bits (BIO_ISSUE_TIME_MASK) of ktime_get_ns(). */
-struct bio_issue___old {
-	__u64 value;
-} __attribute__((preserve_access_index));
-
-struct bio___old {
-	struct bio_issue___old bi_issue;
-} __attribute__((preserve_access_index));
-
-#define BIO_ISSUE_TIME_MASK ((1ULL << 51) - 1)
-
-/* The bio's submission stamp and the mask its clock wraps at; 0 without
- * one. */
-static __always_inline __u64 bio_submitted(struct bio *bio, __u64 *mask)
-{
-	if (bpf_core_field_exists(bio->issue_time_ns)) {
-		*mask = ~0ULL;
-		return bio->issue_time_ns;
-	}
-	*mask = BIO_ISSUE_TIME_MASK;
-	if (bpf_core_field_exists(((struct bio___old *)bio)->bi_issue))
-		return ((struct bio___old *)bio)->bi_issue.value & BIO_ISSUE_TIME_MASK;
-	return 0;
-}
-
-/* later - earlier on a clock wrapping at mask; 0 when earlier is in fact
- * later (a plug's cached time can precede the bio's stamp). */
-static __always_inline __u64 elapsed(__u64 earlier, __u64 later, __u64 mask)
-{
-	__u64 d = (later - earlier) & mask;
-
-	return d > (mask >> 1) ? 0 : d;
-}
-
-/*
- * How long blk-throttle held the bio before its submission stamp (0 when
- * it did not, or its program is not attached), forgetting the hold.
- */
-static __always_inline __u64 io_max_hold(struct bio *bio, __u64 submitted, __u64 mask)
-{
-	__u64 k = (__u64)bio, hold = 0;
-	struct iow_held_bio *h;
-
-	if (!tables.held_bios_seen)
-		return 0;
-	h = bpf_map_lookup_elem(&held_bios, &k);
-	if (!h)
-		return 0;
-	if (h->blkg == (__u64)bio->bi_blkg)
-		hold = elapsed(h->since_ns & mask, submitted, mask);
-	bpf_map_delete_elem(&held_bios, &k);
-	return hold;
-}
-
-/*
- * How long the request's first bio waited from its submission until the
- * request was allocated at `start`, and in *io_max the part blk-throttle
- * held it (timed by throtl_held, which stamped it on entry). ~0 when the
- * bio carries no submission stamp.
- */
-static __always_inline __u64 held_before(struct request *rq, __u64 start, __u64 *io_max)
-{
-	struct bio *bio = rq->bio;
-	__u64 mask, submitted, held;
-
-	*io_max = 0;
-	if (!bio)
-		return ~0ULL;
-	submitted = bio_submitted(bio, &mask);
-	if (!submitted)
-		return ~0ULL;
-	held = elapsed(submitted, start & mask, mask);
-	*io_max = io_max_hold(bio, submitted, mask);
-	return held + *io_max;
 }
 
 /* A timed request's stages: allocated at start, issued, completed now;
