@@ -221,16 +221,34 @@ def p99(stage, selector):
     return latency_quantile(0.99, "instance, device, cgroup", f"{selector[1:-1]}, stage=\"{stage}\"")
 
 
+def held_by_limits(selector):
+    """Time the cgroup's own limits held its requests before they existed,
+    per (instance, device, cgroup): the throttle stage's sum where exported
+    (--io-counters ...,throttle: io.max, iocost, io.latency, wbt), else
+    io.max's hold (a fleet default), else 0."""
+    by = "instance, device, cgroup"
+    return (f"(sum by ({by}) (rate(iowarden_io_throttle_seconds_total{selector}[{RATE}]))"
+            f" or sum by ({by}) (rate(iowarden_io_held_io_max_seconds_total{selector}[{RATE}]))"
+            f" or 0 * sum by ({by}) (rate(iowarden_io_requests_total{selector}[{RATE}])))")
+
+
+def per_request(expr, selector):
+    """A per-(instance, device, cgroup) rate divided by the requests completed."""
+    return (f"({expr}) / sum by (instance, device, cgroup) "
+            f"(rate(iowarden_io_requests_total{selector}[{RATE}]))")
+
+
 def mean_queue_wait(selector):
     """Mean time in the queue (allocation to issue) per request and cgroup, from
-    what the fleet defaults export: total latency's sum (either form) minus the
-    device time, over the requests."""
+    what the fleet defaults export: total latency's sum (either form; bio
+    submission to completion) less the device time and the time its own
+    limits held it, over the requests."""
     m = f"{selector[1:-1]}, stage=\"total\""
     by = "instance, device, cgroup"
     total = (f"(sum by ({by}) (rate(iowarden_io_latency_seconds_sum{{{m}}}[{RATE}]))"
              f" or sum by ({by}) (histogram_sum(rate(iowarden_io_latency_seconds{{{m}}}[{RATE}]))))")
-    return (f"({total} - sum by ({by}) (rate(iowarden_io_device_seconds_total{selector}[{RATE}])))"
-            f" / sum by ({by}) (rate(iowarden_io_requests_total{selector}[{RATE}]))")
+    return per_request(f"{total} - sum by ({by}) (rate(iowarden_io_device_seconds_total{selector}[{RATE}]))"
+                       f" - {held_by_limits(selector)}", selector)
 
 
 def noisy_neighbour():
@@ -324,14 +342,17 @@ def latency_rows(d, s):
                  "99th percentile of block-layer latency (allocation to completion) per cgroup, "
                  "estimated from the classic buckets or the native histogram, whichever the scrape stored.",
                  [target(p99("total", s), "{{cgroup}} {{device}}")], unit="s")
-    d.timeseries("Mean queue vs device time by cgroup",
-                 "Where a request's time goes, on average: queue (waiting to be issued: total latency less "
-                 "device time) against device (being served). A victim of a noisy neighbour shows a growing "
-                 "queue time at a flat device time.",
-                 [target(mean_queue_wait(s), "{{cgroup}} queue"),
-                  target(f"sum by (instance, device, cgroup) (rate(iowarden_io_device_seconds_total{s}[{RATE}]))"
-                         f" / sum by (instance, device, cgroup) (rate(iowarden_io_requests_total{s}[{RATE}]))",
-                         "{{cgroup}} device")], unit="s")
+    d.timeseries("Held back by its own limits vs by others",
+                 "Where a request's time goes, on average per cgroup: held by the cgroup's own limits "
+                 "before the request existed (the throttle stage: io.max, iocost, io.latency, wbt; under "
+                 "the fleet default counters only io.max's hold, add throttle to --io-counters for all "
+                 "four), waiting in the queue behind other requests (others), and on the device. A cgroup "
+                 "slow by its own limits grows the first; one slowed by a neighbour the second.",
+                 [target(per_request(held_by_limits(s), s), "{{cgroup}} own limits"),
+                  target(mean_queue_wait(s), "{{cgroup}} queue (others)"),
+                  target(per_request(f"sum by (instance, device, cgroup) "
+                                     f"(rate(iowarden_io_device_seconds_total{s}[{RATE}]))", s),
+                         "{{cgroup}} device")], unit="s", stack=True)
     d.timeseries(*needs(STAGES_FLAG, "p99 queue vs device by cgroup",
                         "Where the p99 goes: queue (waiting to be issued) against device (being served). "
                         "A victim of a noisy neighbour shows a growing queue p99 at a flat device p99."),

@@ -12,8 +12,9 @@ use iowarden_exporters::{ClassicBuckets, ExpositionOptions, IoCounter, Stage};
 pub struct ExportArgs {
     /// Counters exported per cgroup, device and op, comma-separated:
     /// requests, bytes, device (device time), held-io-max (time io.max
-    /// held them: a series only once it did), merged, requeued, cost,
-    /// random, or "all"
+    /// held them: a series only once it did), throttle (the throttle
+    /// stage's time: io.max and the rq-qos policies), merged, requeued,
+    /// cost, random, or "all"
     #[arg(long, default_value = "requests,bytes,device,held-io-max", value_parser = parse_counters)]
     pub io_counters: CounterList,
     /// Latency stages exported as histograms, comma-separated: throttle

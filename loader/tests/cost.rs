@@ -206,6 +206,29 @@ fn charges_the_linear_model_and_refits_it() {
         r#"iowarden_cost_model_iops{{device="{name}",devt="{}",op="read",model="configured",pattern="random"}} 5000"#,
         dev.majmin()
     )));
+    // --io-counters all includes the throttle stage's sum (bio submission
+    // to request allocation): what the snapshot holds, a series only where
+    // the stage was measured (not on a kernel that stamps bios only for
+    // io.latency, as this host's: there the guest's t-16 measures it).
+    for cg in [&rnd, &seq] {
+        let s = read_series(&snap, &name, cg);
+        let want = s.latency.throttle.sum_seconds;
+        let prefix = format!(
+            r#"iowarden_io_throttle_seconds_total{{cgroup="{}",cgroup_id="{}",device="{name}",op="read"}} "#,
+            s.cgroup.path, s.cgroup.id
+        );
+        let line = metrics.lines().find(|l| l.starts_with(&prefix));
+        println!("{}: throttle stage {want:.6} s; /metrics: {line:?}", cg.rel);
+        let got: Option<f64> = line.map(|l| l.trim_start_matches(&prefix).parse().unwrap());
+        match got {
+            None => assert_eq!(want, 0.0, "{}: no throttle series for {want} s", cg.rel),
+            Some(got) => assert!(
+                want > 0.0 && (got - want).abs() <= 1e-9 * want.max(1.0),
+                "{}: {got} exported, {want} measured",
+                cg.rel
+            ),
+        }
+    }
 }
 
 /// `iowarden model` traces, then prints the charged model, the refitted

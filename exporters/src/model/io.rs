@@ -87,6 +87,10 @@ metrics!(IoSeries {
     counter held_io_max_seconds => "iowarden_io_held_io_max" [Seconds],
         "Time blk-throttle (io.max) held the first bio of completed requests (part of the throttle stage)",
         |s: &IoSeries| (s.held_io_max_seconds > 0.0).then_some(s.held_io_max_seconds);
+} derived {
+    counter latency => "iowarden_io_throttle" [Seconds],
+        "Sum of the throttle stage of completed requests: bio submission to request allocation, held by io.max, iocost, io.latency and wbt",
+        |s: &IoSeries| (s.latency.throttle.sum_seconds > 0.0).then_some(s.latency.throttle.sum_seconds);
 });
 
 /// Counters of things the BPF side could not record.

@@ -90,10 +90,14 @@ impl<T: Sample> Sample for Option<T> {
 ///
 /// [`Delta`]: super::core::Delta
 macro_rules! metrics {
+    // `derived { ... }`: families computed from fields the first list
+    // already has (a field is subtracted once, whatever it feeds).
     ($t:ty { $(
         $(#[$attr:meta])*
         $kind:ident $field:ident $(=> $name:literal $([$unit:ident])?, $help:literal $(, $value:expr)?)?;
-    )+ }) => {
+    )+ } $(derived { $(
+        $dkind:ident $dfield:ident => $dname:literal $([$dunit:ident])?, $dhelp:literal, $dvalue:expr;
+    )+ })?) => {
         impl $crate::model::core::Delta for $t {
             // Every field may be listed: then the update is empty.
             #[allow(clippy::needless_update)]
@@ -107,7 +111,9 @@ macro_rules! metrics {
         }
         $crate::model::metric::metrics!($t, families only { $(
             $(#[$attr])* $kind $field $(=> $name $([$unit])?, $help $(, $value)?)?;
-        )+ });
+        )+ $($(
+            $dkind $dfield => $dname $([$dunit])?, $dhelp, $dvalue;
+        )+)? });
     };
     // A record whose Delta is written by hand (a mean recomputed over the
     // window) or that has none: only its families.

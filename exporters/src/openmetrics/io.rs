@@ -23,11 +23,12 @@ pub enum IoCounter {
     Random,
     Device,
     HeldIoMax,
+    Throttle,
 }
 
 impl IoCounter {
     /// In exposition order.
-    pub const ALL: [IoCounter; 8] = [
+    pub const ALL: [IoCounter; 9] = [
         IoCounter::Requests,
         IoCounter::Bytes,
         IoCounter::Merged,
@@ -36,6 +37,7 @@ impl IoCounter {
         IoCounter::Random,
         IoCounter::Device,
         IoCounter::HeldIoMax,
+        IoCounter::Throttle,
     ];
 
     /// Fleet default: what the dashboards and rules use (IOPS, throughput,
@@ -59,6 +61,7 @@ impl IoCounter {
             IoCounter::Random => "random",
             IoCounter::Device => "device",
             IoCounter::HeldIoMax => "held-io-max",
+            IoCounter::Throttle => "throttle",
         }
     }
 }
@@ -205,7 +208,8 @@ mod tests {
                 "iowarden_io_cost",
                 "iowarden_io_random_requests",
                 "iowarden_io_device",
-                "iowarden_io_held_io_max"
+                "iowarden_io_held_io_max",
+                "iowarden_io_throttle"
             ]
         );
     }

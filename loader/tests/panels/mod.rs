@@ -20,6 +20,14 @@ pub const PLANNED: &[(&str, &str)] = &[
         "NVMe queue metrics need an NVMe device: tested on the guest's emulated NVMe, tests/vmtest/guest/t-30-nvme.sh",
     ),
     (
+        "iowarden_io_held_io_max_seconds_total",
+        "io.max holds are timed by a fexit program on blk-throttle, which this host's kernel refuses: tested in the guest, tests/vmtest/guest/t-16-throttle.sh",
+    ),
+    (
+        "iowarden_io_throttle_seconds_total",
+        "the throttle stage needs bios stamped at submission, which this host's kernel does only for io.latency: tested in the guest, tests/vmtest/guest/t-16-throttle.sh",
+    ),
+    (
         "iowarden_tune_",
         "tuner metrics need iocost (cgroup v2): tested in the guest, tests/vmtest/guest/t-45-tune.sh",
     ),

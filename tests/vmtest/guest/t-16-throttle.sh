@@ -1,4 +1,4 @@
-# vmtest-checks: 8
+# vmtest-checks: 9
 # vmtest-kernels: 6.1 6.12
 # The throttle stage: what a cgroup's reads wait for, from the bio's
 # submission, when its own io.max or iocost holds them before a request
@@ -11,13 +11,15 @@
 # fio's latency, mean and p99, within 10 % or 0.5 ms, whichever is larger
 # (p99: or fio's inside iowarden's p99 bucket, the histogram's resolution);
 # under io.max the time io.max held the reads is most of it, under iocost
-# the throttle stage is, and no io.max hold is counted.
+# the throttle stage is, and no io.max hold is counted. The exporter runs
+# the default counters plus `throttle`, whose series per cgroup equals the
+# snapshot's throttle stage.
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 MM=$(cat /sys/block/$DEV/dev)
 echo +io > $CG/cgroup.subtree_control
 mkdir -p $CG/th-f $CG/th-m $CG/th-v $CG/th-h
-"$IOWARDEN_BIN" run --listen 127.0.0.1:9616 --interval 1s --device $DEV > $SCRATCH/iowarden-throttle.log 2>&1 &
+"$IOWARDEN_BIN" run --listen 127.0.0.1:9616 --interval 1s --device $DEV --io-counters requests,bytes,device,held-io-max,throttle > $SCRATCH/iowarden-throttle.log 2>&1 &
 IW=$!
 for _ in $(seq 600); do python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:9616/snapshot.json")' 2>/dev/null && break; sleep 0.2; done
 reader() { # cgroup reads offset
@@ -89,6 +91,12 @@ mean, _, _, fmean, _, held, iomax, _ = res["th-m"]
 print(("OK" if iomax >= 0.6 * fmean and held >= iomax else "BAD"), "io.max held", f"{ms(iomax)} of fio's {ms(fmean)}")
 mean, _, _, fmean, _, held, iomax, _ = res["th-v"]
 print(("OK" if held >= 0.5 * fmean and iomax == 0 else "BAD"), "iocost held", f"{ms(held)} of fio's {ms(fmean)}, io.max {ms(iomax)}")
+exported = {}
+for line in open(f"{scratch}/th-metrics.txt"):
+    if line.startswith("iowarden_io_throttle_seconds_total{") and 'device="nvme0n1"' in line and 'op="read"' in line:
+        exported[line.split('cgroup="')[1].split('"')[0]] = float(line.split()[-1])
+same = all(abs(exported.get("/" + n, -1) - ours(n)["latency"]["throttle"]["sum_seconds"]) <= 1e-9 for n in ("th-f", "th-m", "th-v"))
+print(("OK" if same else "BAD"), "throttle counter", {n: (exported.get("/" + n), ours(n)["latency"]["throttle"]["sum_seconds"]) for n in ("th-f", "th-m", "th-v")})
 PY
 cat $SCRATCH/throttle-check
 grep 'throtl_held\|throttle_stage' $SCRATCH/iowarden-throttle.log | sed 's/^/  log: /'
@@ -99,7 +107,8 @@ ok "throttle: iocost: iowarden's total equals fio's latency (mean, p99)" "grep -
 ok "throttle: iocost held the reads (throttle stage), no io.max hold counted" "grep -q '^OK iocost held' $SCRATCH/throttle-check"
 ok "throttle: the blk-throttle program attached (no inactive status)" "! grep -q 'throtl_held inactive' $SCRATCH/iowarden-throttle.log"
 ok "throttle: the throttle stage is measured (no inactive status)" "python3 -c 'import json,sys; s=json.load(open(\"$SCRATCH/th-snap.json\")); sys.exit(any(p[\"name\"]==\"throttle_stage\" and not p[\"active\"] for p in s[\"probes\"]))'"
+ok "throttle: iowarden_io_throttle_seconds_total (--io-counters ...,throttle) equals each cgroup's throttle stage" "grep -q '^OK throttle counter' $SCRATCH/throttle-check"
 held_cgroups=$(grep '^iowarden_io_held_io_max_seconds_total{' $SCRATCH/th-metrics.txt | grep -o 'cgroup="[^"]*"' | sort -u | tr '\n' ' ')
 echo "  io.max holds in /metrics: ${held_cgroups:-none}"
-ok "throttle: /metrics (defaults) names the io.max hold of /th-m, and of no other cgroup" "[ '$held_cgroups' = 'cgroup=\"/th-m\" ' ]"
+ok "throttle: /metrics names the io.max hold of /th-m, and of no other cgroup" "[ '$held_cgroups' = 'cgroup=\"/th-m\" ' ]"
 rmdir $CG/th-f $CG/th-m $CG/th-v $CG/th-h 2>/dev/null || true
