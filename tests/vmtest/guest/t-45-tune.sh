@@ -1,4 +1,4 @@
-# vmtest-checks: 14
+# vmtest-checks: 15
 # `iowarden tune` on real iocost: a latency-critical cgroup (4 KiB randread,
 # QD1, io.weight 1000) beside a best-effort hog (128 KiB randread, QD32) on
 # the throttled NVMe device, fio measuring the LC job's clat p99 and both
@@ -11,8 +11,11 @@
 # converge within MAX_PERIODS decision periods, meet it in the steady state
 # (the LC cgroup's p99 from iowarden's histograms over every stretch at a
 # converged vrate, at least STEADY_PERIODS periods; tuner_windows.py; fio's
-# clat p99 over the whole phase printed beside it), and keep more
-# aggregate throughput than (d). Then: kill -9 mid-run and the next iowarden
+# clat p99 over the whole phase printed beside it), judge it on what the
+# reader waits for (iowarden's p99 from bio submission equals fio's own p99
+# over the same stretches, from fio's latency log, within 10 % or 0.5 ms,
+# or fio's in iowarden's p99 bucket), and keep more aggregate throughput
+# than (d). Then: kill -9 mid-run and the next iowarden
 # restores the qos; bad input changes nothing; a protected cgroup vanishing
 # mid-run stops the tuner, which restores. Last, `iowarden profile --apply`
 # writes exactly the model it measured.
@@ -58,19 +61,20 @@ orig_qos=$(grep "^$MM " $CG/io.cost.qos || true)
 orig_model=$(grep "^$MM " $CG/io.cost.model || true)
 echo "  before: qos '${orig_qos}' model '${orig_model}'"
 
-# job NAME CGROUP RUNTIME RAMP: the LC job or the hog, fio JSON in $T/NAME.json
+# job NAME CGROUP RUNTIME RAMP [LC_ARGS]: the LC job (with LC_ARGS) or the
+# hog, fio JSON in $T/NAME.json
 job() {
   local name=$1 cg=$2 runtime=$3 ramp=$4 args
   if [ "$cg" = tn-lc ]; then
-    args="--rw=randread --bs=4k --iodepth=1 --offset=0 --size=512M"
+    args="--rw=randread --bs=4k --iodepth=1 --offset=0 --size=512M ${5:-}"
   else
     args="--rw=randread --bs=128k --iodepth=32 --offset=1G --size=1G"
   fi
   bash -c "echo \$\$ > $CG/$cg/cgroup.procs; exec fio --name=$name --filename=/dev/$DEV --direct=1 --ioengine=libaio $args --time_based --runtime=$runtime --ramp_time=$ramp --output-format=json --output=$T/$name.json" > /dev/null 2>&1
 }
-# phase NAME RUNTIME RAMP: both jobs at once
+# phase NAME RUNTIME RAMP [LC_ARGS]: both jobs at once
 phase() {
-  job $1-lc tn-lc $2 $3 & local a=$!
+  job $1-lc tn-lc $2 $3 "${4:-}" & local a=$!
   job $1-hog tn-hog $2 $3 & local b=$!
   wait $a $b
 }
@@ -121,7 +125,9 @@ pre_tune_qos=$(qos)
 ok "tune: the tightest QoS held (kernel vrate ${d_vrate}%) and SLO $SLO (2 x its p99, at least (b)'s / 4) is missed by the default QoS (b) (fio LC p99 ${b_p99} ms)" "[ '$d_vrate' = $(printf %.2f $VMIN) ] && python3 -c 'import sys; sys.exit(not $b_p99 > $SLO_MS)'"
 
 # (c) the tuner, started on the live workload.
-phase tuned $TUNED_RUN $TUNED_RAMP &
+# The LC job logs every read's latency (submission to completion, ns) at
+# its completion time (ms since the epoch: the clock of iowarden's polls).
+phase tuned $TUNED_RUN $TUNED_RAMP "--write_lat_log=$T/tuned-lc --log_unix_epoch=1" &
 PH=$!
 sleep 5
 "$IW" tune --device $DEV --protect /tn-lc --slo $SLO --vrate-min $VMIN --start 60 --period ${TUNE_PERIOD}s --protect-weight 1000 \
@@ -171,7 +177,7 @@ during_qos=$(qos)
 kill -TERM $TP; wait $TP; trc=$?
 grep -E '^iowarden tune:' $T/tune.log | sed 's/^/  /' | cut -c1-230
 # The LC cgroup's read p99 over the steady state, from iowarden's histograms.
-read iw_p99 iw_n steady_n steady_w <<< "$(python3 "$(dirname "$0")/tuner_windows.py" steady $T/polls.jsonl $T/decisions.jsonl)"
+read iw_p99 iw_n steady_n steady_w fio_p99 fio_n same_p99 same_n same_lo same_hi <<< "$(python3 "$(dirname "$0")/tuner_windows.py" steady $T/polls.jsonl $T/decisions.jsonl $T/tuned-lc_lat.1.log)"
 echo "  (c) tuned:              LC p99 ${c_p99} ms (iowarden: ${iw_p99} ms over $iw_n reads), LC ${c_lc} MB/s, hog ${c_hog} MB/s, total ${c_tot} MB/s; qos then: $during_qos"
 conv_vrate=$(python3 -c '
 import json, sys
@@ -190,6 +196,8 @@ ok "tune: converges within $MAX_PERIODS decision periods (took $conv_n, ${conv_a
 conv_min=$(echo "$conv_qos" | sed -n 's/.* min=\([0-9.]*\).*/\1/p')
 ok "tune: the kernel's vrate is the one pinned when it converged (${conv_kernel_vrate}% for '$conv_qos')" "[ -n '$conv_min' ] && [ '$conv_kernel_vrate' = '$conv_min' ]"
 ok "tune: SLO $SLO met in the steady state: $steady_n periods at a converged vrate, at least $STEADY_PERIODS (iowarden LC read p99 ${iw_p99} ms over $iw_n reads; fio clat p99 over the phase ${c_p99} ms)" "[ $steady_n -ge $STEADY_PERIODS ] && [ $iw_n -ge 500 ] && python3 -c 'import sys; sys.exit(not $iw_p99 <= $SLO_MS)'"
+ok "tune: its SLO's p99 is what the reader waits for: over the steady state from fio's ramp on, iowarden's ${same_p99} ms (bucket ${same_lo}..${same_hi}) over $same_n reads, fio's ${fio_p99} ms over $fio_n (within 10 % or 0.5 ms)" \
+  "[ $same_n -ge 500 ] && [ $fio_n -ge $((same_n * 9 / 10)) ] && [ $fio_n -le $((same_n * 11 / 10)) ] && python3 -c 'import sys; i, f, lo, hi = $same_p99, $fio_p99, $same_lo, $same_hi; sys.exit(not (abs(i - f) <= max(0.1 * f, 0.5) or lo <= f < hi))'"
 ok "tune: more aggregate throughput than the tightest fixed QoS (${c_tot} vs ${d_tot} MB/s)" "python3 -c 'import sys; sys.exit(not $c_tot > $d_tot)'"
 ok "tune: exits 0 on SIGTERM and restores the qos" "[ $trc -eq 0 ] && [ \"\$(qos)\" = \"\$pre_tune_qos\" ]"
 cat $SCRATCH/promql-9623

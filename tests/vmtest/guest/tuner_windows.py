@@ -5,11 +5,16 @@
       killed: one JSON line per poll in OUT with the poll's time, the tuner's
       last decision and CGROUP's cumulative read latency histogram (total
       stage) on DEVICE.
-  tuner_windows.py steady OUT DECISIONS
+  tuner_windows.py steady OUT DECISIONS [FIO_LAT_LOG]
       Prints "P99_MS READS PERIODS WINDOWS": the read p99 over every stretch
       the kernel ran at a converged vrate (from a "converged" decision to the
       next decision that moves vrate, or the end), the judged periods in
-      them and how many stretches there were.
+      them and how many stretches there were. With fio's latency log
+      (written with --log_unix_epoch=1: completion time in ms, latency in
+      ns), also "FIO_P99_MS FIO_READS IW_P99_MS IW_READS LO_MS HI_MS": fio's
+      own p99 of the reads it completed in those stretches from its first
+      logged read on (fio logs nothing while it ramps), and iowarden's p99
+      over the same polls with the histogram bucket it lies in.
 
 The stretches are chosen by vrate only, never by whether a period met the
 SLO: a miss at the converged vrate (the one taken for noise, and the one
@@ -77,20 +82,62 @@ def stretches(decisions):
     return out
 
 
-def p99_ms(counts, bounds):
+def p99_bucket_ms(counts, bounds):
+    """(p99, bucket low, bucket high) in ms, interpolated in its bucket."""
+    nan = float("nan")
     total = sum(counts)
     if total == 0:
-        return float("nan")
+        return nan, nan, nan
     rank, acc = max(1, -(-99 * total // 100)), 0
     for i, n in enumerate(counts):
         if acc + n >= rank:
             hi = bounds[i + 1] if i + 1 < len(bounds) else bounds[i] * 2
-            return (bounds[i] + (hi - bounds[i]) * (rank - acc) / n) * 1e3
+            return (bounds[i] + (hi - bounds[i]) * (rank - acc) / n) * 1e3, bounds[i] * 1e3, hi * 1e3
         acc += n
-    return float("nan")
+    return nan, nan, nan
 
 
-def steady(out, decisions_path):
+def p99_ms(counts, bounds):
+    return p99_bucket_ms(counts, bounds)[0]
+
+
+def fio_p99_ms(log, spans):
+    """fio's nearest-rank p99 (ms) and count of the reads a latency log
+    (time ms since the epoch, latency ns, direction 0 = read) completed
+    within any of spans [(t0, t1)] in seconds."""
+    lats = []
+    for line in open(log):
+        f = line.split(",")
+        if len(f) < 3 or f[2].strip() != "0":
+            continue
+        t = int(f[0]) / 1e3
+        if any(a < t <= b for a, b in spans):
+            lats.append(int(f[1]))
+    if not lats:
+        return float("nan"), 0
+    lats.sort()
+    return lats[max(1, -(-99 * len(lats) // 100)) - 1] / 1e6, len(lats)
+
+
+def windows(polls, decisions, start, since=0.0):
+    """iowarden's read counts over the steady stretches (from `since` on),
+    the stretches as (first poll, last poll) times, their judged periods."""
+    slack = 0.05
+    counts = [0] * len(polls[0]["counts"]) if polls else []
+    spans, periods = [], 0
+    for a, b, n in stretches(decisions):
+        first = next((p for p in polls if p["t"] >= max(start + a - slack, since)), None)
+        inside = [p for p in polls if b is None or p["t"] <= start + b + slack]
+        if first is None or not inside or inside[-1]["t"] <= first["t"]:
+            continue
+        last = inside[-1]
+        counts = [c + y - x for c, x, y in zip(counts, first["counts"], last["counts"])]
+        spans.append((first["t"], last["t"]))
+        periods += n
+    return counts, spans, periods
+
+
+def steady(out, decisions_path, fio_log=None):
     polls = [json.loads(l) for l in open(out) if l.endswith("\n")]
     decisions = [json.loads(l) for l in open(decisions_path) if l.endswith("\n")]
     # The tuner's start on the polls' clock: a decision's own poll has
@@ -98,27 +145,24 @@ def steady(out, decisions_path):
     # more.
     decided = [p["t"] - p["decided_at"] for p in polls if p["decided_at"] is not None]
     if not decided:
-        print("nan 0 0 0")  # the tuner never decided while polled
+        print("nan 0 0 0" + (" nan 0 nan 0 nan nan" if fio_log else ""))  # never decided while polled
         return
     start = min(decided)
-    slack = 0.05
-    counts = [0] * len(polls[0]["counts"]) if polls else []
-    periods = windows = 0
-    for a, b, n in stretches(decisions):
-        first = next((p for p in polls if p["t"] >= start + a - slack), None)
-        inside = [p for p in polls if b is None or p["t"] <= start + b + slack]
-        if first is None or not inside or inside[-1]["t"] <= first["t"]:
-            continue
-        last = inside[-1]
-        counts = [c + y - x for c, x, y in zip(counts, first["counts"], last["counts"])]
-        periods += n
-        windows += 1
+    counts, spans, periods = windows(polls, decisions, start)
     bounds = polls[0]["bounds"] if polls else []
-    print(f"{p99_ms(counts, bounds):.3f} {sum(counts)} {periods} {windows}")
+    line = f"{p99_ms(counts, bounds):.3f} {sum(counts)} {periods} {len(spans)}"
+    if fio_log:
+        logged = [int(l.split(",")[0]) / 1e3 for l in open(fio_log) if l.count(",") >= 2]
+        since = min(logged) if logged else float("inf")
+        same, spans, _ = windows(polls, decisions, start, since)
+        fio_p99, fio_n = fio_p99_ms(fio_log, spans)
+        p99, lo, hi = p99_bucket_ms(same, bounds)
+        line += f" {fio_p99:.3f} {fio_n} {p99:.3f} {sum(same)} {lo:.3f} {hi:.3f}"
+    print(line)
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "poll":
         poll(*sys.argv[2:6])
     else:
-        steady(*sys.argv[2:4])
+        steady(*sys.argv[2:5])
