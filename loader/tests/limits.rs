@@ -4,13 +4,16 @@
 //! acts, or is "in effect" with the reason its holds are not timed (this
 //! kernel refuses fexit); on v1 the write limit says buffered writes escape
 //! it. A cgroup that does not exist is refused before anything is traced.
-//! The guest suite (t-18) judges the cgroup v2 reasons. Needs root.
+//! `iowarden run` exports the same judgement, window by window
+//! (iowarden_limit_state). The guest suite (t-18) judges the cgroup v2
+//! reasons. Needs root.
 
 use crate::fixtures;
+use crate::promserver::free_port;
 
 use std::process::Command;
 
-use fixtures::{io_root, Cgroup, LoopDev};
+use fixtures::{io_root, Cgroup, Daemon, LoopDev};
 
 fn limits(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_iowarden"))
@@ -105,4 +108,111 @@ fn a_cgroup_that_does_not_exist_is_refused_with_its_name() {
         "{err}"
     );
     assert!(!err.contains("on Linux"), "refused before tracing: {err}");
+}
+
+/// `run` judges the limits once a window (2 s here) and exports each as
+/// iowarden_limit_state{state, reason}: the read limit, while 300 reads go
+/// through it, in effect because its holds are not timed here (acting
+/// where fexit attaches), and on v1 the write limit's buffered-writes
+/// caveat; /snapshot.json has the same verdicts with the reason in words.
+#[test]
+fn run_exports_each_limit_with_its_state_and_reason() {
+    let dev = LoopDev::file(64);
+    let cg = Cgroup::new("iowarden-test-limits-run");
+    let (_, v2) = io_root();
+    let mm = std::fs::read_to_string(format!("/sys/block/{}/dev", dev.name())).unwrap();
+    let mm = mm.trim();
+    let (read_knob, write_knob) = match v2 {
+        true => ("io.max", "io.max"),
+        false => (
+            "blkio.throttle.read_iops_device",
+            "blkio.throttle.write_bps_device",
+        ),
+    };
+    if v2 {
+        std::fs::write(
+            cg.dir.join("io.max"),
+            format!("{mm} riops=100 wbps=1048576"),
+        )
+        .unwrap();
+    } else {
+        std::fs::write(cg.dir.join(read_knob), format!("{mm} 100")).unwrap();
+        std::fs::write(cg.dir.join(write_knob), format!("{mm} 1048576")).unwrap();
+    }
+    let daemon = Daemon::start(
+        free_port(),
+        &["--device", &dev.name(), "--limits-window", "2s"],
+    );
+    let mut reader = cg
+        .command(
+            "dd",
+            &[
+                format!("if={}", dev.path),
+                "of=/dev/null".into(),
+                "bs=4k".into(),
+                "count=300".into(),
+                "iflag=direct".into(),
+                "status=none".into(),
+            ],
+        )
+        .spawn()
+        .unwrap();
+    // Every distinct (knob, state, reason) line /metrics showed for the
+    // cgroup, and the verdicts of /snapshot.json beside them: polled
+    // faster than the window until the reads are done and a window more.
+    let prefix = format!("iowarden_limit_state{{cgroup=\"{}\",", cg.rel);
+    let mut seen = std::collections::BTreeSet::new();
+    let mut snaps = Vec::new();
+    let mut done_polls = 0;
+    while done_polls < 12 {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        if reader.try_wait().unwrap().is_some() {
+            done_polls += 1;
+        }
+        let metrics = daemon.get("/metrics").unwrap();
+        seen.extend(
+            metrics
+                .lines()
+                .filter(|l| l.starts_with(&prefix))
+                .map(str::to_string),
+        );
+        snaps.push(daemon.snapshot());
+    }
+    reader.wait().unwrap();
+    let seen: Vec<&String> = seen.iter().collect();
+    println!("{seen:#?}");
+    let has = |knob: &str, state: &str, reason: &str| {
+        seen.iter().any(|l| {
+            l.contains(&format!("knob=\"{knob}\",device=\"{}\",", dev.name()))
+                && l.contains(&format!("state=\"{state}\",reason=\"{reason}\"}} 1"))
+        })
+    };
+    let timed = snaps
+        .last()
+        .unwrap()
+        .probes
+        .iter()
+        .all(|p| p.name != "throtl_held" || p.active);
+    let (state, reason) = match timed {
+        true => ("acting", "held"),
+        false => ("in_effect", "holds_not_timed"),
+    };
+    assert!(
+        has(read_knob, state, reason),
+        "read limit never {state}/{reason}"
+    );
+    assert!(
+        has(read_knob, "idle", "no_io"),
+        "no window without the reads"
+    );
+    if !v2 {
+        assert!(has(write_knob, "in_effect", "v1_buffered_writes"));
+    }
+    let why = snaps
+        .iter()
+        .flat_map(|s| &s.limits)
+        .find(|v| v.knob.cgroup == cg.rel && v.knob.knob == read_knob && v.reason.label() == reason)
+        .map(|v| v.why.clone())
+        .expect("the verdict in /snapshot.json");
+    assert!(why.contains("I/Os"), "{why}");
 }

@@ -15,6 +15,7 @@ pub mod cost;
 pub mod diskstats;
 pub mod io;
 pub mod iocost;
+pub mod limits;
 pub mod locks;
 pub mod metric;
 pub mod nvme;
@@ -32,6 +33,7 @@ pub use cost::{CostClass, DeviceCostModel, LinearModel};
 pub use diskstats::KernelDiskStats;
 pub use io::{DropCounters, IoSeries};
 pub use iocost::{derive_hweights, IocostCgroup, IocostDevice};
+pub use limits::{LimitKnob, LimitReason, LimitState, LimitVerdict};
 pub use locks::{log2_quantile_seconds, LockReport, LockSeries, LockSiteRow, LockStack};
 pub use metric::{Families, Family, FamilyKind, MetricUnit};
 pub use nvme::{HolSeries, NvmeQueue, NvmeQueueCgroup};
@@ -95,6 +97,10 @@ pub struct Snapshot {
     /// The bio-based volumes with traced I/O and the disks below them.
     #[serde(default)]
     pub volumes: Vec<Volume>,
+    /// Every io limit and weight set on the host, judged over the last
+    /// judging window (`iowarden run`; empty elsewhere).
+    #[serde(default)]
+    pub limits: Vec<LimitVerdict>,
 }
 
 impl Snapshot {
@@ -144,6 +150,7 @@ impl Snapshot {
             ),
             tuner: self.tuner.clone(),
             volumes: self.volumes.clone(),
+            limits: self.limits.clone(),
         }
     }
 
@@ -171,6 +178,7 @@ impl Snapshot {
             kernel_diskstats: self.kernel_diskstats.clone(),
             tuner: self.tuner.clone(),
             volumes: self.volumes.clone(),
+            limits: self.limits.clone(),
         }
     }
 }

@@ -18,6 +18,7 @@ mod diskstats;
 mod family;
 mod io;
 mod iocost;
+mod limits;
 mod locks;
 mod nvme;
 mod queues;
@@ -77,6 +78,7 @@ fn encode_families(enc: &mut DescriptorEncoder, input: &Input) -> std::fmt::Resu
     iocost::encode(enc, snap)?;
     locks::encode(enc, snap.locks.as_ref())?;
     cost::encode(enc, &snap.cost_models)?;
+    limits::encode(enc, &snap.limits)?;
     if let Some(t) = &snap.tuner {
         tuner::encode(enc, t)?;
     }

@@ -11,6 +11,7 @@ use iowarden::daemon;
 use iowarden::duration::{parse_duration, parse_interval};
 use iowarden::host::container::StaticPodDirectory;
 use iowarden::host::selfstats;
+use iowarden::limits::watch::LimitsWatch;
 
 use super::trace::{start_monitor, stop_flag, TraceArgs};
 
@@ -46,6 +47,11 @@ pub struct RunArgs {
     /// Every capability is dropped in any case
     #[arg(long, value_name = "NAME")]
     user: Option<String>,
+    /// Every io limit and weight set on the host is judged (acting, idle,
+    /// in effect, not in effect and why: iowarden_limit_state) over this
+    /// window of I/O, and the hierarchy read again; 0 turns it off
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    limits_window: Duration,
     #[command(flatten)]
     export: iowarden::exposition::ExportArgs,
 }
@@ -73,6 +79,7 @@ pub fn run(a: RunArgs) -> Result<()> {
     };
     let kept = iowarden::host::privileges::drop_all(a.user.as_deref(), &keep)?;
     iowarden::say!("iowarden: {kept}");
+    let mut limits = limits_watch(a.limits_window);
     daemon::run(
         monitor,
         server,
@@ -85,8 +92,23 @@ pub fn run(a: RunArgs) -> Result<()> {
             max_cgroups: a.export.max_cgroups,
         },
         stop,
-        &mut |_| Ok(()),
+        &mut |snap| {
+            if let Some(w) = limits.as_mut() {
+                w.attach(snap);
+            }
+            Ok(())
+        },
     )
+}
+
+/// The limits' judge, unless turned off or impossible here (said once).
+fn limits_watch(window: Duration) -> Option<LimitsWatch> {
+    if window.is_zero() {
+        return None;
+    }
+    LimitsWatch::new(window)
+        .inspect_err(|why| iowarden::say!("iowarden: limits are not judged: {why}"))
+        .ok()
 }
 
 /// Restores what a killed iowarden left changed (it journaled the previous

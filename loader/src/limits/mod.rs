@@ -5,11 +5,12 @@
 //! the devices from the host, the snapshot gives the activity.
 
 pub mod read;
+pub mod watch;
 
 use std::collections::BTreeMap;
 
-use iowarden_exporters::Snapshot;
-use serde::Serialize;
+pub use iowarden_exporters::{LimitKnob, LimitReason, LimitState, LimitVerdict};
+use iowarden_exporters::{ProbeStatus, Snapshot};
 
 /// A device as the judge needs it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -25,18 +26,6 @@ pub struct DeviceFacts {
     pub iocost: Option<bool>,
 }
 
-/// One configured knob line of one cgroup.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Configured {
-    pub cgroup: String,
-    /// io.max, io.weight, io.bfq.weight, io.latency; blkio.throttle.* and
-    /// blkio.weight on cgroup v1; "io" for a cgroup without the controller.
-    pub knob: String,
-    /// "MAJ:MIN", or None for a cgroup-wide default.
-    pub devnum: Option<String>,
-    pub value: String,
-}
-
 /// What a cgroup did on a device over the window.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Activity {
@@ -46,61 +35,67 @@ pub struct Activity {
     pub held_seconds: f64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum State {
-    Acting,
-    Idle,
-    InEffect,
-    NotInEffect,
-}
-
-impl State {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            State::Acting => "acting",
-            State::Idle => "idle",
-            State::InEffect => "in effect",
-            State::NotInEffect => "not in effect",
-        }
-    }
-}
-
-/// A knob on one device, judged.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Verdict {
-    #[serde(flatten)]
-    pub knob: Configured,
-    /// The device judged on (a default weight: each device the cgroup used).
-    pub device: String,
-    pub state: State,
-    pub why: String,
-}
-
 /// What the judge reads: the devices, the window's activity by (cgroup,
 /// device name), and whether io.max holds are timed here (else why not).
 pub struct Evidence {
     pub devices: Vec<DeviceFacts>,
-    pub activity: BTreeMap<(String, String), Activity>,
+    pub activity: ActivityMap,
     pub io_max_timed: Result<(), String>,
     /// Cgroup v1: writeback is never charged to the cgroup that wrote.
     pub cgroup_v1: bool,
+}
+
+/// What each (cgroup path, device name) did.
+pub type ActivityMap = BTreeMap<(String, String), Activity>;
+
+impl Activity {
+    /// What was done since `earlier` (both cumulative).
+    fn since(&self, earlier: &Activity) -> Activity {
+        Activity {
+            ios: self.ios.saturating_sub(earlier.ios),
+            held_io_max_seconds: (self.held_io_max_seconds - earlier.held_io_max_seconds).max(0.0),
+            held_seconds: (self.held_seconds - earlier.held_seconds).max(0.0),
+        }
+    }
+}
+
+/// The activity of every (cgroup, device) in `snap`.
+pub fn activity_of(snap: &Snapshot) -> ActivityMap {
+    let mut activity = ActivityMap::new();
+    for s in &snap.io {
+        let a = activity
+            .entry((s.cgroup.path.clone(), s.device.name.clone()))
+            .or_default();
+        a.ios += s.ios;
+        a.held_io_max_seconds += s.held_io_max_seconds;
+        a.held_seconds += s.latency.throttle.sum_seconds;
+    }
+    activity
+}
+
+/// `now` less `earlier`, key by key (cumulative maps; a key new in `now`
+/// whole).
+pub fn activity_since(now: &ActivityMap, earlier: &ActivityMap) -> ActivityMap {
+    now.iter()
+        .map(|(k, a)| (k.clone(), earlier.get(k).map_or(*a, |e| a.since(e))))
+        .collect()
 }
 
 impl Evidence {
     /// The activity of every (cgroup, device) in `snap` (a window), and
     /// whether the blk-throttle program ran.
     pub fn from_snapshot(snap: &Snapshot, devices: Vec<DeviceFacts>, cgroup_v1: bool) -> Evidence {
-        let mut activity: BTreeMap<(String, String), Activity> = BTreeMap::new();
-        for s in &snap.io {
-            let a = activity
-                .entry((s.cgroup.path.clone(), s.device.name.clone()))
-                .or_default();
-            a.ios += s.ios;
-            a.held_io_max_seconds += s.held_io_max_seconds;
-            a.held_seconds += s.latency.throttle.sum_seconds;
-        }
-        let io_max_timed = match snap.probes.iter().find(|p| p.name == "throtl_held") {
+        Evidence::new(&snap.probes, activity_of(snap), devices, cgroup_v1)
+    }
+
+    /// `activity` measured over a window, with the probes' state.
+    pub fn new(
+        probes: &[ProbeStatus],
+        activity: ActivityMap,
+        devices: Vec<DeviceFacts>,
+        cgroup_v1: bool,
+    ) -> Evidence {
+        let io_max_timed = match probes.iter().find(|p| p.name == "throtl_held") {
             Some(p) if !p.active => Err(p.reason.clone()),
             _ => Ok(()),
         };
@@ -127,31 +122,47 @@ impl Evidence {
 }
 
 /// Every knob judged on its device, or on each device its cgroup used.
-pub fn judge_all(knobs: &[Configured], ev: &Evidence) -> Vec<Verdict> {
+pub fn judge_all(knobs: &[LimitKnob], ev: &Evidence) -> Vec<LimitVerdict> {
     knobs.iter().flat_map(|k| judge(k, ev)).collect()
 }
 
-fn verdict(k: &Configured, device: &str, state: State, why: String) -> Verdict {
-    Verdict {
+/// A state with its reason: every verdict names both.
+type Judged = (LimitState, LimitReason);
+
+const NOT_IN_EFFECT: LimitState = LimitState::NotInEffect;
+
+fn verdict(k: &LimitKnob, device: &str, (state, reason): Judged, why: String) -> LimitVerdict {
+    LimitVerdict {
         knob: k.clone(),
         device: device.to_string(),
         state,
+        reason,
         why,
     }
 }
 
+fn no_io(k: &LimitKnob, device: &str) -> LimitVerdict {
+    let judged = (LimitState::Idle, LimitReason::NoIo);
+    verdict(k, device, judged, "no I/O in the window".into())
+}
+
 /// One knob: on its device, or (a default) on each device its cgroup used.
-pub fn judge(k: &Configured, ev: &Evidence) -> Vec<Verdict> {
+pub fn judge(k: &LimitKnob, ev: &Evidence) -> Vec<LimitVerdict> {
     if k.knob == "io" {
         let why = "the io controller is not enabled for it: no io knob can act (add io to its \
                    parent's cgroup.subtree_control)"
             .to_string();
-        return vec![verdict(k, "*", State::NotInEffect, why)];
+        return vec![verdict(
+            k,
+            "*",
+            (NOT_IN_EFFECT, LimitReason::IoNotDelegated),
+            why,
+        )];
     }
     let Some(devnum) = &k.devnum else {
         let used = ev.used_by(&k.cgroup);
         if used.is_empty() {
-            return vec![verdict(k, "*", State::Idle, "no I/O in the window".into())];
+            return vec![no_io(k, "*")];
         }
         return used
             .iter()
@@ -164,51 +175,60 @@ pub fn judge(k: &Configured, ev: &Evidence) -> Vec<Verdict> {
         None => vec![verdict(
             k,
             devnum,
-            State::NotInEffect,
+            (NOT_IN_EFFECT, LimitReason::NoDevice),
             format!("no device {devnum} on this host (removed, or re-created with another number)"),
         )],
     }
 }
 
 /// Why a weight-based or scheduler knob cannot act on `d`; None if it can.
-fn missing_policy(knob: &str, d: &DeviceFacts) -> Option<String> {
+fn missing_policy(knob: &str, d: &DeviceFacts) -> Option<(LimitReason, String)> {
     let bfq = d.scheduler == "bfq";
     match knob {
         "io.weight" => match d.iocost {
             Some(true) => None,
-            Some(false) => Some(format!(
-                "iocost is configured on {} but enable=0 in io.cost.qos{}",
-                d.name,
-                if bfq {
-                    " (bfq reads io.bfq.weight, not io.weight)"
-                } else {
-                    ""
-                }
+            Some(false) => Some((
+                LimitReason::IocostDisabled,
+                format!(
+                    "iocost is configured on {} but enable=0 in io.cost.qos{}",
+                    d.name,
+                    if bfq {
+                        " (bfq reads io.bfq.weight, not io.weight)"
+                    } else {
+                        ""
+                    }
+                ),
             )),
-            None => Some(format!(
-                "no weight-based policy on {}: iocost is off (io.cost.qos) and io.weight is \
-                 iocost's{}",
-                d.name,
-                if bfq { "; bfq reads io.bfq.weight" } else { "" }
+            None => Some((
+                LimitReason::NoWeightPolicy,
+                format!(
+                    "no weight-based policy on {}: iocost is off (io.cost.qos) and io.weight is \
+                     iocost's{}",
+                    d.name,
+                    if bfq { "; bfq reads io.bfq.weight" } else { "" }
+                ),
             )),
         },
-        "io.bfq.weight" | "blkio.bfq.weight" | "blkio.weight" if !bfq => Some(format!(
-            "{}'s scheduler is {}, not bfq: no weight-based policy reads it",
-            d.name,
-            if d.scheduler.is_empty() {
-                "none (a bio-based volume)"
-            } else {
-                &d.scheduler
-            }
+        "io.bfq.weight" | "blkio.bfq.weight" | "blkio.weight" if !bfq => Some((
+            LimitReason::NotBfq,
+            format!(
+                "{}'s scheduler is {}, not bfq: no weight-based policy reads it",
+                d.name,
+                if d.scheduler.is_empty() {
+                    "none (a bio-based volume)"
+                } else {
+                    &d.scheduler
+                }
+            ),
         )),
         _ => None,
     }
 }
 
 /// A knob on a device that exists.
-fn judge_on(k: &Configured, d: &DeviceFacts, ev: &Evidence) -> Verdict {
-    if let Some(why) = missing_policy(&k.knob, d) {
-        return verdict(k, &d.name, State::NotInEffect, why);
+fn judge_on(k: &LimitKnob, d: &DeviceFacts, ev: &Evidence) -> LimitVerdict {
+    if let Some((reason, why)) = missing_policy(&k.knob, d) {
+        return verdict(k, &d.name, (NOT_IN_EFFECT, reason), why);
     }
     let here = ev
         .activity
@@ -217,66 +237,50 @@ fn judge_on(k: &Configured, d: &DeviceFacts, ev: &Evidence) -> Verdict {
         .unwrap_or_default();
     if here.ios == 0 {
         let elsewhere: Vec<&str> = ev.used_by(&k.cgroup).iter().map(|(n, _)| *n).collect();
-        return match elsewhere.is_empty() {
-            true => verdict(k, &d.name, State::Idle, "no I/O in the window".into()),
-            false => verdict(
-                k,
-                &d.name,
-                State::NotInEffect,
-                format!(
-                    "its I/O in the window went to {}, none of it charged to it on {}",
-                    elsewhere.join(", "),
-                    d.name
-                ),
-            ),
-        };
+        if elsewhere.is_empty() {
+            return no_io(k, &d.name);
+        }
+        let why = format!(
+            "its I/O in the window went to {}, none of it charged to it on {}",
+            elsewhere.join(", "),
+            d.name
+        );
+        return verdict(k, &d.name, (NOT_IN_EFFECT, LimitReason::IoElsewhere), why);
     }
     let throttle = k.knob == "io.max" || k.knob.starts_with("blkio.throttle.");
+    let in_effect = LimitState::InEffect;
     if throttle && ev.cgroup_v1 && k.knob.contains("write") {
         // Direct writes are limited; buffered ones are written back later
         // by the flusher threads, charged to the root on cgroup v1.
+        let why = "cgroup v1: only direct writes are limited; buffered writes are written back \
+                   by the flusher threads, charged to the root cgroup";
         return verdict(
             k,
             &d.name,
-            State::InEffect,
-            "cgroup v1: only direct writes are limited; buffered writes are written back by the \
-             flusher threads, charged to the root cgroup"
-                .into(),
+            (in_effect, LimitReason::V1BufferedWrites),
+            why.into(),
         );
     }
-    let per_io = |s: f64| s * 1e3 / here.ios as f64;
     let held = if throttle {
         if let Err(why) = &ev.io_max_timed {
-            return verdict(
-                k,
-                &d.name,
-                State::InEffect,
-                format!("{} I/Os; its holds are not timed here: {why}", here.ios),
-            );
+            let why = format!("{} I/Os; its holds are not timed here: {why}", here.ios);
+            return verdict(k, &d.name, (in_effect, LimitReason::HoldsNotTimed), why);
         }
         here.held_io_max_seconds
     } else {
         (here.held_seconds - here.held_io_max_seconds).max(0.0)
     };
-    match held > 0.0 {
-        true => verdict(
-            k,
-            &d.name,
-            State::Acting,
-            format!(
-                "held its {} I/Os {:.3} s in all, {:.3} ms each on average",
-                here.ios,
-                held,
-                per_io(held)
-            ),
-        ),
-        false => verdict(
-            k,
-            &d.name,
-            State::Idle,
-            format!("{} I/Os, none held", here.ios),
-        ),
+    if held > 0.0 {
+        let why = format!(
+            "held its {} I/Os {:.3} s in all, {:.3} ms each on average",
+            here.ios,
+            held,
+            held * 1e3 / here.ios as f64
+        );
+        return verdict(k, &d.name, (LimitState::Acting, LimitReason::Held), why);
     }
+    let why = format!("{} I/Os, none held", here.ios);
+    verdict(k, &d.name, (LimitState::Idle, LimitReason::NoneHeld), why)
 }
 
 #[cfg(test)]

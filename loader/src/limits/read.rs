@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::{Configured, DeviceFacts};
+use super::{DeviceFacts, LimitKnob};
 use crate::bench::knob::parse_scheduler_list;
 use crate::host::devices::list_block_devices;
 
@@ -35,7 +35,7 @@ fn configured_line(knob: &str, line: &str) -> bool {
 }
 
 /// The configured lines of `file` in cgroup `rel` (a path below the root).
-fn knob_lines(dir: &Path, rel: &str, knob: &str) -> Vec<Configured> {
+fn knob_lines(dir: &Path, rel: &str, knob: &str) -> Vec<LimitKnob> {
     let Ok(text) = std::fs::read_to_string(dir.join(knob)) else {
         return Vec::new();
     };
@@ -44,7 +44,7 @@ fn knob_lines(dir: &Path, rel: &str, knob: &str) -> Vec<Configured> {
         .map(|l| {
             let (first, rest) = l.trim().split_once(' ').unwrap_or((l.trim(), ""));
             let devnum = first.contains(':').then(|| first.to_string());
-            Configured {
+            LimitKnob {
                 cgroup: rel.to_string(),
                 knob: knob.to_string(),
                 devnum,
@@ -68,7 +68,7 @@ fn has_processes(dir: &Path) -> bool {
 /// the root, "/" for all) down; on v2, also each cgroup with processes
 /// whose parent has the io controller but does not delegate it (knob
 /// "io"): its I/O is charged to the parent, and no knob of its own exists.
-pub fn configured(root: &Path, start: &str, v1: bool) -> Vec<Configured> {
+pub fn configured(root: &Path, start: &str, v1: bool) -> Vec<LimitKnob> {
     let mut out = Vec::new();
     let mut stack = vec![root.join(start.trim_start_matches('/'))];
     while let Some(dir) = stack.pop() {
@@ -88,7 +88,7 @@ pub fn configured(root: &Path, start: &str, v1: bool) -> Vec<Configured> {
             .parent()
             .is_some_and(|p| p.starts_with(root) && has_io(p));
         if !v1 && out.len() == before && !has_io(&dir) && parent_has_io && has_processes(&dir) {
-            out.push(Configured {
+            out.push(LimitKnob {
                 cgroup: rel.clone(),
                 knob: "io".into(),
                 devnum: None,

@@ -9,8 +9,8 @@ fn dev(name: &str, devnum: &str, scheduler: &str, iocost: Option<bool>) -> Devic
     }
 }
 
-fn knob(cgroup: &str, knob: &str, devnum: Option<&str>) -> Configured {
-    Configured {
+fn knob(cgroup: &str, knob: &str, devnum: Option<&str>) -> LimitKnob {
+    LimitKnob {
         cgroup: cgroup.into(),
         knob: knob.into(),
         devnum: devnum.map(str::to_string),
@@ -41,7 +41,7 @@ fn evidence(activity: &[(&str, &str, u64, f64, f64)]) -> Evidence {
     }
 }
 
-fn one(k: &Configured, ev: &Evidence) -> Verdict {
+fn one(k: &LimitKnob, ev: &Evidence) -> LimitVerdict {
     let v = judge(k, ev);
     assert_eq!(v.len(), 1, "{v:?}");
     v.into_iter().next().unwrap()
@@ -51,17 +51,21 @@ fn one(k: &Configured, ev: &Evidence) -> Verdict {
 fn io_max_that_held_io_is_acting_and_says_how_long() {
     let ev = evidence(&[("/a", "nvme0n1", 1000, 4.0, 4.2)]);
     let v = one(&knob("/a", "io.max", Some("259:0")), &ev);
-    assert_eq!(v.state, State::Acting, "{v:?}");
+    assert_eq!(v.state, LimitState::Acting, "{v:?}");
+    assert_eq!(v.reason, LimitReason::Held, "{v:?}");
     assert!(v.why.contains("4.000 ms each"), "{}", v.why);
 }
 
 #[test]
 fn io_max_with_io_and_no_hold_is_idle() {
     let ev = evidence(&[("/a", "nvme0n1", 10, 0.0, 0.0)]);
+    let v = one(&knob("/a", "io.max", Some("259:0")), &ev);
     assert_eq!(
-        one(&knob("/a", "io.max", Some("259:0")), &ev).state,
-        State::Idle
+        (v.state, v.reason),
+        (LimitState::Idle, LimitReason::NoneHeld)
     );
+    let v = one(&knob("/a", "io.max", Some("259:0")), &evidence(&[]));
+    assert_eq!((v.state, v.reason), (LimitState::Idle, LimitReason::NoIo));
 }
 
 #[test]
@@ -69,7 +73,8 @@ fn io_max_where_holds_are_not_timed_is_in_effect_with_the_reason() {
     let mut ev = evidence(&[("/a", "nvme0n1", 10, 0.0, 0.0)]);
     ev.io_max_timed = Err("the kernel refuses fexit".into());
     let v = one(&knob("/a", "io.max", Some("259:0")), &ev);
-    assert_eq!(v.state, State::InEffect);
+    assert_eq!(v.state, LimitState::InEffect);
+    assert_eq!(v.reason, LimitReason::HoldsNotTimed, "{v:?}");
     assert!(v.why.contains("refuses fexit"), "{}", v.why);
 }
 
@@ -77,7 +82,8 @@ fn io_max_where_holds_are_not_timed_is_in_effect_with_the_reason() {
 fn a_weight_without_iocost_or_bfq_is_not_in_effect() {
     let ev = evidence(&[("/a", "nvme0n1", 10, 0.0, 0.0)]);
     let v = one(&knob("/a", "io.weight", Some("259:0")), &ev);
-    assert_eq!(v.state, State::NotInEffect);
+    assert_eq!(v.state, LimitState::NotInEffect);
+    assert_eq!(v.reason, LimitReason::NoWeightPolicy, "{v:?}");
     assert!(
         v.why.contains("no weight-based policy on nvme0n1"),
         "{}",
@@ -89,7 +95,8 @@ fn a_weight_without_iocost_or_bfq_is_not_in_effect() {
 fn a_weight_where_iocost_is_configured_but_disabled_says_enable_0() {
     let ev = evidence(&[("/a", "sda", 10, 0.0, 0.0)]);
     let v = one(&knob("/a", "io.weight", Some("8:0")), &ev);
-    assert_eq!(v.state, State::NotInEffect);
+    assert_eq!(v.state, LimitState::NotInEffect);
+    assert_eq!(v.reason, LimitReason::IocostDisabled, "{v:?}");
     assert!(v.why.contains("enable=0"), "{}", v.why);
     assert!(v.why.contains("io.bfq.weight"), "bfq is there: {}", v.why);
 }
@@ -98,11 +105,12 @@ fn a_weight_where_iocost_is_configured_but_disabled_says_enable_0() {
 fn a_bfq_weight_needs_bfq() {
     let ev = evidence(&[("/a", "nvme0n1", 10, 0.0, 0.0), ("/a", "sda", 10, 0.0, 0.0)]);
     let v = one(&knob("/a", "io.bfq.weight", Some("259:0")), &ev);
-    assert_eq!(v.state, State::NotInEffect);
+    assert_eq!(v.state, LimitState::NotInEffect);
+    assert_eq!(v.reason, LimitReason::NotBfq, "{v:?}");
     assert!(v.why.contains("scheduler is none"), "{}", v.why);
     assert_eq!(
         one(&knob("/a", "io.bfq.weight", Some("8:0")), &ev).state,
-        State::Idle
+        LimitState::Idle
     );
 }
 
@@ -116,7 +124,10 @@ fn a_default_weight_is_judged_on_every_device_the_cgroup_used() {
     let states: Vec<_> = v.iter().map(|v| (v.device.as_str(), v.state)).collect();
     assert_eq!(
         states,
-        [("dm-0", State::Acting), ("nvme0n1", State::NotInEffect)]
+        [
+            ("dm-0", LimitState::Acting),
+            ("nvme0n1", LimitState::NotInEffect)
+        ]
     );
 }
 
@@ -124,26 +135,29 @@ fn a_default_weight_is_judged_on_every_device_the_cgroup_used() {
 fn a_limit_on_a_device_the_cgroup_does_not_use_names_where_its_io_went() {
     let ev = evidence(&[("/a", "dm-0", 10, 0.0, 0.0)]);
     let v = one(&knob("/a", "io.max", Some("259:0")), &ev);
-    assert_eq!(v.state, State::NotInEffect);
+    assert_eq!(v.state, LimitState::NotInEffect);
+    assert_eq!(v.reason, LimitReason::IoElsewhere, "{v:?}");
     assert!(v.why.contains("went to dm-0"), "{}", v.why);
     let quiet = evidence(&[]);
     assert_eq!(
         one(&knob("/a", "io.max", Some("259:0")), &quiet).state,
-        State::Idle
+        LimitState::Idle
     );
 }
 
 #[test]
 fn a_limit_on_a_device_that_is_gone_is_not_in_effect() {
     let v = one(&knob("/a", "io.max", Some("253:7")), &evidence(&[]));
-    assert_eq!(v.state, State::NotInEffect);
+    assert_eq!(v.state, LimitState::NotInEffect);
+    assert_eq!(v.reason, LimitReason::NoDevice, "{v:?}");
     assert!(v.why.contains("no device 253:7"), "{}", v.why);
 }
 
 #[test]
 fn a_cgroup_without_the_io_controller_is_told_to_enable_it() {
     let v = one(&knob("/b", "io", None), &evidence(&[]));
-    assert_eq!(v.state, State::NotInEffect);
+    assert_eq!(v.state, LimitState::NotInEffect);
+    assert_eq!(v.reason, LimitReason::IoNotDelegated, "{v:?}");
     assert!(v.why.contains("subtree_control"), "{}", v.why);
 }
 
@@ -155,7 +169,8 @@ fn cgroup_v1_write_limits_say_buffered_writes_escape_them() {
         &knob("/a", "blkio.throttle.write_bps_device", Some("259:0")),
         &ev,
     );
-    assert_eq!(v.state, State::InEffect);
+    assert_eq!(v.state, LimitState::InEffect);
+    assert_eq!(v.reason, LimitReason::V1BufferedWrites, "{v:?}");
     assert!(v.why.contains("buffered writes"), "{}", v.why);
 }
 

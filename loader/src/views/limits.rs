@@ -1,9 +1,9 @@
 //! `iowarden limits`' table: one row per knob and device judged.
 
-use crate::limits::Verdict;
+use crate::limits::LimitVerdict;
 
 /// The verdicts as an aligned table, the reason last.
-pub fn table(verdicts: &[Verdict]) -> String {
+pub fn table(verdicts: &[LimitVerdict]) -> String {
     let rows: Vec<[String; 6]> = verdicts
         .iter()
         .map(|v| {
@@ -41,19 +41,20 @@ pub fn table(verdicts: &[Verdict]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::limits::{Configured, State};
+    use crate::limits::{LimitKnob, LimitReason, LimitState};
 
     #[test]
     fn rows_align_and_the_reason_comes_last() {
-        let v = Verdict {
-            knob: Configured {
+        let v = LimitVerdict {
+            knob: LimitKnob {
                 cgroup: "/a".into(),
                 knob: "io.max".into(),
                 devnum: Some("259:0".into()),
                 value: "riops=200".into(),
             },
             device: "nvme0n1".into(),
-            state: State::Acting,
+            state: LimitState::Acting,
+            reason: LimitReason::Held,
             why: "held".into(),
         };
         let t = table(&[v]);

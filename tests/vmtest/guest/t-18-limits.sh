@@ -1,4 +1,4 @@
-# vmtest-checks: 7
+# vmtest-checks: 8
 # vmtest-kernels: 6.1 6.12
 # `iowarden limits`: every io knob set on the cgroups, judged over its
 # window while each cgroup reads. Each verdict is one a user meets: io.max
@@ -10,6 +10,8 @@
 # on a dm volume while the cgroup reads the disk beneath directly, and a
 # cgroup whose parent does not delegate io (not in effect, each with its
 # reason). A cgroup path that does not exist is refused before anything.
+# `iowarden run` (4 s windows) exports the same verdicts as
+# iowarden_limit_state{state, reason} while the first window is judged.
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 MM=$(cat /sys/block/$DEV/dev)
@@ -40,7 +42,12 @@ judge() { # out-file: limits over a 4 s window while every cgroup reads
 [ -n "$LIN_DISK" ] || echo "  no disk for iow-limlin: $(ls /sys/block)"
 # A process that stays in lm-c (a workload whose parent does not delegate io).
 bash -c "echo \$\$ > $CG/lm-p/lm-c/cgroup.procs; exec sleep 120" & S=$!
+"$IOWARDEN_BIN" run --listen 127.0.0.1:9618 --interval 1s --limits-window 4s > $SCRATCH/limits-run.log 2>&1 & R=$!
+for _ in $(seq 300); do curl -sf -o /dev/null http://127.0.0.1:9618/metrics && break; sleep 0.2; done
+( while :; do curl -sf http://127.0.0.1:9618/metrics | grep '^iowarden_limit_state{' >> $SCRATCH/limits-run.txt; sleep 0.5; done ) & RP=$!
 judge $SCRATCH/limits-1.json
+sleep 5   # the run's window that holds the last reads ends
+kill $RP $R; wait $RP $R 2>/dev/null || true
 # iocost configured on the device, then switched off: io.cost.qos keeps it.
 echo "$MM enable=1" > $CG/io.cost.qos; echo "$MM enable=0" > $CG/io.cost.qos
 judge $SCRATCH/limits-2.json
@@ -67,6 +74,18 @@ check("bfq-not-scheduler", bfq[0] if bfq else {"state": None, "why": "(no io.bfq
 dm = [v for v in one if v["cgroup"] == "/lm-dm" and v["knob"] == "io.max"]
 check("dm-elsewhere", dm[0] if dm else {"state": None, "why": "(no verdict)"}, "not_in_effect", ["went to nvme0n1"])
 check("no-io-controller", find(one, "/lm-p/lm-c", "io", "*"), "not_in_effect", ["subtree_control"])
+# What `run` exported while the same reads ran, window by window.
+seen = set(open(f"{scratch}/limits-run.txt").read().splitlines()) if __import__("os").path.exists(f"{scratch}/limits-run.txt") else set()
+want = [("/lm-max", "io.max", "nvme0n1", "acting", "held"),
+        ("/lm-idle", "io.max", "nvme0n1", "idle", "none_held"),
+        ("/lm-w", "io.weight", lin, "not_in_effect", "no_weight_policy"),
+        ("/lm-dm", "io.max", lin, "not_in_effect", "io_elsewhere"),
+        ("/lm-p/lm-c", "io", "*", "not_in_effect", "io_not_delegated")]
+if bfq:
+    want.append(("/lm-bfq", "io.bfq.weight", "nvme0n1", "not_in_effect", "not_bfq"))
+missing = [w for w in want if not any(l.startswith('iowarden_limit_state{cgroup="%s",knob="%s",device="%s",' % w[:3])
+                                      and ('state="%s",reason="%s"} 1' % w[3:]) in l for l in seen)]
+print(("OK" if seen and not missing else "BAD"), "run-exports", len(seen), "distinct lines; missing:", missing)
 PY
 cat $SCRATCH/limits-check
 ok "limits: io.max holding the reads is acting, with its hold" "grep -q '^OK max-acting' $SCRATCH/limits-check && grep -q '^OK max-idle' $SCRATCH/limits-check"
@@ -75,6 +94,7 @@ ok "limits: io.weight with iocost configured but enable=0 says enable=0" "grep -
 ok "limits: io.bfq.weight where the scheduler is not bfq is not in effect" "grep -q '^OK bfq-not-scheduler' $SCRATCH/limits-check"
 ok "limits: a limit on a dm volume while the cgroup reads the disk beneath names where its I/O went" "grep -q '^OK dm-elsewhere' $SCRATCH/limits-check"
 ok "limits: a cgroup whose parent does not delegate io is told to enable it" "grep -q '^OK no-io-controller' $SCRATCH/limits-check"
+ok "limits: iowarden run exports each verdict as iowarden_limit_state{state, reason}" "grep -q '^OK run-exports' $SCRATCH/limits-check"
 ok "limits: a cgroup that does not exist is refused with its name" "[ $bad_rc -ne 0 ] && grep -q \"no cgroup '/no-such-cgroup'\" $SCRATCH/limits-bad.out"
 kill $S; wait $S 2>/dev/null
 dmsetup remove --noudevsync iow-limlin
