@@ -84,6 +84,9 @@ def hol(s):
 (h2, c2), (h3, c3), (h4, c4) = hol(S[2]), hol(S[3]), hol(S[4])
 same = h3.get("/nv-hog", 0) - h2.get("/nv-hog", 0); same_n = same + c3 - c2
 other = h4.get("/nv-hog", 0) - h3.get("/nv-hog", 0); other_n = other + c4 - c3
+# Where the hog's large commands went while the victims ran (a miss says).
+for i in (2, 3, 4):
+    print(f"  snap {i}: hog", [(x["qid"], x["commands"], x["large_commands"], x.get("inflight")) for x in S[i]["nvme_queue_cgroups"] if x["cgroup"]["path"] == "/nv-hog"])
 print(("OK" if same_n > 0 and same >= 0.5 * same_n else "BAD"), "hol-same", f"same queue: {same} of {same_n} small requests behind /nv-hog; culprits {h3}")
 print(("OK" if other_n > 0 and other <= 0.02 * other_n else "BAD"), "hol-other", f"other queue: {other} of {other_n} behind /nv-hog")
 # 4. each I/O queue names the CPUs its blk-mq hardware queue serves
