@@ -31,8 +31,11 @@ snap big
 python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(" ".join(sorted({str(x["cgroup"]["id"]) for x in s["nvme_queue_cgroups"] if x["cgroup"]["path"].startswith("/nv-big")})))' $SCRATCH/nv-big.json > $SCRATCH/nv-big-ids
 rmdir $(seq -f "$CG/nv-big%g" 8)
 # Victim 4 KiB QD1 beside a 256 KiB QD32 hog on the same CPU (same queue),
-# then on the other CPU (other queue).
-in_cg nv-hog 0 --name=hog --rw=randread --bs=256k --iodepth=32 --time_based --runtime=20 & H=$!
+# then on the other CPU (other queue). The hog runs until both victims are
+# done, however long their start takes (in one CI run a loaded guest took
+# so long that a hog of 20 s had ended under most of the first victim's
+# reads: 59 of 769 behind it).
+in_cg nv-hog 0 --name=hog --rw=randread --bs=256k --iodepth=32 --time_based --runtime=600 & H=$!
 # Start the victim once the hog's large requests flow (fio starts slowly here).
 for _ in $(seq 100); do
   python3 -c 'import json,sys,urllib.request as u; s=json.load(u.urlopen("http://127.0.0.1:9620/snapshot.json")); sys.exit(0 if sum(x["large_commands"] for x in s["nvme_queue_cgroups"] if x["cgroup"]["path"] == "/nv-hog") > 64 else 1)' && break
@@ -42,7 +45,7 @@ in_cg nv-vic 0 --name=vic0 --rw=randread --bs=4k --iodepth=1 --time_based --runt
 snap 3
 in_cg nv-vic 1 --name=vic1 --rw=randread --bs=4k --iodepth=1 --time_based --runtime=5
 snap 4
-wait $H
+pkill -INT -f -- '--name=hog '; wait $H   # $H is in_cg's subshell: fio is signalled by name
 python3 - $SCRATCH /sys/block/$DEV/mq > $SCRATCH/nvme-check 2>&1 <<'PY'
 import json, os, sys
 scratch, mq = sys.argv[1:3]
