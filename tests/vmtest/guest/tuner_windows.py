@@ -158,6 +158,11 @@ def steady(out, decisions_path, fio_log=None):
         fio_p99, fio_n = fio_p99_ms(fio_log, spans)
         p99, lo, hi = p99_bucket_ms(same, bounds)
         line += f" {fio_p99:.3f} {fio_n} {p99:.3f} {sum(same)} {lo:.3f} {hi:.3f}"
+        # fio's parts of it, for the record (stderr): submission, completion.
+        for part in ("slat", "clat"):
+            path = fio_log.replace("_lat.", f"_{part}.")
+            if path != fio_log and __import__("os").path.exists(path):
+                print(f"fio {part} p99 {fio_p99_ms(path, spans)[0]:.3f} ms", file=sys.stderr)
     print(line)
 
 
