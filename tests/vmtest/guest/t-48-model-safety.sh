@@ -1,4 +1,5 @@
 # vmtest-checks: 4
+# vmtest-kernels: 6.1
 # `iowarden tune --model` safety on real iocost (the fit itself: m-47-model.sh):
 # kill -9 after it wrote io.cost.model, and the next iowarden restores both
 # knobs; a device that vanishes mid-run (null_blk removed) stops it with the
