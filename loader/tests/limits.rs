@@ -23,30 +23,30 @@ fn limits(args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// A 100 IOPS read limit and a 1 MiB/s write limit on `dev` for `cg`
+/// (io.max on v2, blkio.throttle.* on v1): (v2, read knob, write knob).
+fn limit(cg: &Cgroup, dev: &LoopDev) -> (bool, &'static str, &'static str) {
+    let (_, v2) = io_root();
+    let mm = std::fs::read_to_string(format!("/sys/block/{}/dev", dev.name())).unwrap();
+    let mm = mm.trim();
+    if v2 {
+        cg.write("io.max", &format!("{mm} riops=100 wbps=1048576"));
+        return (true, "io.max", "io.max");
+    }
+    let (read_knob, write_knob) = (
+        "blkio.throttle.read_iops_device",
+        "blkio.throttle.write_bps_device",
+    );
+    cg.write(read_knob, &format!("{mm} 100"));
+    cg.write(write_knob, &format!("{mm} 1048576"));
+    (false, read_knob, write_knob)
+}
+
 #[test]
 fn a_read_limit_in_use_and_a_v1_write_limit_are_judged_with_their_reasons() {
     let dev = LoopDev::file(64);
     let cg = Cgroup::new("iowarden-test-limits");
-    let (_, v2) = io_root();
-    let mm = std::fs::read_to_string(format!("/sys/block/{}/dev", dev.name())).unwrap();
-    let mm = mm.trim();
-    let (read_knob, write_knob) = match v2 {
-        true => ("io.max", "io.max"),
-        false => (
-            "blkio.throttle.read_iops_device",
-            "blkio.throttle.write_bps_device",
-        ),
-    };
-    if v2 {
-        std::fs::write(
-            cg.dir.join("io.max"),
-            format!("{mm} riops=100 wbps=1048576"),
-        )
-        .unwrap();
-    } else {
-        std::fs::write(cg.dir.join(read_knob), format!("{mm} 100")).unwrap();
-        std::fs::write(cg.dir.join(write_knob), format!("{mm} 1048576")).unwrap();
-    }
+    let (v2, read_knob, write_knob) = limit(&cg, &dev);
     // 300 reads at 100 IOPS: 3 s, inside the 4 s window.
     let reader = cg
         .command(
@@ -119,26 +119,7 @@ fn a_cgroup_that_does_not_exist_is_refused_with_its_name() {
 fn run_exports_each_limit_with_its_state_and_reason() {
     let dev = LoopDev::file(64);
     let cg = Cgroup::new("iowarden-test-limits-run");
-    let (_, v2) = io_root();
-    let mm = std::fs::read_to_string(format!("/sys/block/{}/dev", dev.name())).unwrap();
-    let mm = mm.trim();
-    let (read_knob, write_knob) = match v2 {
-        true => ("io.max", "io.max"),
-        false => (
-            "blkio.throttle.read_iops_device",
-            "blkio.throttle.write_bps_device",
-        ),
-    };
-    if v2 {
-        std::fs::write(
-            cg.dir.join("io.max"),
-            format!("{mm} riops=100 wbps=1048576"),
-        )
-        .unwrap();
-    } else {
-        std::fs::write(cg.dir.join(read_knob), format!("{mm} 100")).unwrap();
-        std::fs::write(cg.dir.join(write_knob), format!("{mm} 1048576")).unwrap();
-    }
+    let (v2, read_knob, write_knob) = limit(&cg, &dev);
     let daemon = Daemon::start(
         free_port(),
         &["--device", &dev.name(), "--limits-window", "2s"],
