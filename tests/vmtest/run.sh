@@ -16,6 +16,9 @@
 #   VMTEST_DRIVE='throttling.iops-total=1000,throttling.bps-total=268435456'
 #                             QEMU drive options for every script instead of
 #                             their "vmtest-drive" lines (another device point)
+#   VMTEST_RUNQLAT=1          t-45 also runs libbpf-tools' runqlat on the LC
+#                             cgroup and prints it (off in make test: attaching
+#                             to sched_switch under load once hung a 6.1 guest)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 TOP=$PWD
@@ -149,7 +152,7 @@ boot() {  # line extra-cmdline extra-drive-options scripts expected log
   timeout --kill-after=10 "$TIMEOUT" vng --verbose --run "$kernel" "${accel[@]}" --cpus 2 --memory 2G \
     --append "cgroup_no_v1=all loglevel=4 tsc=reliable $extra" \
     --qemu-opts="$qaccel -drive file=$img,if=none,id=nvm,format=raw,$drive_opts -device nvme,serial=iowarden,drive=nvm,max_ioqpairs=4" \
-    --exec "IOWARDEN_BIN=$IOWARDEN_BIN VMTEST_KERNEL_LINE=$line VMTEST_LIST='$list' VMTEST_DRIVE='$drive_opts' $TOP/tests/vmtest/guest/run-all.sh" 2>&1 | cat > "$log"
+    --exec "IOWARDEN_BIN=$IOWARDEN_BIN VMTEST_KERNEL_LINE=$line VMTEST_LIST='$list' VMTEST_DRIVE='$drive_opts' VMTEST_RUNQLAT=${VMTEST_RUNQLAT:-0} $TOP/tests/vmtest/guest/run-all.sh" 2>&1 | cat > "$log"
   rc=${PIPESTATUS[0]}
   set -e
   grep -E 'PASS|FAIL|^  |^(OK|BAD) |passed, |guest:' "$log" || true

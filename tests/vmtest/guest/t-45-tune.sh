@@ -14,7 +14,8 @@
 # clat p99 over the whole phase printed beside it), judge it on the block
 # layer's part of what the reader waits for (the same reads as fio's
 # latency log over the same stretches, iowarden's p99 never above fio's;
-# the gap, the reader's syscall and wake-up, printed with runqlat), and
+# the gap, the reader's syscall and wake-up: VMTEST_RUNQLAT=1 prints the
+# latter with runqlat), and
 # keep more aggregate throughput than (d). Then: kill -9 mid-run and the next iowarden
 # restores the qos; bad input changes nothing; a protected cgroup vanishing
 # mid-run stops the tuner, which restores. Last, `iowarden profile --apply`
@@ -151,12 +152,20 @@ for l in open(sys.argv[1]):
 print(first or "none none", count)' $T/decisions.jsonl
 }
 conv_n=none; conv_at=none; seen=0; phase_start=$(date +%s)
-# The LC tasks' run-queue latency for 30 s of the steady state (printed:
-# why fio's p99 exceeds the block layer's; libbpf-tools, install-deps --bench).
-if [ -x /usr/sbin/runqlat ]; then
+# With VMTEST_RUNQLAT=1: the LC tasks' run-queue latency for 30 s of the
+# steady state (printed: why fio's p99 exceeds the block layer's;
+# libbpf-tools, install-deps --bench). Not in make test: in one CI run a 6.1
+# guest locked up in runqlat's attach to the scheduler's tracepoints under
+# this load (soft lockup on CPU 0 for 690 s, the same multi-threaded TCG
+# class as the int3 in tests/vmtest/README), and the figure is a diagnosis,
+# not a check.
+RQ=
+if [ "${VMTEST_RUNQLAT:-0}" != 1 ]; then
+  echo "not run (VMTEST_RUNQLAT=1 runs it)" > $T/runqlat.txt
+elif [ -x /usr/sbin/runqlat ]; then
   ( sleep $((TUNED_RAMP + 5)); exec /usr/sbin/runqlat -c $CG/tn-lc 30 1 ) > $T/runqlat.txt 2>&1 & RQ=$!
 else
-  echo "runqlat not installed (scripts/install-deps.sh --bench)" > $T/runqlat.txt; RQ=
+  echo "runqlat not installed (scripts/install-deps.sh --bench)" > $T/runqlat.txt
 fi
 while kill -0 $PH 2>/dev/null; do
   read n at count <<< "$(convergences)"
@@ -209,7 +218,7 @@ ok "tune: SLO $SLO met in the steady state: $steady_n periods at a converged vra
 # for (bio submission to completion: iocost's holds included). fio's own
 # latency adds its submission syscall before the bio exists and its
 # wake-up after the completion: in this CPU-saturated TCG guest the LC
-# tasks' run-queue latency (runqlat, printed) exceeds 4 ms for about one
+# tasks' run-queue latency (VMTEST_RUNQLAT=1 prints runqlat's) exceeds 4 ms for about one
 # wake-up in six, which moves fio's p99 ms above the block layer's (6.6
 # against 3.8 ms in one run). So: the same reads in the same stretches,
 # and iowarden's p99 never above fio's (its bucket starts at or below it).
