@@ -600,7 +600,7 @@ def self_dashboard():
                  "Per device, requests per second the kernel accounted as completed (/proc/diskstats: "
                  "reads, writes, discards) minus those iowarden counted (every cgroup). Zero when BPF saw "
                  "every completion; above zero when the kernel completed requests without running the "
-                 "programs, or accounts them differently (see the README's semantics).",
+                 "programs, or accounts them differently (see docs/semantics.md).",
                  [target(f"sum by (instance, device) (rate(iowarden_kernel_completed_requests_total{i}[{RATE}]))"
                          f" - sum by (instance, device) (rate(iowarden_io_requests_total{ops}[{RATE}]))",
                          "{{device}} {{instance}}")], unit="reqps")

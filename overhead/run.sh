@@ -9,7 +9,8 @@
 # runs: kernel-measured ns per fio I/O (all programs, every device the I/O
 # crosses), ns per run and runs per fio I/O of each program, the ratios to
 # biolatency, and each tool's time above the floor. The last line,
-# `bench-summary {json}`, holds the figures the README quotes;
+# `bench-summary {json}`, holds the figures overhead/RESULTS.md quotes
+# for the default mode (time per I/O, CPUs sharing a shard);
 # overhead/summarize.py gives their median and range over invocations.
 # Env: REPS (5), RUNTIME (s per fio run, 6), IODEPTH (16).
 #

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Median and range, over `make bench` invocations, of the figures the README
-quotes: give it the invocations' output (files holding a `bench-summary`
-line each)."""
+"""Median and range, over `make bench` invocations, of the figures
+overhead/RESULTS.md quotes: give it the invocations' output (files holding
+a `bench-summary` line each)."""
 import json, statistics, sys
 
 runs = []
@@ -11,7 +11,7 @@ for path in sys.argv[1:]:
         sys.exit(f"summarize: {path} has no bench-summary line (an interrupted run?)")
     runs.append(json.loads(lines[-1].split(" ", 1)[1]))
 if len(runs) < 3:
-    print(f"summarize: {len(runs)} invocation(s); the README quotes at least 3", file=sys.stderr)
+    print(f"summarize: {len(runs)} invocation(s); overhead/RESULTS.md quotes at least 3", file=sys.stderr)
 
 def row(label, values, fmt):
     v = sorted(x for x in values if x == x)  # NaN: a program with no floor twin

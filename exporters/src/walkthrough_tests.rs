@@ -1,4 +1,4 @@
-//! README's "Adding a metric", followed for a counter that exists in tests
+//! docs/contributing.md's "Adding a metric", followed for a counter that exists in tests
 //! only (`KernelDiskStats::walkthrough`: the field and its line in
 //! model/diskstats.rs's `metrics!`, nothing else), checked where a user
 //! meets it: the JSON snapshot, a delta, the OpenMetrics text with its
@@ -40,7 +40,7 @@ fn a_counter_added_as_the_readme_says_reaches_every_encoding() {
     let text = encode_openmetrics(&snap, &extra, &opts).unwrap();
     assert!(
         text.contains(
-            "# HELP iowarden_walkthrough The test-only counter of README's Adding a metric"
+            "# HELP iowarden_walkthrough The test-only counter of docs/contributing.md's Adding a metric"
         ) && text.contains("# TYPE iowarden_walkthrough counter")
             && text.contains(r#"iowarden_walkthrough_total{device="vdb",devt="254:16"} 12"#),
         "{text}"

@@ -2,7 +2,7 @@
 //! direct write on a loop device, so a series on the loop device and one on
 //! the disk under its backing file (the loop worker charges its write to the
 //! cgroup; its reads it does not), scraped by real Prometheus 2.42 servers,
-//! classic and native. Checks the README's series formula on what
+//! classic and native. Checks docs/fleet.md's series formula on what
 //! Prometheus stored, the classic lines per (cgroup, device, op), the native
 //! scrape size, and that --max-cgroups keeps the totals.
 //! Needs root (BPF, loop devices, cgroups); run under the kernel lock.
@@ -169,7 +169,7 @@ fn thousand_cgroups_fit_the_fleet_budget() {
         max_lines <= 20,
         "{max_lines} lines per (cgroup, device, op)"
     );
-    assert_eq!(max_lines, COUNTERS + POW4_BUCKETS + 2, "README formula");
+    assert_eq!(max_lines, COUNTERS + POW4_BUCKETS + 2, "docs/fleet.md formula");
 
     let proto = get(&full.url, PROTOBUF_ACCEPT);
     // Wall time is printed for the record, not asserted (it depends on the load).
@@ -189,7 +189,7 @@ fn thousand_cgroups_fit_the_fleet_budget() {
     );
     assert!(proto.len() <= 1_000_000, "{} bytes", proto.len());
 
-    // What real scrapes store: the README's series formula, both forms.
+    // What real scrapes store: docs/fleet.md's series formula, both forms.
     let target = full.url.trim_start_matches("http://").to_string();
     let native = PromServer::start(
         19641,

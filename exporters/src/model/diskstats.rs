@@ -1,7 +1,7 @@
 //! The kernel's own completion accounting of the traced devices
 //! (/proc/diskstats), beside iowarden's sums: the gap between the two is
 //! what the kernel completed without delivering it to BPF (or counted
-//! differently: see the README's semantics).
+//! differently: see docs/semantics.md).
 
 use serde::{Deserialize, Serialize};
 
@@ -16,7 +16,7 @@ pub struct KernelDiskStats {
     pub completed_requests: u64,
     /// Sectors (512 bytes) read, written and discarded.
     pub sectors: u64,
-    /// A counter that exists in tests only: README's "Adding a metric"
+    /// A counter that exists in tests only: docs/contributing.md's "Adding a metric"
     /// followed for it (this field and its line in `metrics!` below), and
     /// walkthrough_tests.rs
     /// checks it reaches JSON, a delta, OpenMetrics and protobuf.
@@ -43,7 +43,7 @@ metrics!(KernelDiskStats {
          compare with iowarden_io_bytes_total",
         |s: &KernelDiskStats| Some(s.sectors as f64 * SECTOR_BYTES);
     #[cfg(test)]
-    counter walkthrough => "iowarden_walkthrough", "The test-only counter of README's Adding a metric";
+    counter walkthrough => "iowarden_walkthrough", "The test-only counter of docs/contributing.md's Adding a metric";
 });
 
 #[cfg(test)]

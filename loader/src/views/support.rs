@@ -1,5 +1,5 @@
-//! What works on the running kernel, as one row of the README's kernel
-//! support table (the guest tests build that table from the rows iowarden
+//! What works on the running kernel, as one row of the kernel support
+//! table of docs/kernels.md (the guest tests build that table from the rows iowarden
 //! prints on each kernel line): per column, ✓, "degraded: what is
 //! missing", or "✗ why".
 

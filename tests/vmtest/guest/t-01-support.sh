@@ -2,7 +2,7 @@
 # What iowarden says works on this kernel: the support row `iowarden run`
 # prints at start (with --locks, so that the locks column says what the
 # kernel allows), and what its block programs cost here. run.sh builds the
-# README's kernel support table from the "SUPPORT" lines of every kernel
+# kernel support table of docs/kernels.md from the "SUPPORT" lines of every kernel
 # line's run and prints the "COST" lines beside it.
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }

@@ -10,7 +10,7 @@
 # 4 KiB of the three points, so the emulated device is nearest a linear
 # one; there the fit's worst term came within 3.5-6.1 % of the profile in
 # the runs recorded on 2026-11-26/27 (at 2000/s and 64 MiB/s wbps lands
-# 14-15 % above it: QEMU's max(1/iops, bytes/bps), README). The fit
+# 14-15 % above it: QEMU's max(1/iops, bytes/bps), docs/validation/tune-model.md). The fit
 # against the best linear models of its windows is printed, not asserted
 # here: at this point the caps' one came within 3.6-9.2 % of the fit and
 # the measured one (stalls included) 2.2-13.1 %, too near the 10 % bound
