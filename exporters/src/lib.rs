@@ -11,6 +11,7 @@ pub mod json;
 pub mod model;
 pub mod openmetrics;
 pub mod protobuf;
+pub mod reference;
 #[cfg(test)]
 mod walkthrough_tests;
 

@@ -32,6 +32,9 @@ enum Cmd {
     Limits(cli::limits::LimitsArgs),
     /// Where I/O waits on kernel locks: wait time per lock site and cgroup over a window
     Locks(cli::locks::LocksArgs),
+    /// The metrics reference: every family /metrics can serve, its type,
+    /// labels and help, by what turns it on (markdown: docs/metrics.md)
+    Metrics(cli::metrics::MetricsArgs),
     /// Trace for a while, then print each device's linear cost model: the
     /// one requests are charged with, its error per class against measured
     /// device time, and the model refitted from those measurements
@@ -80,6 +83,7 @@ fn real_main(cli: Cli) -> Result<()> {
         Cmd::Snapshot(a) => cli::snapshot::run(a),
         Cmd::Limits(a) => cli::limits::run(a),
         Cmd::Locks(a) => cli::locks::run(a),
+        Cmd::Metrics(a) => cli::metrics::run(a),
         Cmd::Model(a) => cli::model::run(a),
         Cmd::Tune(a) => cli::tune::tune(a),
         Cmd::Profile(a) => cli::profile::run(a),

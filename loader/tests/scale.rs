@@ -169,7 +169,11 @@ fn thousand_cgroups_fit_the_fleet_budget() {
         max_lines <= 20,
         "{max_lines} lines per (cgroup, device, op)"
     );
-    assert_eq!(max_lines, COUNTERS + POW4_BUCKETS + 2, "docs/fleet.md formula");
+    assert_eq!(
+        max_lines,
+        COUNTERS + POW4_BUCKETS + 2,
+        "docs/fleet.md formula"
+    );
 
     let proto = get(&full.url, PROTOBUF_ACCEPT);
     // Wall time is printed for the record, not asserted (it depends on the load).

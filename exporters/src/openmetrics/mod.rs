@@ -26,6 +26,7 @@ mod runtime;
 mod tune_model;
 mod tuner;
 
+pub(crate) use family::unit_of;
 pub use family::{collapse_buckets, ClassicBuckets};
 pub(crate) use io::io_labels;
 pub use io::IoCounter;

@@ -6,6 +6,7 @@ pub mod bench_shards;
 pub mod capped_model;
 pub mod limits;
 pub mod locks;
+pub mod metrics;
 pub mod model;
 pub mod profile;
 pub mod run;
