@@ -4,7 +4,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 BIN := target/release/iowarden
 
-.PHONY: all deps test-deps bench-deps build test lint vmtest demo bench clean dashboards docs fuzz-build fuzz fuzz-check
+.PHONY: all deps test-deps bench-deps build test lint vmtest demo bench clean dashboards docs deb fuzz-build fuzz fuzz-check
 
 all: build
 
@@ -75,6 +75,11 @@ TOOLS ?= $(or $(IOWARDEN_TOOLS),/opt/iowarden-tools)
 dashboards:
 	@IOWARDEN_TOOLS=$(TOOLS) scripts/install-deps.sh --dashboards
 	$(TOOLS)/bin/python dashboards/generate.py
+
+# The Debian package: target/debian/iowarden_VERSION_ARCH.deb (scripts/deb.sh;
+# loader/tests/deb.rs installs, starts and purges it).
+deb: build
+	scripts/deb.sh $(BIN) target/debian
 
 # Regenerate docs/metrics.md, the metrics reference (`iowarden metrics`;
 # cargo test fails when it is stale).

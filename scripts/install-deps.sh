@@ -1,7 +1,7 @@
 #!/bin/bash
 # Installs what iowarden needs on Debian 12, by purpose. Idempotent: only
 # missing packages are installed. Run as root.
-#   scripts/install-deps.sh          build and `make demo` (compiler, libbpf's deps, protoc, fio)
+#   scripts/install-deps.sh          build, `make deb` and `make demo` (compiler, libbpf's deps, protoc, fio, dpkg-dev)
 #   scripts/install-deps.sh --bench  + what `make bench` compares against (libbpf-tools, bpftrace, bpftool, curl)
 #   scripts/install-deps.sh --test   + everything `make test` uses (Prometheus, promtool,
 #                                      systemd-analyze, a Kubernetes validator, the Grafana SDK,
@@ -21,7 +21,8 @@ esac
 
 # clang also brings libclang (libclang1-N), which build.rs's bindgen loads for the
 # headers' constants.
-PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make gcc libc6-dev fio util-linux protobuf-compiler libprotobuf-dev)
+# binutils (objcopy) and dpkg-dev (dpkg-shlibdeps): make deb.
+PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make gcc libc6-dev fio util-linux protobuf-compiler libprotobuf-dev binutils dpkg-dev)
 BENCH_PKGS=(bpftool bpftrace libbpf-tools libbpf1 curl python3)
 TEST_PKGS=("${BENCH_PKGS[@]}" prometheus jq python3-yaml python3-venv systemd openssl)
 case $tier in

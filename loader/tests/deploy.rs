@@ -120,7 +120,7 @@ fn systemd_unit_verifies_and_is_hardened() {
     assert!(!overall.is_empty(), "{out}");
 }
 
-fn unit_capabilities(unit: &str) -> Vec<String> {
+pub(crate) fn unit_capabilities(unit: &str) -> Vec<String> {
     let line = unit
         .lines()
         .find_map(|l| l.strip_prefix("CapabilityBoundingSet="))

@@ -14,6 +14,7 @@ mod bpf_selftest;
 mod churn;
 mod cost;
 mod dashboards;
+mod deb;
 mod defaults;
 mod deploy;
 mod diskstats;
