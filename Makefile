@@ -4,7 +4,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 BIN := target/release/iowarden
 
-.PHONY: all deps test-deps bench-deps build test lint vmtest demo bench clean dashboards docs deb fuzz-build fuzz fuzz-check
+.PHONY: all deps test-deps bench-deps build test lint vmtest demo bench clean dashboards docs deb image fuzz-build fuzz fuzz-check
 
 all: build
 
@@ -80,6 +80,14 @@ dashboards:
 # loader/tests/deb.rs installs, starts and purges it).
 deb: build
 	scripts/deb.sh $(BIN) target/debian
+
+# The OCI image, from scratch around the binary and its libraries (buildah:
+# install-deps.sh --test): localhost/iowarden:VERSION and
+# target/image/iowarden_VERSION.oci.tar (scripts/image.sh; loader/tests/image.rs
+# runs it as the DaemonSet does).
+image: build
+	@scripts/install-deps.sh --test
+	scripts/image.sh $(BIN) target/image
 
 # Regenerate docs/metrics.md, the metrics reference (`iowarden metrics`;
 # cargo test fails when it is stale).

@@ -3,8 +3,8 @@
 # missing packages are installed. Run as root.
 #   scripts/install-deps.sh          build, `make deb` and `make demo` (compiler, libbpf's deps, protoc, fio, dpkg-dev)
 #   scripts/install-deps.sh --bench  + what `make bench` compares against (libbpf-tools, bpftrace, bpftool, curl)
-#   scripts/install-deps.sh --test   + everything `make test` uses (Prometheus, promtool,
-#                                      systemd-analyze, a Kubernetes validator, the Grafana SDK,
+#   scripts/install-deps.sh --test   + everything `make test` and `make image` use (Prometheus, promtool,
+#                                      systemd-analyze, buildah and podman, a Kubernetes validator, the Grafana SDK,
 #                                      nightly + cargo-fuzz)
 #   scripts/install-deps.sh --dashboards  only what `make dashboards` uses: python3-venv and
 #                                      grafana-foundation-sdk (dashboards/generate.py) in $IOWARDEN_TOOLS
@@ -24,7 +24,9 @@ esac
 # binutils (objcopy) and dpkg-dev (dpkg-shlibdeps): make deb.
 PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make gcc libc6-dev fio util-linux protobuf-compiler libprotobuf-dev binutils dpkg-dev)
 BENCH_PKGS=(bpftool bpftrace libbpf-tools libbpf1 curl python3)
-TEST_PKGS=("${BENCH_PKGS[@]}" prometheus jq python3-yaml python3-venv systemd openssl)
+# buildah, podman and runc: make image and the test that runs it (runc: crun 1.8
+# refuses a hybrid cgroup layout).
+TEST_PKGS=("${BENCH_PKGS[@]}" prometheus jq python3-yaml python3-venv systemd openssl buildah podman runc)
 case $tier in
   bench) PKGS+=("${BENCH_PKGS[@]}") ;;
   test) PKGS+=("${TEST_PKGS[@]}") ;;

@@ -21,6 +21,7 @@ mod diskstats;
 mod fallbacks;
 mod fleet;
 mod fresh;
+mod image;
 mod journal;
 mod kernel;
 mod knobs;
