@@ -7,7 +7,8 @@
 //!   every panel query (variables substituted) must return a non-empty result
 //!   of the expected type with at least one finite value, every metric they
 //!   name must be in iowarden's /metrics, and the shipped rules must
-//!   evaluate cleanly.
+//!   evaluate cleanly; every family that /metrics serves is in
+//!   docs/metrics.md.
 //!
 //! Dashboards 2-4 (iocost, NVMe queues, tuner) query metrics this host
 //! cannot produce (no iocost on cgroup v1, no NVMe). Their queries are
@@ -333,6 +334,17 @@ fn dashboards_query_a_real_prometheus() {
     // The live scrape passes promtool's lint.
     assert_promtool_accepts(&metrics);
     let exported = exported_metrics(&metrics);
+    // Every family this daemon serves is in the generated reference.
+    let reference = std::fs::read_to_string(repo().join("docs/metrics.md")).unwrap();
+    let undocumented: Vec<&str> = metrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.split(' ').next())
+        .filter(|name| !reference.contains(&format!("`{name}")))
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "served but not in docs/metrics.md: {undocumented:?}"
+    );
 
     // Variables as a user picking this device and "All" elsewhere would set them.
     let vars: BTreeMap<&str, String> = [
