@@ -565,5 +565,8 @@ int BPF_PROG(throtl_held, struct bio *bio, bool queued)
 	return 0;
 }
 
+/* The delays io.latency and iocost put on tasks (fentry/fexit). */
+#include "delay.bpf.h"
+
 /* Programs never attached, run on demand (BPF_PROG_RUN). */
 #include "run_on_demand.bpf.h"

@@ -52,6 +52,11 @@ enum iow_const {
 	 * LRU table, so an entry whose bio never completes on a request (a
 	 * bio-based device) is evicted in time, never leaked. */
 	IOW_HELD_BIOS = 8192,
+	/* Tasks being delayed at once on their way back to user space
+	 * (task_delay_begin -> _end, by thread id) and (cgroup, device) pairs
+	 * whose delays are summed: a pair is released with its cgroup. */
+	IOW_DELAY_TASKS = 4096,
+	IOW_DELAY_SERIES = 4096,
 };
 
 /* Index into iow_cost_coefs.lcoef, as blk-iocost.c's LCOEF_*: op * 3 + term. */
@@ -211,6 +216,30 @@ struct iow_tables {
 struct iow_held_bio {
 	__u64 since_ns;
 	__u64 blkg;
+};
+
+/* A task io.latency or iocost (use_delay) is delaying on its way back to
+ * user space: since when, its cgroup on the io hierarchy and the disk. */
+struct iow_delay_since {
+	__u64 since_ns;
+	__u64 cgroup_id;
+	/* The task's voluntary context switches then: a call in which it did
+	 * not sleep delayed nothing. */
+	__u64 nvcsw;
+	__u32 devt;
+	__u32 pad;
+};
+
+struct iow_delay_key {
+	__u64 cgroup_id;
+	__u32 devt;
+	__u32 pad;
+};
+
+/* Delays of one (cgroup, device) since load: how many, how long. */
+struct iow_delay {
+	__u64 count;
+	__u64 ns;
 };
 
 struct iow_enums {

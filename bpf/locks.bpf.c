@@ -28,6 +28,7 @@
 #include <bpf/bpf_core_read.h>
 #include "locks.h"
 #include "table.bpf.h"
+#include "task_cgroup.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -216,22 +217,6 @@ int BPF_PROG(contention_begin, void *lock, unsigned int flags)
 	w->start_ns = bpf_ktime_get_ns();
 	t->depth = d + 1;
 	return 0;
-}
-
-/* Cgroup of the task on the io controller's hierarchy (v1 blkio or v2). */
-static __always_inline __u64 task_io_cgroup(struct task_struct *task)
-{
-	int io = bpf_core_enum_value(enum cgroup_subsys_id, io_cgrp_id);
-	struct cgroup_subsys_state *css = NULL;
-	struct css_set *cs = BPF_CORE_READ(task, cgroups);
-	__u64 off = bpf_core_field_offset(struct css_set, subsys) + io * sizeof(void *);
-
-	if (!cs || io < 0)
-		return 0;
-	bpf_probe_read_kernel(&css, sizeof(css), (void *)cs + off);
-	if (!css)
-		return 0;
-	return BPF_CORE_READ(css, cgroup, kn, id);
 }
 
 /* Slot of the key, claiming one on first sight; LK_MAX_SLOTS when full. */

@@ -106,7 +106,7 @@ fn claims_without_compare_and_swap_count_every_read_and_reuse_released_slots() {
 
 /// Where the kernel refuses fexit (this host) or stamps no bio at
 /// submission (from 6.18 only io.latency asks for the stamp), the statuses
-/// say what the throttle stage lacks, and every read is still timed from
+/// say what the throttle stage and the task delays lack, and every read is still timed from
 /// its allocation: the total histogram counts each once, the throttle
 /// stage none. The guest suite (t-16) measures the stage where both exist.
 #[test]
@@ -155,4 +155,14 @@ fn a_kernel_without_fexit_or_bio_stamps_says_what_the_throttle_stage_lacks() {
         );
     }
     assert_eq!(reads[0].held_io_max_seconds, 0.0);
+    let delay = status("task_delay");
+    assert!(
+        delay.active || delay.reason.contains("between their I/Os are not timed"),
+        "{delay:?}"
+    );
+    assert!(
+        delay.active || s.task_delays.is_empty(),
+        "{:?}",
+        s.task_delays
+    );
 }

@@ -90,6 +90,7 @@ fn one_of_each() -> Snapshot {
             ..Default::default()
         }],
         kernel_diskstats: vec![KernelDiskStats::default()],
+        task_delays: vec![TaskDelay::default()],
         ..Default::default()
     }
 }
@@ -255,4 +256,9 @@ fn cost_class_samples_subtract_and_the_models_are_the_latest() {
 #[test]
 fn kernel_diskstats_subtract() {
     check("kernel_diskstats", &[]);
+}
+
+#[test]
+fn task_delays_subtract() {
+    check("task_delays", &[]);
 }

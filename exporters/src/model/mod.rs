@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 mod core;
 pub mod cost;
+pub mod delay;
 pub mod diskstats;
 pub mod io;
 pub mod iocost;
@@ -30,6 +31,7 @@ mod delta_tests;
 
 pub use self::core::*;
 pub use cost::{CostClass, DeviceCostModel, LinearModel};
+pub use delay::TaskDelay;
 pub use diskstats::KernelDiskStats;
 pub use io::{DropCounters, IoSeries};
 pub use iocost::{derive_hweights, IocostCgroup, IocostDevice};
@@ -101,6 +103,10 @@ pub struct Snapshot {
     /// judging window (`iowarden run`; empty elsewhere).
     #[serde(default)]
     pub limits: Vec<LimitVerdict>,
+    /// The delays io.latency and iocost put on each cgroup's tasks between
+    /// their I/Os (where the kernel lets them be timed).
+    #[serde(default)]
+    pub task_delays: Vec<TaskDelay>,
 }
 
 impl Snapshot {
@@ -151,6 +157,7 @@ impl Snapshot {
             tuner: self.tuner.clone(),
             volumes: self.volumes.clone(),
             limits: self.limits.clone(),
+            task_delays: delta_by_key(&self.task_delays, &prev.task_delays, TaskDelay::key),
         }
     }
 
@@ -179,6 +186,7 @@ impl Snapshot {
             tuner: self.tuner.clone(),
             volumes: self.volumes.clone(),
             limits: self.limits.clone(),
+            task_delays: self.task_delays.clone(),
         }
     }
 }

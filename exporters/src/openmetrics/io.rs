@@ -8,7 +8,8 @@ use prometheus_client::registry::Unit;
 
 use super::family::{collapse_buckets, counter, encode_family, ClassicBuckets, Labels};
 use crate::model::{
-    DropCounters, Families, IoSeries, Snapshot, Stage, Volume, OTHER_CGROUP, OTHER_CGROUP_ID,
+    DropCounters, Families, IoSeries, Snapshot, Stage, TaskDelay, Volume, OTHER_CGROUP,
+    OTHER_CGROUP_ID,
 };
 
 /// The counter families of IoSeries (model/io.rs), in the order it
@@ -164,6 +165,26 @@ pub(crate) fn encode_volumes(enc: &mut DescriptorEncoder, volumes: &[Volume]) ->
         None,
         &rows,
     )
+}
+
+/// The delays io.latency and iocost put on each cgroup's tasks, per
+/// device.
+pub(crate) fn encode_task_delays(
+    enc: &mut DescriptorEncoder,
+    delays: &[TaskDelay],
+) -> std::fmt::Result {
+    let records: Vec<(Labels, &TaskDelay)> = delays
+        .iter()
+        .map(|d| {
+            let l = vec![
+                ("cgroup".into(), d.cgroup.path.clone()),
+                ("cgroup_id".into(), cgroup_id_label(d.cgroup.id)),
+                ("device".into(), d.device.name.clone()),
+            ];
+            (l, d)
+        })
+        .collect();
+    super::family::encode_families(enc, &records)
 }
 
 /// Events the BPF side could not record fully, by reason.

@@ -67,6 +67,7 @@ fn encode_families(enc: &mut DescriptorEncoder, input: &Input) -> std::fmt::Resu
     io::encode_counters(enc, &snap.io, &opts.counters)?;
     io::encode_latency(enc, snap, &opts.stages, opts.classic)?;
     io::encode_volumes(enc, &snap.volumes)?;
+    io::encode_task_delays(enc, &snap.task_delays)?;
     queues::encode_hw_queues(enc, &snap.queues)?;
     diskstats::encode(enc, &snap.kernel_diskstats)?;
     runtime::encode_probes(enc, &snap.probes)?;

@@ -233,6 +233,12 @@ pub(super) fn snapshot(lower_bounds: Vec<f64>) -> Snapshot {
             lower: vec!["nvme0n1".into()],
         }],
         limits: vec![limit()],
+        task_delays: vec![TaskDelay {
+            cgroup: cgroup("/kubepods.slice/pod-b"),
+            device: nvme(),
+            delays: 1,
+            seconds: 1e-3,
+        }],
         ..Default::default()
     }
 }

@@ -57,6 +57,14 @@ const DOMAINS: &[Domain] = &[
                busiest into `cgroup=\"other\"`.",
     },
     Domain {
+        title: "Task delays (io.latency, iocost debt)",
+        prefixes: &["iowarden_io_task_delay"],
+        when: "Where the kernel lets fentry/fexit attach to blkcg_maybe_throttle_current \
+               (`iowarden_probe_active{probe=\"task_delay\"}`; the request_queue needs its disk, \
+               Linux 5.15+): a series once io.latency or iocost delayed a task of the cgroup \
+               on its way back to user space, between its I/Os.",
+    },
+    Domain {
         title: "Volumes (device-mapper, md)",
         prefixes: &["iowarden_volume_"],
         when: "When I/O went through a bio-based device (LVM, dm-crypt, dm-linear, md): one \
@@ -355,6 +363,7 @@ mod tests {
             of::<CostClass>(),
             of::<TunerSlo>(),
             of::<ModelParam>(),
+            of::<TaskDelay>(),
         ]
         .concat()
     }

@@ -3,7 +3,7 @@
 //! compare-and-swap, fexit on a kernel function, and the argument shapes
 //! of the block tracepoints.
 
-use libbpf_rs::btf::types::{Func, FuncProto, Ptr, Typedef};
+use libbpf_rs::btf::types::{Func, FuncProto, Ptr, Struct, Typedef};
 use libbpf_rs::btf::{Btf, ReferencesType};
 use libbpf_rs::libbpf_sys;
 
@@ -87,6 +87,20 @@ pub fn fexit_attaches(btf: &Btf<'_>, func: &str) -> Result<(), i32> {
         libc::close(link);
     }
     Ok(())
+}
+
+/// Why the kernel refused fexit on `func`, as a status says it (without
+/// std's " (os error N)": a status is no error).
+pub fn fexit_refusal(func: &str, errno: i32) -> String {
+    let text = std::io::Error::from_raw_os_error(errno).to_string();
+    let text = text.split(" (os error").next().unwrap_or(&text);
+    format!("the kernel refuses fexit on {func}: {text}, errno {errno}")
+}
+
+/// Whether struct `name` of the kernel's BTF has a member `member`.
+pub fn struct_has_member(btf: &Btf<'_>, name: &str, member: &str) -> bool {
+    btf.type_by_name::<Struct<'_>>(name)
+        .is_some_and(|s| s.iter().any(|m| m.name.is_some_and(|n| n == member)))
 }
 
 fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> libbpf_sys::bpf_insn {

@@ -22,8 +22,10 @@ pub struct Row {
     pub device_p50: Option<f64>,
     pub device_p99: Option<f64>,
     pub total_p99: Option<f64>,
-    /// The throttle stage's part of the total latency (held by the
-    /// cgroup's own limits or iocost's share); None without a total.
+    /// The part of what the cgroup's I/O waited that its limits held it:
+    /// the throttle stage (io.max, iocost's share, io.latency, wbt) and the
+    /// task delays io.latency and iocost put between its I/Os, over the
+    /// total plus those delays; None without a total.
     pub held_share: Option<f64>,
     pub ios: u64,
 }
@@ -51,6 +53,12 @@ pub fn rows(delta: &Snapshot, device: Option<&str>) -> Vec<Row> {
         e.4.add(&s.latency.total);
         e.5 += s.latency.throttle.sum_seconds;
     }
+    let mut delayed: HashMap<(&str, &str), f64> = HashMap::new();
+    for t in &delta.task_delays {
+        *delayed
+            .entry((t.device.name.as_str(), t.cgroup.path.as_str()))
+            .or_default() += t.seconds;
+    }
     let mut dev_time: HashMap<String, f64> = HashMap::new();
     for ((d, _), v) in &acc {
         *dev_time.entry(d.clone()).or_default() += v.3.sum_seconds;
@@ -60,6 +68,11 @@ pub fn rows(delta: &Snapshot, device: Option<&str>) -> Vec<Row> {
         .filter(|(_, v)| v.0 > 0)
         .map(|((d, c), v)| {
             let total = dev_time[&d];
+            let delay = delayed
+                .get(&(d.as_str(), c.as_str()))
+                .copied()
+                .unwrap_or(0.0);
+            let waited = v.4.sum_seconds + delay;
             Row {
                 device_share: if total > 0.0 {
                     v.3.sum_seconds / total
@@ -73,7 +86,7 @@ pub fn rows(delta: &Snapshot, device: Option<&str>) -> Vec<Row> {
                 device_p50: v.3.quantile(b, 0.5),
                 device_p99: v.3.quantile(b, 0.99),
                 total_p99: v.4.quantile(b, 0.99),
-                held_share: (v.4.sum_seconds > 0.0).then(|| v.5 / v.4.sum_seconds),
+                held_share: (v.4.sum_seconds > 0.0).then(|| (v.5 + delay) / waited),
                 ios: v.0,
                 device: d,
                 cgroup: c,
@@ -448,5 +461,48 @@ mod tests {
         );
         let text = render(&r, "verdict");
         assert!(text.contains("/c2") && text.ends_with("verdict\n"));
+    }
+
+    #[test]
+    fn held_counts_the_throttle_stage_and_the_task_delays() {
+        use iowarden_exporters::*;
+        let dev = DeviceRef {
+            name: "nvme0n1".into(),
+            major: 259,
+            minor: 0,
+        };
+        let cgroup = CgroupRef {
+            id: 5,
+            path: "/l".into(),
+        };
+        let hist = |s| Histogram {
+            counts: vec![10],
+            sum_seconds: s,
+        };
+        let snap = Snapshot {
+            window_seconds: 1.0,
+            hist_lower_bounds_seconds: vec![0.0],
+            io: vec![IoSeries {
+                cgroup: cgroup.clone(),
+                device: dev.clone(),
+                ios: 10,
+                latency: StageHistograms {
+                    throttle: hist(0.01),
+                    device: hist(0.01),
+                    total: hist(0.02),
+                    ..Default::default()
+                },
+                ..Default::default()
+            }],
+            task_delays: vec![TaskDelay {
+                cgroup,
+                device: dev,
+                delays: 10,
+                seconds: 0.02,
+            }],
+            ..Default::default()
+        };
+        // (0.01 held + 0.02 delayed) of (0.02 total + 0.02 delayed).
+        assert_eq!(rows(&snap, None)[0].held_share, Some(0.75));
     }
 }

@@ -56,13 +56,6 @@ pub fn plan(btf: &Btf<'_>) -> Result<&'static str, ProbeStatus> {
     }
     match crate::probes::features::fexit_attaches(btf, func) {
         Ok(()) => Ok(func),
-        Err(errno) => {
-            // The message without std's " (os error N)": a status is no error.
-            let text = std::io::Error::from_raw_os_error(errno).to_string();
-            let text = text.split(" (os error").next().unwrap_or(&text);
-            Err(untimed(format!(
-                "the kernel refuses fexit on {func}: {text}, errno {errno}"
-            )))
-        }
+        Err(errno) => Err(untimed(crate::probes::features::fexit_refusal(func, errno))),
     }
 }

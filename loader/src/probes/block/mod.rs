@@ -8,6 +8,7 @@
 pub mod accumulate;
 pub mod bench;
 pub mod capacity;
+pub mod delay;
 pub mod held;
 pub mod hist;
 pub mod latency_watch;
@@ -16,6 +17,8 @@ mod programs;
 
 pub use programs::Claims;
 use programs::{traced_bio_based, Attach, PROGRAMS};
+
+use std::collections::BTreeSet;
 
 use anyhow::{Context, Result};
 use iowarden_exporters::{BpfProgramStats, ProbeStatus, TableFill};
@@ -114,6 +117,8 @@ pub struct RawSample {
     pub drops: iow_drops,
     /// Device table: index -> kernel dev_t, for occupied entries.
     pub devs: Vec<(u32, u32)>,
+    /// The task delays' table (empty where its programs are not attached).
+    pub delays: Vec<delay::RawDelay>,
 }
 
 /// The sharded counter arrays, mapped into this process.
@@ -146,6 +151,8 @@ pub struct BlockProbe {
     hwq_events: bool,
     claims: Claims,
     filter_devt: Option<u32>,
+    /// The task delay programs are attached.
+    delays: bool,
 }
 
 fn write_cost_coefs(map: &dyn MapCore, idx: u32, lcoef: [u64; 6]) -> Result<()> {
@@ -206,6 +213,7 @@ impl BlockProbe {
             hwq_events: cfg.hwq_events,
             claims,
             filter_devt: cfg.filter_devt,
+            delays: false,
         };
         for &(prog, _, when) in PROGRAMS {
             let wanted = match when {
@@ -219,6 +227,9 @@ impl BlockProbe {
         }
         if !probes.iter().any(|p| p.name == held::PROGRAM) {
             probe.attach(held::PROGRAM, false, &mut probes)?;
+        }
+        if !probes.iter().any(|p| p.name == delay::STATUS) {
+            probes.push(probe.attach_delays());
         }
         probes.extend(Self::switched_off(cfg));
         if claims == Claims::MapInsert {
@@ -246,13 +257,16 @@ impl BlockProbe {
             .open(open_object())
             .context("opening the BPF object")?;
         let held = held::plan(&btf);
+        let delays = delay::plan(&btf);
         Self::configure(&mut open, cfg, &btf, claims)?;
         let preclaimed = Self::preclaim_devices(&mut open, cfg)?;
-        let mut probes = Self::select_programs(&mut open, &btf, claims, held.is_ok())?;
+        let mut probes =
+            Self::select_programs(&mut open, &btf, claims, held.is_ok(), delays.is_ok())?;
         match held {
             Ok(func) => Self::aim_held(&mut open, func)?,
             Err(status) => probes.push(status),
         }
+        probes.extend(delays.err());
         let skel = open
             .load()
             .map_err(|e| crate::probes::load_error("the block", e))?;
@@ -377,6 +391,9 @@ impl BlockProbe {
                 self.read_device(idx, devt, &mut out);
             }
         }
+        if self.delays {
+            out.delays = delay::read(&self.skel.maps.task_delays)?;
+        }
         if let Some(v) = self
             .skel
             .maps
@@ -442,6 +459,11 @@ impl BlockProbe {
             let _ = self.skel.maps.claims.delete(&slot.to_ne_bytes());
         }
         Ok(())
+    }
+
+    /// Deletes the task delays of cgroups that are gone.
+    pub fn release_delays(&self, raw: &mut Vec<delay::RawDelay>, gone: &BTreeSet<u64>) {
+        delay::release(&self.skel.maps.task_delays, raw, gone);
     }
 
     /// The tables in the mmapped .bss that the BPF side claims entries in.

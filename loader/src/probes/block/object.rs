@@ -8,6 +8,7 @@ use anyhow::Result;
 use iowarden_exporters::{BpfProgramStats, DeviceRef, ProbeStatus, Snapshot, TableFill};
 
 use super::accumulate::{Accumulator, SeriesKey};
+use super::delay::{self, RawDelay};
 use super::latency_watch::LatencyWatch;
 use super::{BlockConfig, BlockProbe, RawSample};
 use crate::costmodel::devices::CostModels;
@@ -26,6 +27,8 @@ pub struct Block {
     latency: Option<LatencyWatch>,
     /// (slot, key) of every series the last read saw.
     last_series: Vec<(u32, u64)>,
+    /// The task delays' table at the last read.
+    last_delays: Vec<RawDelay>,
     /// The series table was found full once (said in the log once).
     said_table_full: bool,
 }
@@ -51,6 +54,7 @@ impl Block {
             costs,
             latency: cfg.latency.then(LatencyWatch::default),
             last_series: Vec::new(),
+            last_delays: Vec::new(),
             said_table_full: false,
         })
     }
@@ -110,6 +114,7 @@ impl Probe for Block {
         self.charge_new_devices(&raw, names.devices)?;
         self.say_if_table_full(&raw);
         self.last_series = raw.series.iter().map(|s| (s.slot, s.key)).collect();
+        self.last_delays = raw.delays;
         Ok(())
     }
 
@@ -122,7 +127,8 @@ impl Probe for Block {
     }
 
     fn cgroup_ids(&self) -> BTreeSet<u64> {
-        self.acc.cgroup_ids().collect()
+        let delayed = self.last_delays.iter().map(|d| d.cgroup_id);
+        self.acc.cgroup_ids().chain(delayed).collect()
     }
 
     fn release(&mut self, gone: &BTreeSet<u64>) -> Result<()> {
@@ -132,6 +138,7 @@ impl Probe for Block {
             self.acc.forget(slot, key);
         }
         self.last_series.retain(|(_, k)| !of_gone(*k));
+        self.probe.release_delays(&mut self.last_delays, gone);
         Ok(())
     }
 
@@ -142,6 +149,11 @@ impl Probe for Block {
         let resolver = names.resolver;
         self.acc
             .fill(snap, &|id| cgroup_ref(resolver, id), names.devices);
+        snap.task_delays = delay::fill(
+            &self.last_delays,
+            &|id| cgroup_ref(resolver, id),
+            names.devices,
+        );
         let mut disks: BTreeSet<&str> = snap.io.iter().map(|s| s.device.name.as_str()).collect();
         disks.extend(snap.queues.iter().map(|q| q.device.name.as_str()));
         snap.cpu_queue_map = disks.iter().flat_map(|d| cpu_queue_map(d)).collect();

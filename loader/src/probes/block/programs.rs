@@ -8,7 +8,7 @@ use iowarden_exporters::ProbeStatus;
 use libbpf_rs::btf::Btf;
 use libbpf_rs::skel::{OpenSkel, Skel};
 
-use super::{held, BlockProbe, OpenSkelT};
+use super::{delay, held, BlockProbe, OpenSkelT};
 use crate::probes::{status, tracepoint_available};
 
 /// When a program is attached.
@@ -93,12 +93,19 @@ impl BlockProbe {
         btf: &Btf<'_>,
         claims: Claims,
         held: bool,
+        delays: bool,
     ) -> Result<Vec<ProbeStatus>> {
         let mut wanted = Vec::new();
         if held {
             wanted.push(held::PROGRAM.to_string());
         } else {
             open.maps.held_bios.set_max_entries(1)?;
+        }
+        if delays {
+            wanted.extend(delay::PROGRAMS.map(String::from));
+        } else {
+            open.maps.delay_since.set_max_entries(1)?;
+            open.maps.task_delays.set_max_entries(1)?;
         }
         let mut probes = Vec::new();
         for &(prog, tp, when) in PROGRAMS {
@@ -117,6 +124,20 @@ impl BlockProbe {
         let wanted: Vec<&str> = wanted.iter().map(String::as_str).collect();
         crate::probes::load_only(open.open_object_mut(), &wanted)?;
         Ok(probes)
+    }
+
+    /// Attaches the task delay pair, both or neither: its status.
+    pub(super) fn attach_delays(&mut self) -> ProbeStatus {
+        let mut links = Vec::new();
+        for prog in delay::PROGRAMS {
+            match crate::probes::attach(self.skel.object(), prog) {
+                Ok(l) => links.push((prog, l)),
+                Err(e) => return status(delay::STATUS, false, format!("attach failed: {e}")),
+            }
+        }
+        self.links.extend(links);
+        self.delays = true;
+        status(delay::STATUS, true, "")
     }
 
     pub(super) fn attach(
@@ -193,12 +214,12 @@ impl BlockProbe {
     }
 
     /// The name `prog` loads under: its claim method's variant (the
-    /// blk-throttle program claims nothing and has one).
+    /// blk-throttle and task delay programs claim nothing and have one).
     pub(super) fn program_name(&self, prog: &str) -> String {
-        match prog {
-            held::PROGRAM => prog.to_string(),
-            _ => self.claims.program(prog),
+        if prog == held::PROGRAM || delay::PROGRAMS.contains(&prog) {
+            return prog.to_string();
         }
+        self.claims.program(prog)
     }
 
     /// The loaded program of this claim method's set for `prog`.
