@@ -267,7 +267,7 @@ fn sigint_stops_the_run_and_restores_the_scheduler_and_cgroups() {
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(500));
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    signal(&child, nix::sys::signal::Signal::SIGINT);
     let o = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     println!("{err}");

@@ -271,7 +271,7 @@ fn model_subcommand_prints_the_fit() {
     );
     fio(&cg, &dev.path, "randread", "4k", 300, "2G");
     fio(&cg, &dev.path, "randread", "64k", 300, "2G");
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    signal(&child, nix::sys::signal::Signal::SIGINT);
     let out = child.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     println!("{text}");

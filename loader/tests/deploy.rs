@@ -292,7 +292,7 @@ fn kubernetes_metrics_port_is_protected() {
         iowarden::web::config::ClientAuth::RequireAndVerifyClientCert
     );
     let prom = std::fs::read_to_string(repo().join("deploy/prometheus/prometheus.yml")).unwrap();
-    let prom: serde_yaml::Value = serde_yaml::from_str(&prom).unwrap();
+    let prom: serde_yaml_ng::Value = serde_yaml_ng::from_str(&prom).unwrap();
     let job = prom["scrape_configs"]
         .as_sequence()
         .unwrap()

@@ -11,6 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::fixtures::signal;
+use nix::sys::signal::Signal;
+
 const BIN: &str = env!("CARGO_BIN_EXE_iowarden");
 const QOS: &str =
     "259:0 enable=1 ctrl=user rpct=95.00 rlat=5000 wpct=95.00 wlat=5000 min=50.00 max=150.00\n";
@@ -88,11 +91,6 @@ fn wait_for(path: &Path, want: &str) {
     }
 }
 
-fn signal(child: &Child, sig: i32) {
-    // SAFETY: plain kill(2) on our own child.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
-}
-
 #[test]
 fn journal_holds_previous_value_before_the_change() {
     let f = Fixture::new();
@@ -105,7 +103,7 @@ fn journal_holds_previous_value_before_the_change() {
     assert_eq!(rec["previous"], "default 100\n259:0 250\n");
     assert_eq!(rec["value"], "default 50");
     assert_eq!(rec["path"], w.to_str().unwrap());
-    signal(&child, libc::SIGTERM);
+    signal(&child, Signal::SIGTERM);
     assert!(child.wait().unwrap().success());
 }
 
@@ -175,14 +173,14 @@ fn iocost_writes_are_rate_limited() {
 
 #[test]
 fn restores_after_sigterm_and_sigint() {
-    for sig in [libc::SIGTERM, libc::SIGINT] {
+    for sig in [Signal::SIGTERM, Signal::SIGINT] {
         let f = Fixture::new();
         let w = f.knob("io.weight");
         let mut child = f.hold(&w, "259:0 7");
         signal(&child, sig);
         let t = Instant::now();
         let st = child.wait().unwrap();
-        assert!(st.success(), "signal {sig}: {st}");
+        assert!(st.success(), "{sig:?}: {st}");
         assert!(t.elapsed() < Duration::from_secs(10));
         assert_eq!(fs::read_to_string(&w).unwrap(), "default 100\n259:0 250\n");
         assert!(f.journals().is_empty());
@@ -195,7 +193,7 @@ fn next_run_restores_what_a_killed_run_left() {
     let w = f.knob("io.weight");
     let mut child = f.hold(&w, "default 50");
     let pid = child.id();
-    signal(&child, libc::SIGKILL);
+    signal(&child, Signal::SIGKILL);
     child.wait().unwrap();
     assert_eq!(
         fs::read_to_string(&w).unwrap(),
@@ -227,7 +225,7 @@ fn a_live_runs_journal_is_left_alone() {
     let o = f.run(&["knob", "restore"]);
     assert!(stderr(&o).contains("nothing to restore"), "{}", stderr(&o));
     assert_eq!(fs::read_to_string(&w).unwrap(), "default 50\n");
-    signal(&child, libc::SIGTERM);
+    signal(&child, Signal::SIGTERM);
     assert!(child.wait().unwrap().success());
     assert_eq!(fs::read_to_string(&w).unwrap(), "default 100\n259:0 250\n");
 }

@@ -11,12 +11,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fixtures::*;
+use nix::sys::signal::Signal;
 
 const BIN: &str = env!("CARGO_BIN_EXE_iowarden");
-
-fn signal(child: &Child, sig: i32) {
-    assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
-}
 
 /// Whether process `pid` has a handler for `sig` (SigCgt in its status).
 fn catches(pid: u32, sig: i32) -> bool {
@@ -39,7 +36,7 @@ fn terminate_once_caught(child: &Child, what: &str) {
         );
         std::thread::sleep(Duration::from_millis(1));
     }
-    signal(child, libc::SIGTERM);
+    signal(child, Signal::SIGTERM);
 }
 
 /// `iowarden top` in a pipe (no terminal), its stdout to read.
@@ -57,7 +54,7 @@ fn top_in_a_pipe(extra: &[&str]) -> Child {
 fn sighup_ends_run_with_129_and_detaches_its_programs() {
     let (mut daemon, log) = Daemon::start_ephemeral(&[], &[]);
     let progs = loaded_programs_of(daemon.child.id());
-    signal(&daemon.child, libc::SIGHUP);
+    signal(&daemon.child, Signal::SIGHUP);
     let status = exit_within_a_minute(&mut daemon.child, "SIGHUP to run");
     assert_eq!(status.code(), Some(129), "run's status: {status}");
     assert!(
@@ -72,7 +69,7 @@ fn sighup_ends_run_with_129_and_detaches_its_programs() {
 fn sighup_ends_top_in_a_pipe_with_129_and_detaches_its_programs() {
     let mut top = top_in_a_pipe(&[]);
     let progs = loaded_programs_of(top.id());
-    signal(&top, libc::SIGHUP);
+    signal(&top, Signal::SIGHUP);
     let status = exit_within_a_minute(&mut top, "SIGHUP to top");
     assert_eq!(status.code(), Some(129), "top's status: {status}");
     assert_unloaded(&progs, "top");

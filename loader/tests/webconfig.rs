@@ -226,7 +226,7 @@ fn bad_web_configs_are_refused_before_listening() {
 /// its DNS discovery swapped for `target` and its Secret directory for `dir`.
 fn shipped_k8s_job(target: &str, dir: &str) -> String {
     let shipped = std::fs::read_to_string(repo().join("deploy/prometheus/prometheus.yml")).unwrap();
-    let mut cfg: serde_yaml::Value = serde_yaml::from_str(&shipped).unwrap();
+    let mut cfg: serde_yaml_ng::Value = serde_yaml_ng::from_str(&shipped).unwrap();
     let jobs = cfg["scrape_configs"].as_sequence_mut().unwrap();
     let mut job = jobs
         .iter()
@@ -237,10 +237,10 @@ fn shipped_k8s_job(target: &str, dir: &str) -> String {
     assert!(m.remove("dns_sd_configs").is_some(), "job changed shape");
     m.insert(
         "static_configs".into(),
-        serde_yaml::from_str(&format!("[{{targets: [\"{target}\"]}}]")).unwrap(),
+        serde_yaml_ng::from_str(&format!("[{{targets: [\"{target}\"]}}]")).unwrap(),
     );
     m.insert("scrape_interval".into(), "1s".into());
-    let text = serde_yaml::to_string(&job).unwrap();
+    let text = serde_yaml_ng::to_string(&job).unwrap();
     assert!(text.contains("/etc/prometheus/iowarden/"), "{text}");
     let text = text.replace("/etc/prometheus/iowarden", dir);
     format!(

@@ -93,7 +93,7 @@ pub fn parse_web_config(text: &str) -> Result<WebSpec, String> {
     let raw: RawWebConfig = if text.trim().is_empty() {
         RawWebConfig::default()
     } else {
-        serde_yaml::from_str(text).map_err(|e| e.to_string())?
+        serde_yaml_ng::from_str(text).map_err(|e| e.to_string())?
     };
     let tls = raw.tls_server_config.map(check_tls).transpose()?;
     let users = check_users(raw.basic_auth_users.unwrap_or_default())?;

@@ -199,7 +199,7 @@ pub struct Load(pub Vec<Child>);
 impl Drop for Load {
     fn drop(&mut self) {
         for c in &mut self.0 {
-            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+            let _ = crate::fixtures::send(c, nix::sys::signal::Signal::SIGTERM);
         }
         for c in &mut self.0 {
             let _ = c.wait();
