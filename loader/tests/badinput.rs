@@ -112,28 +112,29 @@ fn slow_loris(port: u16) {
         .unwrap();
     s.set_read_timeout(Some(Duration::from_millis(500)))
         .unwrap();
-    let t0 = Instant::now();
     let mut buf = [0u8; 512];
-    loop {
-        // One more byte, then wait up to 500 ms for the server's verdict.
-        if s.write_all(b"X").is_err() {
-            break;
-        }
-        match s.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                let text = String::from_utf8_lossy(&buf[..n]);
-                assert!(text.starts_with("HTTP/1.1 4"), "slow loris got {text}");
-                break;
+    // No sleep between tries: the read's timeout is the pause.
+    wait_until(
+        "a never-ending head kept its connection for 60 s",
+        Duration::from_secs(60),
+        Duration::ZERO,
+        || {
+            // One more byte, then wait up to 500 ms for the server's verdict.
+            if s.write_all(b"X").is_err() {
+                return Some(());
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
-            Err(_) => break, // reset
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "a never-ending head kept its connection for 60 s"
-        );
-    }
+            match s.read(&mut buf) {
+                Ok(0) => Some(()),
+                Ok(n) => {
+                    let text = String::from_utf8_lossy(&buf[..n]);
+                    assert!(text.starts_with("HTTP/1.1 4"), "slow loris got {text}");
+                    Some(())
+                }
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => None,
+                Err(_) => Some(()), // reset
+            }
+        },
+    );
     println!("slow loris: closed");
 }
 

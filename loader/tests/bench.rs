@@ -8,7 +8,7 @@ use crate::fixtures;
 
 use std::path::Path;
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fixtures::*;
 use iowarden::bench::report::{Mark, Report};
@@ -261,11 +261,12 @@ fn sigint_stops_the_run_and_restores_the_scheduler_and_cgroups() {
         .spawn()
         .unwrap();
     // Interrupt while bfq is on.
-    let t0 = Instant::now();
-    while !scheduler(&dev).contains("[bfq]") {
-        assert!(t0.elapsed() < Duration::from_secs(120), "bfq never set");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(
+        "bfq never set",
+        Duration::from_secs(120),
+        Duration::from_millis(50),
+        || scheduler(&dev).contains("[bfq]").then_some(()),
+    );
     std::thread::sleep(Duration::from_millis(500));
     signal(&child, nix::sys::signal::Signal::SIGINT);
     let o = child.wait_with_output().unwrap();
@@ -311,11 +312,12 @@ fn a_run_after_kill_9_restores_the_scheduler_and_removes_the_cgroups() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let t0 = Instant::now();
-    while !scheduler(&dev).contains("[bfq]") {
-        assert!(t0.elapsed() < Duration::from_secs(120), "bfq never set");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(
+        "bfq never set",
+        Duration::from_secs(120),
+        Duration::from_millis(50),
+        || scheduler(&dev).contains("[bfq]").then_some(()),
+    );
     std::thread::sleep(Duration::from_millis(500));
     child.kill().unwrap();
     child.wait().unwrap();

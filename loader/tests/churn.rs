@@ -131,14 +131,17 @@ fn drops(s: &Snapshot) -> u64 {
 /// Polls until `done` holds (the daemon polls every 500 ms); panics with
 /// `what` after 60 s, which only a broken release would take.
 fn wait_for(d: &Daemon, what: &str, done: &dyn Fn(&Snapshot) -> bool) -> Snapshot {
-    let t0 = Instant::now();
-    loop {
-        let s = d.snapshot();
-        if done(&s) {
-            return s;
+    let mut s = Snapshot::default();
+    poll_until(Duration::from_secs(60), Duration::from_millis(200), || {
+        let snap = d.snapshot();
+        if done(&snap) {
+            return Some(snap);
         }
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
+        s = snap;
+        None
+    })
+    .unwrap_or_else(|| {
+        panic!(
             "{what}: not after 60 s; {} series; drops {:?}; {:?}",
             s.io.len(),
             s.drops,
@@ -147,9 +150,8 @@ fn wait_for(d: &Daemon, what: &str, done: &dyn Fn(&Snapshot) -> bool) -> Snapsho
                     *m.entry(x.device.name.as_str()).or_insert(0) += x.ios;
                     m
                 })
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+        )
+    })
 }
 
 fn under(s: &Snapshot, prefix: &str) -> usize {
@@ -257,20 +259,18 @@ fn assert_released(d: &Daemon, before: &Snapshot, entries_before: u64, prefix: &
             .map(|x| (x.cgroup.id, x.device.name.clone(), format!("{:?}", x.op)))
             .collect()
     };
-    let t0 = Instant::now();
-    loop {
+    let (mut entries, mut new_others) = (0, 0);
+    poll_until(Duration::from_secs(60), Duration::from_millis(200), || {
         let after = d.snapshot();
-        let new_others = keys(&after).difference(&keys(before)).count() as u64;
-        let entries = series_entries(d);
-        if entries == entries_before + new_others && under(&after, prefix) == 0 {
-            return;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
+        new_others = keys(&after).difference(&keys(before)).count() as u64;
+        entries = series_entries(d);
+        (entries == entries_before + new_others && under(&after, prefix) == 0).then_some(())
+    })
+    .unwrap_or_else(|| {
+        panic!(
             "series table after release: {entries} entries, {entries_before} before, {new_others} other new series"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+        )
+    });
 }
 
 #[test]

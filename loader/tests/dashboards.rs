@@ -309,9 +309,9 @@ fn dashboards_query_a_real_prometheus() {
     ]);
 
     // Data from both cgroups, then enough history for the range queries.
-    let t0 = Instant::now();
-    loop {
-        let r = prom.instant(&format!(
+    let mut r = Value::Null;
+    poll_until(Duration::from_secs(40), Duration::from_millis(500), || {
+        r = prom.instant(&format!(
             "count(rate(iowarden_io_device_seconds_total{{cgroup=~\"{}|{}\"}}[5s]) > 0)",
             a.rel, b.rel
         ));
@@ -319,15 +319,9 @@ fn dashboards_query_a_real_prometheus() {
             .as_str()
             .and_then(|s| s.parse::<f64>().ok())
             .unwrap_or(0.0);
-        if n >= 2.0 {
-            break;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(40),
-            "no I/O of both cgroups in Prometheus after 40 s: {r}"
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
+        (n >= 2.0).then_some(())
+    })
+    .unwrap_or_else(|| panic!("no I/O of both cgroups in Prometheus after 40 s: {r}"));
     std::thread::sleep(Duration::from_secs(8));
 
     let metrics = daemon.get("/metrics").expect("/metrics");

@@ -6,9 +6,9 @@
 
 use crate::fixtures;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use fixtures::{sample, Cgroup, Daemon, LoopDev, Undelivered};
+use fixtures::{poll_until, sample, Cgroup, Daemon, LoopDev, Undelivered};
 
 /// Series slots in use, from the daemon's self-metrics.
 fn series_entries(d: &Daemon) -> u64 {
@@ -86,15 +86,15 @@ fn claims_without_compare_and_swap_count_every_read_and_reuse_released_slots() {
         assert_eq!(s.drops.slot_table_full, 0, "round {round}: {:?}", s.drops);
         drop(cgs);
         // The removed cgroups' slots are released after a few polls.
-        let t0 = Instant::now();
-        while series_entries(&daemon) > 8 {
-            assert!(
-                t0.elapsed() < Duration::from_secs(60),
+        poll_until(Duration::from_secs(60), Duration::from_millis(200), || {
+            (series_entries(&daemon) <= 8).then_some(())
+        })
+        .unwrap_or_else(|| {
+            panic!(
                 "round {round}: slots not released ({} in use)",
                 series_entries(&daemon)
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
+            )
+        });
     }
     let undelivered = undelivered.so_far();
     println!("reads not counted: {shortfall}; completions the kernel did not deliver to BPF: {undelivered}");

@@ -11,11 +11,11 @@
 //! this machine's hard limits).
 
 use crate::certs::Certs;
-use crate::fixtures::{repo, succeed, yaml_docs};
+use crate::fixtures::{poll_until, repo, succeed, yaml_docs};
 use crate::promserver::free_port;
 
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -183,20 +183,21 @@ fn image_serves_metrics_with_the_daemonsets_privileges() {
             .expect("curl (scripts/install-deps.sh --test)");
         String::from_utf8_lossy(&out.stdout).to_string()
     };
-    let t0 = Instant::now();
-    let metrics = loop {
+    let mut logs = Vec::new();
+    let metrics = poll_until(Duration::from_secs(60), Duration::from_millis(500), || {
         let m = scrape();
         if m.contains("iowarden_polls_total") {
-            break m;
+            return Some(m);
         }
-        let logs = podman().args(["logs", NAME]).output().unwrap();
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
+        logs = podman().args(["logs", NAME]).output().unwrap().stderr;
+        None
+    })
+    .unwrap_or_else(|| {
+        panic!(
             "the container served no metrics within 60 s:\n{}",
-            String::from_utf8_lossy(&logs.stderr)
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    };
+            String::from_utf8_lossy(&logs)
+        )
+    });
     assert!(
         metrics.contains(r#"iowarden_probe_active{probe="block_rq_complete",reason=""} 1"#),
         "{metrics}"

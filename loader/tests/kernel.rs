@@ -305,8 +305,8 @@ fn block_layer_latency_is_within_what_fio_sees() {
     let fio_ios = job["total_ios"].as_u64().unwrap();
     // Polled until the reads are in (the daemon polls every 500 ms; the
     // kernel may charge a stray bio to an ancestor cgroup, hence 0.5 %).
-    let t0 = std::time::Instant::now();
-    let (snap, s) = loop {
+    let mut io = Vec::new();
+    let (snap, s) = poll_until(Duration::from_secs(30), Duration::from_millis(200), || {
         let snap = daemon.snapshot();
         let found = snap
             .io
@@ -315,15 +315,12 @@ fn block_layer_latency_is_within_what_fio_sees() {
             .filter(|s| within(s.ios + s.merged, fio_ios, 0.005))
             .cloned();
         if let Some(s) = found {
-            break (snap, s);
+            return Some((snap, s));
         }
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "{fio_ios} reads not counted: {:?}",
-            snap.io
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    };
+        io = snap.io;
+        None
+    })
+    .unwrap_or_else(|| panic!("{fio_ios} reads not counted: {io:?}"));
     assert!(within(
         s.ios + s.merged,
         job["total_ios"].as_u64().unwrap(),
@@ -492,14 +489,12 @@ fn queues_without_issue_stamps_get_the_issue_program() {
     };
     // Until it is attached, requests have no issue stamp.
     read(10);
-    let t0 = std::time::Instant::now();
-    while !log.text().contains("attached block_rq_issue") {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "block_rq_issue never attached"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(
+        "block_rq_issue never attached",
+        Duration::from_secs(30),
+        Duration::from_millis(100),
+        || log.text().contains("attached block_rq_issue").then_some(()),
+    );
     let device_samples = |s: &Snapshot| -> (u64, u64) {
         s.io.iter()
             .filter(|x| x.device.name == dev.name())

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::fixtures::signal;
+use crate::fixtures::{signal, wait_until};
 use nix::sys::signal::Signal;
 
 const BIN: &str = env!("CARGO_BIN_EXE_iowarden");
@@ -80,15 +80,12 @@ fn stderr(o: &Output) -> String {
 }
 
 fn wait_for(path: &Path, want: &str) {
-    let t = Instant::now();
-    while fs::read_to_string(path).unwrap() != want {
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "{} never became {want:?}",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(
+        &format!("{} never became {want:?}", path.display()),
+        Duration::from_secs(20),
+        Duration::from_millis(20),
+        || (fs::read_to_string(path).unwrap() == want).then_some(()),
+    );
 }
 
 #[test]

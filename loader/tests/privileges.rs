@@ -8,7 +8,7 @@
 
 use crate::fixtures;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fixtures::*;
 
@@ -52,24 +52,18 @@ fn new_cgroup_is_seen(d: &Daemon, dev: &LoopDev, name: &str) {
         "fio",
         &fio_args(&dev.path, "randread", "4k", 1, 200, "0", "64M"),
     ));
-    let t0 = Instant::now();
-    loop {
-        let ios: u64 = d
+    let mut ios: u64 = 0;
+    poll_until(Duration::from_secs(30), Duration::from_millis(200), || {
+        ios = d
             .snapshot()
             .io
             .iter()
             .filter(|s| s.cgroup.path == cg.rel)
             .map(|s| s.ios)
             .sum();
-        if ios >= 200 {
-            return;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "{name}: {ios} reads seen after 30 s"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+        (ios >= 200).then_some(())
+    })
+    .unwrap_or_else(|| panic!("{name}: {ios} reads seen after 30 s"));
 }
 
 #[test]

@@ -255,20 +255,26 @@ fn thousand_cgroups_fit_the_fleet_budget() {
         "none of the test's cgroups in the top {CAP}"
     );
     one_write_each(&writers, &dev.path);
-    let t0 = std::time::Instant::now();
-    let (top2, e2) = loop {
-        let t2 = loop_requests(&capped.snapshot(), &dev.name());
-        let (top2, e2) = exported_requests(&capped.url, &dev.name());
-        if t2 == t1 + writers.len() as u64 && e2 - e1 == writers.len() as f64 {
-            break (top2, e2);
-        }
-        assert!(
-            t0.elapsed().as_secs() < 20,
-            "after {} writes: counted {t2} (was {t1}), exported {e2} (was {e1})",
+    let (mut counted, mut exported) = (0, 0.0);
+    let (top2, e2) = poll_until(
+        std::time::Duration::from_secs(20),
+        std::time::Duration::from_millis(500),
+        || {
+            let t2 = loop_requests(&capped.snapshot(), &dev.name());
+            let (top2, e2) = exported_requests(&capped.url, &dev.name());
+            if t2 == t1 + writers.len() as u64 && e2 - e1 == writers.len() as f64 {
+                return Some((top2, e2));
+            }
+            (counted, exported) = (t2, e2);
+            None
+        },
+    )
+    .unwrap_or_else(|| {
+        panic!(
+            "after {} writes: counted {counted} (was {t1}), exported {exported} (was {e1})",
             writers.len()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(500));
-    };
+        )
+    });
     assert_eq!(top2, top, "the top cgroups stayed");
     println!("after one more write each by the top: exported {e2}");
 }

@@ -8,7 +8,7 @@ use crate::fixtures;
 
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fixtures::*;
 use nix::sys::signal::Signal;
@@ -28,14 +28,12 @@ fn catches(pid: u32, sig: i32) -> bool {
 /// Sends SIGTERM as soon as `child` has a handler for it (its SigCgt):
 /// while its programs load, or just after.
 fn terminate_once_caught(child: &Child, what: &str) {
-    let t0 = Instant::now();
-    while !catches(child.id(), libc::SIGTERM) {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "{what} installed no SIGTERM handler within 30 s"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_until(
+        &format!("{what} installed no SIGTERM handler within 30 s"),
+        Duration::from_secs(30),
+        Duration::from_millis(1),
+        || catches(child.id(), libc::SIGTERM).then_some(()),
+    );
     signal(child, Signal::SIGTERM);
 }
 

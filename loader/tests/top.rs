@@ -230,25 +230,27 @@ fn read_until(screen: &mut std::fs::File, text: &str) {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
     use std::io::Read;
     use std::os::fd::AsFd;
-    let t0 = Instant::now();
     let mut seen = Vec::new();
     let mut buf = [0u8; 4096];
-    while !String::from_utf8_lossy(&seen).contains(text) {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "top drew no {text:?} within 30 s: {:?}",
-            String::from_utf8_lossy(&seen)
-        );
+    // No sleep between tries: the poll's timeout is the pause.
+    poll_until(Duration::from_secs(30), Duration::ZERO, || {
         let mut fds = [PollFd::new(screen.as_fd(), PollFlags::POLLIN)];
         if poll(&mut fds, PollTimeout::from(100u16)).unwrap() == 0 {
-            continue;
+            return None;
         }
         let n = screen
             .read(&mut buf)
             .unwrap_or_else(|e| panic!("top's terminal closed before {text:?}: {e}"));
         assert!(n > 0, "top's terminal closed before {text:?}");
         seen.extend_from_slice(&buf[..n]);
-    }
+        String::from_utf8_lossy(&seen).contains(text).then_some(())
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "top drew no {text:?} within 30 s: {:?}",
+            String::from_utf8_lossy(&seen)
+        )
+    });
 }
 
 /// The demo's terminal goes away mid-run: the script cleans up as on
@@ -302,55 +304,51 @@ fn the_demo_cleans_up_when_its_terminal_goes_away() {
     drop(slave_fd);
     let session = demo.id();
     // Mid-run: the victim's fio is running in its cgroup.
-    let t0 = Instant::now();
-    while std::fs::read_to_string(base.join("victim/cgroup.procs"))
-        .map_or(true, |p| p.trim().is_empty())
-    {
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "the demo's victim never started"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(
+        "the demo's victim never started",
+        Duration::from_secs(60),
+        Duration::from_millis(100),
+        || {
+            std::fs::read_to_string(base.join("victim/cgroup.procs"))
+                .is_ok_and(|p| !p.trim().is_empty())
+                .then_some(())
+        },
+    );
     // And top, with its programs loaded.
-    let t0 = Instant::now();
-    let top = loop {
-        let found = Command::new("pgrep")
-            .args(["-s", &session.to_string(), "-x", "iowarden"])
-            .output()
-            .unwrap();
-        if let Some(pid) = String::from_utf8_lossy(&found.stdout)
-            .split_whitespace()
-            .next()
-        {
-            break pid.parse::<u32>().unwrap();
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "the demo's top never started"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let top = wait_until(
+        "the demo's top never started",
+        Duration::from_secs(60),
+        Duration::from_millis(100),
+        || {
+            let found = Command::new("pgrep")
+                .args(["-s", &session.to_string(), "-x", "iowarden"])
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&found.stdout)
+                .split_whitespace()
+                .next()
+                .map(|pid| pid.parse::<u32>().unwrap())
+        },
+    );
     let progs = loaded_programs_of(top);
     drop(master);
     let status = exit_within_a_minute(&mut demo, "the demo's terminal went away");
     assert!(!status.success(), "the demo's status: {status}");
-    let t0 = Instant::now();
-    loop {
-        let left = Command::new("pgrep")
+    let mut left = Vec::new();
+    poll_until(Duration::from_secs(30), Duration::from_millis(100), || {
+        left = Command::new("pgrep")
             .args(["-s", &session.to_string()])
             .output()
-            .unwrap();
-        if left.stdout.is_empty() {
-            break;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
+            .unwrap()
+            .stdout;
+        left.is_empty().then_some(())
+    })
+    .unwrap_or_else(|| {
+        panic!(
             "processes of the demo's session left: {}",
-            String::from_utf8_lossy(&left.stdout)
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+            String::from_utf8_lossy(&left)
+        )
+    });
     assert_unloaded(&progs, "the demo's top");
     assert!(!base.exists(), "{} left behind", base.display());
     assert_eq!(images(), images_before, "backing files left in /var/tmp");

@@ -2,7 +2,9 @@
 //! flags and storage, stopped on drop.
 
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::fixtures::{poll_until, wait_until};
 
 use serde_json::Value;
 
@@ -42,14 +44,17 @@ impl PromServer {
             url: format!("http://127.0.0.1:{port}"),
             _dir: dir,
         };
-        let t0 = Instant::now();
-        while ureq::get(&format!("{}/-/ready", p.url)).call().is_err() {
-            assert!(
-                t0.elapsed() < Duration::from_secs(30),
-                "prometheus on :{port} not ready in 30 s"
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        wait_until(
+            &format!("prometheus on :{port} not ready in 30 s"),
+            Duration::from_secs(30),
+            Duration::from_millis(200),
+            || {
+                ureq::get(&format!("{}/-/ready", p.url))
+                    .call()
+                    .ok()
+                    .map(|_| ())
+            },
+        );
         p
     }
 
@@ -93,19 +98,18 @@ impl PromServer {
 
     /// Polls `expr` until `ok` holds for its single value, or panics after `secs`.
     pub fn wait_for(&self, expr: &str, secs: u64, ok: impl Fn(f64) -> bool) -> f64 {
-        let t0 = Instant::now();
-        loop {
-            if let Some(v) = self.scalar(expr).filter(|v| ok(*v)) {
-                return v;
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(secs),
+        poll_until(
+            Duration::from_secs(secs),
+            Duration::from_millis(300),
+            || self.scalar(expr).filter(|v| ok(*v)),
+        )
+        .unwrap_or_else(|| {
+            panic!(
                 "{}: {expr} did not reach the wanted value in {secs} s: {:?}",
                 self.url,
                 self.query(expr)
-            );
-            std::thread::sleep(Duration::from_millis(300));
-        }
+            )
+        })
     }
 }
 
