@@ -113,8 +113,16 @@ fn claims_without_compare_and_swap_count_every_read_and_reuse_released_slots() {
 fn a_kernel_without_fexit_or_bio_stamps_says_what_the_throttle_stage_lacks() {
     let dev = LoopDev::file(64);
     let cg = Cgroup::new("iowarden-throttle-fallback");
-    let (daemon, _log) =
-        Daemon::start_ephemeral(&["--device", &dev.name(), "--histogram-stages", "all"], &[]);
+    let (daemon, _log) = Daemon::start_ephemeral(
+        &[
+            "--device",
+            &dev.name(),
+            "--histogram-stages",
+            "all",
+            "--task-delays",
+        ],
+        &[],
+    );
     read_4k(&cg, &dev, 300, 0);
     let s = daemon.settled();
     let status = |name: &str| {

@@ -59,10 +59,10 @@ const DOMAINS: &[Domain] = &[
     Domain {
         title: "Task delays (io.latency, iocost debt)",
         prefixes: &["iowarden_io_task_delay"],
-        when: "Where the kernel lets fentry/fexit attach to blkcg_maybe_throttle_current \
-               (`iowarden_probe_active{probe=\"task_delay\"}`; the request_queue needs its disk, \
-               Linux 5.15+): a series once io.latency or iocost delayed a task of the cgroup \
-               on its way back to user space, between its I/Os.",
+        when: "With `--task-delays`, where the kernel lets fentry/fexit attach to \
+               blkcg_maybe_throttle_current (`iowarden_probe_active{probe=\"task_delay\"}`; the \
+               request_queue needs its disk, Linux 5.15+): a series once io.latency or iocost \
+               delayed a task of the cgroup on its way back to user space, between its I/Os.",
     },
     Domain {
         title: "Volumes (device-mapper, md)",

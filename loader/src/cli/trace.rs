@@ -43,6 +43,12 @@ pub struct TraceArgs {
     /// those in flight now): two more BPF programs per request
     #[arg(long, conflicts_with = "no_hwq")]
     pub hwq_events: bool,
+    /// Time the delays iocost (a cgroup in debt) and io.latency put on
+    /// tasks between their I/Os (iowarden_io_task_delay_seconds_total):
+    /// a fentry/fexit pair on every return to user space with work
+    /// pending, for every task on the host, delayed or not
+    #[arg(long)]
+    pub task_delays: bool,
     /// Do not charge requests the linear iocost model's cost
     #[arg(long)]
     pub no_cost: bool,
@@ -165,6 +171,7 @@ pub fn monitor_config(t: &TraceArgs, stages: &[Stage]) -> Result<MonitorConfig> 
             stage_histograms: stages.iter().any(|s| *s != Stage::Total),
             hwq: !t.no_hwq,
             hwq_events: t.hwq_events,
+            task_delays: t.task_delays,
             cost: !t.no_cost,
             cost_model: t.cost_model,
             cost_devices: Vec::new(),

@@ -26,24 +26,19 @@ prog_ns() {  # program-name prefix
     index($0, "iowarden_bpf_program_run_seconds_total{program=\"" p) == 1 { s += $2 }
     END { printf "%.0f\n", s * 1e9 }'
 }
-ns0=$(prog_ns block_rq_); nv0=$(prog_ns nvme_); td0=$(prog_ns task_delay_)
+ns0=$(prog_ns block_rq_); nv0=$(prog_ns nvme_)
 fio --name=cost --filename=/dev/$DEV --direct=1 --ioengine=libaio --rw=randread --bs=4k --iodepth=16 \
   --number_ios=20000 --size=1G --output-format=json --output=$SCRATCH/cost-fio.json > /dev/null 2>&1
 ios=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['jobs'][0]['read']['total_ios'])" $SCRATCH/cost-fio.json)
 # The poll after fio's last completion has the programs' final times.
 sleep 2
-ns1=$(prog_ns block_rq_); nv1=$(prog_ns nvme_); td1=$(prog_ns task_delay_)
-# The task delay pair runs on returns to user space with work pending, not
-# per request: its time under the same reads, and how often it ran.
-td_runs=$(curl -sf http://127.0.0.1:$PORT/metrics | awk '
-  index($0, "iowarden_bpf_program_runs_total{program=\"task_delay_end") == 1 { s += $2; n++ } END { if (n) printf "%.0f\n", s }')
+ns1=$(prog_ns block_rq_); nv1=$(prog_ns nvme_)
 nvme_progs=$(curl -sf http://127.0.0.1:$PORT/metrics | grep -c '^iowarden_bpf_program_runs_total{program="nvme_' || true)
 kill $IW 2>/dev/null; wait $IW 2>/dev/null
 per=$(( (ns1 - ns0) / (ios > 0 ? ios : 1) ))
 nvme_per=$(( (nv1 - nv0) / (ios > 0 ? ios : 1) ))
-td_per=$(( (td1 - td0) / (ios > 0 ? ios : 1) ))
 programs=$(grep -o 'attached block_rq_issue' $SCRATCH/support.log | head -1)
-echo "COST ${VMTEST_KERNEL_LINE:-custom} $per ns of BPF per 4 KiB read on nvme0n1 under TCG (${ios} reads; ${programs:-one program per request}); $( [ "$nvme_progs" -gt 0 ] && echo "the $nvme_progs nvme programs $nvme_per ns more" || echo "no nvme programs attached"); $( [ -n "$td_runs" ] && echo "the task delay pair $td_per ns more (it ran $td_runs times since start)" || echo "no task delay programs attached")"
+echo "COST ${VMTEST_KERNEL_LINE:-custom} $per ns of BPF per 4 KiB read on nvme0n1 under TCG (${ios} reads; ${programs:-one program per request}); $( [ "$nvme_progs" -gt 0 ] && echo "the $nvme_progs nvme programs $nvme_per ns more" || echo "no nvme programs attached")"
 # The peer under the same reads, where installed (scripts/install-deps.sh
 # --bench): bcc's libbpf-tools biolatency, its programs' time from the
 # kernel's stats (on while it runs). Printed beside ours, not asserted.

@@ -1,7 +1,8 @@
 # vmtest-checks: 6
 # vmtest-kernels: 6.1 6.12
 # The delays iocost puts on a task of a cgroup in debt on its way back to
-# user space (task_delay: fentry/fexit on blkcg_maybe_throttle_current):
+# user space (task_delay, `--task-delays`: fentry/fexit on
+# blkcg_maybe_throttle_current, off by default):
 # between its I/Os, where no latency stage of its I/O sees them. Debt
 # comes from I/O iocost must let through at once: swap (REQ_SWAP). A
 # weight-100 cgroup (memory.max 32 MiB) walks 96 MiB of memory for 12 s,
@@ -26,7 +27,7 @@ D=$(dm_disk iow-swap)
 SW=/dev/$D
 [ -e $SW ] || mknod $SW b $(cut -d: -f1 /sys/block/$D/dev) $(cut -d: -f2 /sys/block/$D/dev)
 mkswap $SW >/dev/null && swapon $SW
-"$IOWARDEN_BIN" run --listen 127.0.0.1:9616 --interval 1s > $SCRATCH/iowarden-delay.log 2>&1 &
+"$IOWARDEN_BIN" run --listen 127.0.0.1:9616 --interval 1s --task-delays > $SCRATCH/iowarden-delay.log 2>&1 &
 IW=$!
 for _ in $(seq 600); do python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:9616/snapshot.json")' 2>/dev/null && break; sleep 0.2; done
 echo "default 100" > $CG/td-s/io.weight

@@ -55,6 +55,9 @@ pub struct BlockConfig {
     pub hwq: bool,
     /// Count inserted/issued per hardware queue: two more programs per request.
     pub hwq_events: bool,
+    /// Time the delays iocost and io.latency put on tasks (`--task-delays`):
+    /// a fentry/fexit pair on every return to user space with work pending.
+    pub task_delays: bool,
     /// Charge every read/write the linear iocost model's cost.
     pub cost: bool,
     /// The model for every device (`--cost-model`); None: each device's own
@@ -80,6 +83,7 @@ impl Default for BlockConfig {
             stage_histograms: true,
             hwq: true,
             hwq_events: false,
+            task_delays: false,
             cost: true,
             cost_model: None,
             cost_devices: Vec::new(),
@@ -257,7 +261,7 @@ impl BlockProbe {
             .open(open_object())
             .context("opening the BPF object")?;
         let held = held::plan(&btf);
-        let delays = delay::plan(&btf);
+        let delays = delay::plan(&btf, cfg.task_delays);
         Self::configure(&mut open, cfg, &btf, claims)?;
         let preclaimed = Self::preclaim_devices(&mut open, cfg)?;
         let mut probes =
