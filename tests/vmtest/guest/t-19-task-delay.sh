@@ -55,7 +55,11 @@ python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9616/s
 python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9616/metrics").read().decode())' > $SCRATCH/td-metrics.txt
 kill $IW; wait $IW 2>/dev/null || true
 iocost_off $MM
-swapoff $SW; dmsetup remove iow-swap
+swapoff $SW
+# The device can stay busy for a moment after swapoff (CI once saw EBUSY):
+# retry, so that no later script finds nvme0n1 held by it.
+for _ in $(seq 50); do dmsetup remove --retry iow-swap 2>/dev/null && break; sleep 0.2; done
+dmsetup info iow-swap >/dev/null 2>&1 && echo "  iow-swap still there after 50 tries" >&2
 python3 - $CG $SCRATCH $D $elapsed_us > $SCRATCH/delay-check 2>&1 <<'PY'
 import json, os, sys
 cg, scratch, swapdev, elapsed_us = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
