@@ -32,13 +32,41 @@ fn podman() -> Command {
     cmd
 }
 
-/// Removes the container and the test's image when the test ends.
-struct Cleanup;
+/// The cgroups podman's cgroupfs manager makes for its containers and
+/// conmon in every hierarchy (libpod_parent and below), deepest first.
+fn podman_cgroups() -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for h in std::fs::read_dir("/sys/fs/cgroup")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let parent = h.path().join("libpod_parent");
+        if let Ok(children) = std::fs::read_dir(&parent) {
+            out.extend(children.flatten().map(|c| c.path()).filter(|c| c.is_dir()));
+            out.push(parent);
+        }
+    }
+    out
+}
+
+/// Removes the container, the test's image and the podman cgroups that
+/// were not there before it when the test ends.
+struct Cleanup(Vec<std::path::PathBuf>);
+
+impl Cleanup {
+    fn new() -> Cleanup {
+        Cleanup(podman_cgroups())
+    }
+}
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
         let _ = podman().args(["rm", "-f", NAME]).output();
         let _ = podman().args(["rmi", "-f", TAG]).output();
+        for c in podman_cgroups().iter().filter(|c| !self.0.contains(c)) {
+            let _ = std::fs::remove_dir(c);
+        }
     }
 }
 
@@ -110,7 +138,7 @@ fn run_flags(pod: &Value, secret_dir: &str, state_dir: &str) -> Vec<String> {
 #[test]
 fn image_serves_metrics_with_the_daemonsets_privileges() {
     let out = tempfile::tempdir().unwrap();
-    let _cleanup = Cleanup;
+    let _cleanup = Cleanup::new();
     let _ = podman().args(["rm", "-f", NAME]).output();
     let built = succeed(
         Command::new(repo().join("scripts/image.sh"))
