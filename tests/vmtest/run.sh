@@ -85,8 +85,9 @@ mkdir -p "$CACHE"
 
 need=()
 # dmsetup, lvm2, mdadm: the bio-based volumes of t-17 (the guest runs the host's binaries).
+# dosfstools: t-18's vfat mount (a filesystem without cgroup writeback).
 # libseccomp-dev, libcap-ng-dev: to build virtiofsd (below).
-for p in qemu-system-x86 linux-image-amd64 busybox-static python3-venv fio kmod dmsetup lvm2 mdadm \
+for p in qemu-system-x86 linux-image-amd64 busybox-static python3-venv fio kmod dmsetup lvm2 mdadm dosfstools \
   libseccomp-dev libcap-ng-dev; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done

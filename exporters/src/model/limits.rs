@@ -82,6 +82,13 @@ pub enum LimitReason {
     V1BufferedWrites,
     /// io.max where blk-throttle's holds cannot be timed.
     HoldsNotTimed,
+    /// A write limit or weight on a disk with a mount whose filesystem
+    /// writes back buffered writes charged to the root (no cgroup
+    /// writeback).
+    WritebackToRoot,
+    /// A limit the kernel dropped when its device was re-created with
+    /// another number (seen by `run` before it went).
+    DeviceRecreated,
 }
 
 impl LimitReason {
@@ -98,6 +105,8 @@ impl LimitReason {
             LimitReason::IoElsewhere => "io_elsewhere",
             LimitReason::V1BufferedWrites => "v1_buffered_writes",
             LimitReason::HoldsNotTimed => "holds_not_timed",
+            LimitReason::WritebackToRoot => "writeback_to_root",
+            LimitReason::DeviceRecreated => "device_recreated",
         }
     }
 }
@@ -142,6 +151,8 @@ mod tests {
             LimitReason::IoElsewhere,
             LimitReason::V1BufferedWrites,
             LimitReason::HoldsNotTimed,
+            LimitReason::WritebackToRoot,
+            LimitReason::DeviceRecreated,
         ] {
             assert_eq!(serde_json::to_value(r).unwrap(), r.label());
         }

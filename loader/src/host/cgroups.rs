@@ -22,7 +22,7 @@ pub struct Hierarchy {
 }
 
 /// Unescape the octal escapes (`\040` for a space) mountinfo uses in paths.
-fn unescape_mount_path(s: &str) -> String {
+pub(crate) fn unescape_mount_path(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;

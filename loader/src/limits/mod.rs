@@ -4,8 +4,10 @@
 //! words a user can act on. Pure: read.rs gathers the configuration and
 //! the devices from the host, the snapshot gives the activity.
 
+pub mod lost;
 pub mod read;
 pub mod watch;
+pub mod writeback;
 
 use std::collections::BTreeMap;
 
@@ -18,12 +20,18 @@ pub struct DeviceFacts {
     /// "MAJ:MIN", as the knobs name it.
     pub devnum: String,
     pub name: String,
+    /// The name that outlives its number: a device-mapper volume's dm
+    /// name (LVM's vg-lv), else the kernel's name.
+    pub known_as: String,
     /// The active I/O scheduler ("none", "mq-deadline", "bfq", ...; "" for
     /// a bio-based volume).
     pub scheduler: String,
     /// iocost on this device: None when io.cost.qos does not list it,
     /// Some(enabled) when it does.
     pub iocost: Option<bool>,
+    /// Writable mounts on it, on a partition of it or on a volume above
+    /// it whose buffered writes are written back charged to the root.
+    pub root_writeback: Vec<writeback::RootWriteback>,
 }
 
 /// What a cgroup did on a device over the window.
@@ -225,10 +233,43 @@ fn missing_policy(knob: &str, d: &DeviceFacts) -> Option<(LimitReason, String)> 
     }
 }
 
+/// Whether knob `k` limits writes: an io.max write limit, or a weight.
+fn limits_writes(k: &LimitKnob) -> bool {
+    match k.knob.as_str() {
+        "io.max" => k
+            .value
+            .split_whitespace()
+            .any(|f| (f.starts_with("wbps=") || f.starts_with("wiops=")) && !f.ends_with("=max")),
+        "io.weight" | "io.bfq.weight" => true,
+        _ => false,
+    }
+}
+
+/// On cgroup v2, why buffered writes through a mount on `d` escape `k`;
+/// None when no such mount exists (v1 has its own reason).
+fn escaping_writeback(k: &LimitKnob, d: &DeviceFacts, v1: bool) -> Option<String> {
+    if v1 || d.root_writeback.is_empty() || !limits_writes(k) {
+        return None;
+    }
+    let mounts: Vec<String> = d.root_writeback.iter().map(|m| m.describe()).collect();
+    Some(format!(
+        "buffered writes through {} on {} escape it: that filesystem has no cgroup writeback, \
+         so the flusher writes them back charged to the root cgroup; only direct writes are \
+         limited",
+        mounts.join(", "),
+        d.name
+    ))
+}
+
 /// A knob on a device that exists.
 fn judge_on(k: &LimitKnob, d: &DeviceFacts, ev: &Evidence) -> LimitVerdict {
     if let Some((reason, why)) = missing_policy(&k.knob, d) {
         return verdict(k, &d.name, (NOT_IN_EFFECT, reason), why);
+    }
+    // Before the activity: buffered writes that escape show as no I/O.
+    if let Some(why) = escaping_writeback(k, d, ev.cgroup_v1) {
+        let judged = (LimitState::InEffect, LimitReason::WritebackToRoot);
+        return verdict(k, &d.name, judged, why);
     }
     let here = ev
         .activity

@@ -2,8 +2,9 @@
 //! or blkio on v1), and the devices' schedulers and iocost state.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use super::writeback::{root_writeback_mounts, RootWriteback};
 use super::{DeviceFacts, LimitKnob};
 use crate::bench::knob::parse_scheduler_list;
 use crate::host::devices::list_block_devices;
@@ -119,20 +120,79 @@ fn scheduler(name: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Every whole disk with its scheduler and iocost state (io.cost.qos of
-/// the v2 root, if any).
+/// The whole disk a sysfs block directory is: a partition's parent, or
+/// itself.
+fn whole_disk(dir: &Path) -> Option<String> {
+    let disk = if dir.join("partition").exists() {
+        dir.parent()?
+    } else {
+        dir
+    };
+    Some(disk.file_name()?.to_string_lossy().into_owned())
+}
+
+/// The whole disks the device `devnum` ("MAJ:MIN") sits on, itself
+/// included: a partition's disk, and every disk below a dm or md volume.
+fn disks_under(devnum: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let first = std::fs::canonicalize(format!("/sys/dev/block/{devnum}")).ok();
+    let mut todo: Vec<PathBuf> = first.into_iter().collect();
+    while let Some(dir) = todo.pop() {
+        let Some(disk) = whole_disk(&dir) else {
+            continue;
+        };
+        if out.contains(&disk) {
+            continue;
+        }
+        if let Ok(rd) = std::fs::read_dir(format!("/sys/block/{disk}/slaves")) {
+            todo.extend(
+                rd.flatten()
+                    .filter_map(|e| std::fs::canonicalize(e.path()).ok()),
+            );
+        }
+        out.push(disk);
+    }
+    out
+}
+
+/// The mount table of the host's first process (hostPID in a pod), or
+/// this process's.
+fn host_mountinfo() -> String {
+    std::fs::read_to_string("/proc/1/mountinfo")
+        .or_else(|_| std::fs::read_to_string("/proc/self/mountinfo"))
+        .unwrap_or_default()
+}
+
+/// Each disk's mounts (on it, a partition or a volume above) whose
+/// buffered writes are written back charged to the root.
+fn root_writeback_by_disk() -> HashMap<String, Vec<RootWriteback>> {
+    let mut by_disk: HashMap<String, Vec<RootWriteback>> = HashMap::new();
+    for m in root_writeback_mounts(&host_mountinfo()) {
+        for disk in disks_under(&m.devnum) {
+            by_disk.entry(disk).or_default().push(m.clone());
+        }
+    }
+    by_disk
+}
+
+/// Every whole disk with its scheduler, iocost state (io.cost.qos of the
+/// v2 root, if any) and mounts without cgroup writeback.
 pub fn devices(cgroup2_root: Option<&Path>) -> Vec<DeviceFacts> {
     let qos: HashMap<String, String> = cgroup2_root
         .map(|r| crate::probes::iocost::read_root_knob(r, "io.cost.qos"))
         .unwrap_or_default();
+    let mut root_writeback = root_writeback_by_disk();
     list_block_devices()
         .into_iter()
         .map(|(name, ma, mi)| {
             let devnum = format!("{ma}:{mi}");
             let iocost = qos.get(&devnum).map(|l| l.contains("enable=1"));
+            let dm_name = std::fs::read_to_string(format!("/sys/block/{name}/dm/name"));
             DeviceFacts {
                 scheduler: scheduler(&name),
+                known_as: dm_name.map_or_else(|_| name.clone(), |n| n.trim().to_string()),
                 devnum,
+                root_writeback: root_writeback.remove(&name).unwrap_or_default(),
                 name,
                 iocost,
             }

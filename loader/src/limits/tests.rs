@@ -4,8 +4,10 @@ fn dev(name: &str, devnum: &str, scheduler: &str, iocost: Option<bool>) -> Devic
     DeviceFacts {
         devnum: devnum.into(),
         name: name.into(),
+        known_as: name.into(),
         scheduler: scheduler.into(),
         iocost,
+        root_writeback: Vec::new(),
     }
 }
 
@@ -172,6 +174,45 @@ fn cgroup_v1_write_limits_say_buffered_writes_escape_them() {
     assert_eq!(v.state, LimitState::InEffect);
     assert_eq!(v.reason, LimitReason::V1BufferedWrites, "{v:?}");
     assert!(v.why.contains("buffered writes"), "{}", v.why);
+}
+
+fn with_vfat(mut ev: Evidence) -> Evidence {
+    ev.devices[0].root_writeback = vec![super::writeback::RootWriteback {
+        devnum: "253:3".into(),
+        fstype: "vfat".into(),
+        mount_point: "/mnt/usb".into(),
+    }];
+    ev
+}
+
+#[test]
+fn write_limits_under_a_mount_without_cgroup_writeback_say_buffered_writes_escape() {
+    // No I/O charged to the cgroup: what its escaped buffered writes look
+    // like, so the verdict must not say idle.
+    let ev = with_vfat(evidence(&[]));
+    let mut k = knob("/a", "io.max", Some("259:0"));
+    k.value = "rbps=max wbps=1048576 riops=max wiops=max".into();
+    let v = one(&k, &ev);
+    assert_eq!(v.state, LimitState::InEffect, "{v:?}");
+    assert_eq!(v.reason, LimitReason::WritebackToRoot, "{v:?}");
+    assert!(v.why.contains("/mnt/usb (vfat) on nvme0n1"), "{}", v.why);
+    let mut w = knob("/a", "io.weight", None);
+    w.value = "default 50".into();
+    let mut ev = with_vfat(evidence(&[("/a", "nvme0n1", 10, 0.0, 0.0)]));
+    ev.devices[0].iocost = Some(true);
+    assert_eq!(one(&w, &ev).reason, LimitReason::WritebackToRoot);
+}
+
+#[test]
+fn read_limits_and_other_disks_are_not_told_about_writeback() {
+    let ev = with_vfat(evidence(&[("/a", "nvme0n1", 10, 0.0, 0.0)]));
+    let mut k = knob("/a", "io.max", Some("259:0"));
+    k.value = "rbps=max wbps=max riops=200 wiops=max".into();
+    assert_eq!(one(&k, &ev).reason, LimitReason::NoneHeld);
+    k.devnum = Some("8:0".into());
+    k.value = "wbps=1048576".into();
+    let ev = with_vfat(evidence(&[("/a", "sda", 10, 0.0, 0.0)]));
+    assert_eq!(one(&k, &ev).reason, LimitReason::NoneHeld);
 }
 
 #[test]

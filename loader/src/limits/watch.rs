@@ -1,7 +1,8 @@
 //! `iowarden run`'s judge of the limits: once a window, every knob set on
 //! the host judged against the I/O measured since the last judgement (the
 //! first at the first poll); the verdicts go with every snapshot until the
-//! next (iowarden_limit_state, /snapshot.json). The hierarchy is read in a
+//! next (iowarden_limit_state, /snapshot.json), with the limits the kernel
+//! dropped with their device since (lost.rs). The hierarchy is read in a
 //! thread of its own: at thousands of cgroups a walk takes longer than a
 //! poll interval (2,000 v1 cgroups: ~0.5 s on a 2-core VM).
 
@@ -11,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use iowarden_exporters::{LimitVerdict, Snapshot};
 
+use super::lost::{lost_knobs, SeenKnob};
 use super::{activity_of, activity_since, judge_all, read, ActivityMap, Evidence};
 use crate::host::cgroups::{io_hierarchy, parse_mountinfo};
 
@@ -21,9 +23,11 @@ pub struct LimitsWatch {
     window: Duration,
     /// When the last judgement was made, and the cumulative activity then.
     last: Option<(Instant, ActivityMap)>,
-    /// The judgement under way.
-    judging: Option<JoinHandle<Vec<LimitVerdict>>>,
+    /// The judgement under way: its verdicts and the knobs it saw.
+    judging: Option<JoinHandle<(Vec<LimitVerdict>, Vec<SeenKnob>)>>,
     verdicts: Vec<LimitVerdict>,
+    /// Per-device knobs seen so far (see lost.rs).
+    seen: Vec<SeenKnob>,
 }
 
 impl LimitsWatch {
@@ -42,6 +46,7 @@ impl LimitsWatch {
             last: None,
             judging: None,
             verdicts: Vec::new(),
+            seen: Vec::new(),
         })
     }
 
@@ -50,8 +55,9 @@ impl LimitsWatch {
     /// puts the latest in `snap` (a cumulative snapshot).
     pub fn attach(&mut self, snap: &mut Snapshot) {
         if self.judging.as_ref().is_some_and(JoinHandle::is_finished) {
-            if let Ok(v) = self.judging.take().unwrap().join() {
-                self.verdicts = v;
+            if let Ok((verdicts, seen)) = self.judging.take().unwrap().join() {
+                self.verdicts = verdicts;
+                self.seen = seen;
             }
         }
         let due = self
@@ -65,11 +71,16 @@ impl LimitsWatch {
                 None => now.clone(),
             };
             let probes = snap.probes.clone();
-            let (root, v2) = (self.root.clone(), self.v2);
+            let (root, v2, seen) = (self.root.clone(), self.v2, self.seen.clone());
             self.judging = Some(std::thread::spawn(move || {
                 let v2_root = v2.then_some(root.as_path());
+                let knobs = read::configured(&root, "/", !v2);
                 let ev = Evidence::new(&probes, window, read::devices(v2_root), !v2);
-                judge_all(&read::configured(&root, "/", !v2), &ev)
+                let cgroup_exists = |c: &str| root.join(c.trim_start_matches('/')).is_dir();
+                let lost = lost_knobs(&seen, &knobs, &ev.devices, cgroup_exists);
+                let mut verdicts = judge_all(&knobs, &ev);
+                verdicts.extend(lost.verdicts);
+                (verdicts, lost.seen)
             }));
             self.last = Some((Instant::now(), now));
         }

@@ -1,4 +1,4 @@
-# vmtest-checks: 8
+# vmtest-checks: 12
 # vmtest-kernels: 6.1 6.12
 # `iowarden limits`: every io knob set on the cgroups, judged over its
 # window while each cgroup reads. Each verdict is one a user meets: io.max
@@ -12,10 +12,16 @@
 # reason). A cgroup path that does not exist is refused before anything.
 # `iowarden run` (4 s windows) exports the same verdicts as
 # iowarden_limit_state{state, reason} while the first window is judged.
+# Two more a user meets on a volume: a write limit on a disk that carries
+# a vfat mount, whose buffered writes the flusher writes back charged to
+# the root (io.stat shows the escape; the same limit under ext4 is
+# charged), and limits the kernel dropped when their dm volume was
+# re-created with another number, or removed (`run` remembers them).
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 MM=$(cat /sys/block/$DEV/dev)
 echo +io > $CG/cgroup.subtree_control
+echo +memory > $CG/cgroup.subtree_control   # cgroup writeback needs memory and io
 modprobe dm-mod; modprobe bfq 2>/dev/null
 dmsetup create --noudevsync iow-limlin --table "0 131072 linear /dev/$DEV 2097152"
 LIN_DISK=$(dm_disk iow-limlin); LIN=$(cat /sys/block/$LIN_DISK/dev)
@@ -98,4 +104,67 @@ ok "limits: iowarden run exports each verdict as iowarden_limit_state{state, rea
 ok "limits: a cgroup that does not exist is refused with its name" "[ $bad_rc -ne 0 ] && grep -q \"no cgroup '/no-such-cgroup'\" $SCRATCH/limits-bad.out"
 kill $S; wait $S 2>/dev/null
 dmsetup remove --noudevsync iow-limlin
-rmdir $CG/lm-max $CG/lm-idle $CG/lm-w $CG/lm-bfq $CG/lm-dm $CG/lm-p/lm-c $CG/lm-p 2>/dev/null || true
+
+# Buffered writes through vfat escape a write limit on the disk beneath;
+# through ext4 they are charged. 16 MiB written, then sync(1): the flusher
+# writes the pages back.
+modprobe vfat 2>/dev/null
+dmsetup create --noudevsync iow-vfat --table "0 131072 linear /dev/$DEV 3670016"
+dmsetup create --noudevsync iow-ext4 --table "0 131072 linear /dev/$DEV 3801088"
+VFAT_DISK=$(dm_disk iow-vfat); EXT4_DISK=$(dm_disk iow-ext4); EXT4=$(cat /sys/block/$EXT4_DISK/dev)
+mkfs.vfat /dev/mapper/iow-vfat > /dev/null; mkfs.ext4 -q -F /dev/mapper/iow-ext4
+mkdir -p $SCRATCH/vfat $SCRATCH/ext4 $CG/lm-vfat $CG/lm-ext4
+mount /dev/mapper/iow-vfat $SCRATCH/vfat; mount /dev/mapper/iow-ext4 $SCRATCH/ext4
+echo "$MM wbps=1048576" > $CG/lm-vfat/io.max
+echo "$EXT4 wbps=104857600" > $CG/lm-ext4/io.max
+for fs in vfat ext4; do
+  bash -c "echo \$\$ > $CG/lm-$fs/cgroup.procs; exec dd if=/dev/zero of=$SCRATCH/$fs/f bs=1M count=16 status=none"
+done
+sync
+cp $CG/lm-vfat/io.stat $SCRATCH/io.stat-vfat; cp $CG/lm-ext4/io.stat $SCRATCH/io.stat-ext4
+"$IOWARDEN_BIN" limits --json > $SCRATCH/limits-3.json 2> $SCRATCH/limits-3.log
+umount $SCRATCH/vfat $SCRATCH/ext4
+
+# Limits dropped with their device: iow-lost is re-created with another
+# number (iow-fill takes its old one), iow-gone is removed.
+lost_dev() { dmsetup create --noudevsync iow-$1 --table "0 16384 linear /dev/$DEV $2"; cat /sys/block/$(dm_disk iow-$1)/dev; }
+mkdir -p $CG/lm-lost $CG/lm-gone
+LOST=$(lost_dev lost 3932160); GONE=$(lost_dev gone 3948544)
+echo "$LOST riops=300" > $CG/lm-lost/io.max; echo "$GONE wiops=300" > $CG/lm-gone/io.max
+"$IOWARDEN_BIN" run --listen 127.0.0.1:9618 --interval 1s --limits-window 2s > $SCRATCH/limits-run2.log 2>&1 & R=$!
+state() { curl -sf http://127.0.0.1:9618/metrics | grep "^iowarden_limit_state{cgroup=\"$1\"" > $SCRATCH/state-${1#/}; grep -q "$2" $SCRATCH/state-${1#/}; }
+seen=0; for _ in $(seq 100); do state /lm-lost 'reason="no_io"' && state /lm-gone 'reason="no_io"' && { seen=1; break; }; sleep 0.2; done
+dmsetup remove --noudevsync iow-lost; dmsetup remove --noudevsync iow-gone
+dmsetup create --noudevsync iow-fill --table "0 16384 linear /dev/$DEV 3932160"
+NEW=$(lost_dev lost 3932160); NEW_DISK=$(dm_disk iow-lost)
+lost=0; for _ in $(seq 100); do state /lm-lost 'reason="device_recreated"' && state /lm-gone 'reason="no_device"' && { lost=1; break; }; sleep 0.2; done
+kill $R; wait $R 2>/dev/null
+sed "s/^/  /" $SCRATCH/state-lm-lost $SCRATCH/state-lm-gone; echo "  iow-lost: $LOST -> $NEW ($NEW_DISK); seen before: $seen"
+python3 - $SCRATCH $VFAT_DISK $EXT4_DISK $MM $EXT4 > $SCRATCH/limits-check2 2>&1 <<'PY'
+import json, sys
+scratch, vfat_disk, ext4_disk, mm, ext4 = sys.argv[1:6]
+def wbytes(fs, dev):
+    for l in open(f"{scratch}/io.stat-{fs}"):
+        if l.startswith(dev + " "):
+            return int(l.split("wbytes=")[1].split()[0])
+    return 0
+vs = json.load(open(f"{scratch}/limits-3.json"))
+def find(cgroup, device):
+    m = [v for v in vs if v["cgroup"] == cgroup and v["knob"] == "io.max" and v["device"] == device]
+    return m[0] if m else {"state": None, "reason": None, "why": "(no verdict)"}
+v, e = find("/lm-vfat", "nvme0n1"), find("/lm-ext4", ext4_disk)
+print("  vfat:", v, "charged", wbytes("vfat", mm), "B on nvme0n1")
+print("  ext4:", e, "charged", wbytes("ext4", ext4), "B on", ext4_disk)
+good = v["reason"] == "writeback_to_root" and "(vfat)" in v["why"] and wbytes("vfat", mm) < 1 << 20
+print(("OK" if good else "BAD"), "vfat-escapes")
+good = e["reason"] not in (None, "writeback_to_root") and wbytes("ext4", ext4) >= 16 << 20
+print(("OK" if good else "BAD"), "ext4-charged")
+PY
+cat $SCRATCH/limits-check2
+ok "limits: a write limit under a vfat mount says buffered writes escape it to the root (io.stat: not charged)" "grep -q '^OK vfat-escapes' $SCRATCH/limits-check2"
+ok "limits: the same write limit under ext4 is charged, and not said to escape" "grep -q '^OK ext4-charged' $SCRATCH/limits-check2"
+ok "limits: run names a limit dropped with its re-created dm volume, on its new disk" "[ $seen = 1 ] && [ $lost = 1 ] && grep -q 'device=\"$NEW_DISK\".*reason=\"device_recreated\"' $SCRATCH/state-lm-lost"
+ok "limits: run names a limit dropped with its removed dm volume" "[ $lost = 1 ] && grep -q 'device=\"iow-gone\".*reason=\"no_device\"' $SCRATCH/state-lm-gone"
+dmsetup remove --noudevsync iow-lost; dmsetup remove --noudevsync iow-fill
+dmsetup remove --noudevsync iow-vfat; dmsetup remove --noudevsync iow-ext4
+rmdir $CG/lm-max $CG/lm-idle $CG/lm-w $CG/lm-bfq $CG/lm-dm $CG/lm-p/lm-c $CG/lm-p $CG/lm-vfat $CG/lm-ext4 $CG/lm-lost $CG/lm-gone 2>/dev/null || true
