@@ -1,4 +1,4 @@
-# vmtest-checks: 11
+# vmtest-checks: 13
 # vmtest-kernels: 6.1 6.12
 # The throttle stage: what a cgroup's reads wait for, from the bio's
 # submission, when its own io.max or iocost holds them before a request
@@ -12,7 +12,10 @@
 # equal fio's latency, mean and p99, within 10 % or 0.5 ms, whichever is
 # larger (p99: or fio's inside iowarden's p99 bucket, the histogram's
 # resolution); under io.max the time io.max held the I/O is most of it,
-# under iocost the throttle stage is, and no io.max hold is counted. The
+# under iocost the throttle stage is, and no io.max hold is counted. Under
+# wbt (a writer's fdatasync beside buffered writeback and a reader, below)
+# the throttle stage holds wbt's wait, and fio's mean exceeds iowarden's
+# total by the floor measured without wbt under the same load. The
 # exporter runs the default counters plus `throttle`, whose series per
 # cgroup equals the snapshot's throttle stage. (io.latency: Debian's
 # kernels are built without it; t-19 times the delays iocost puts on
@@ -21,7 +24,8 @@
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 MM=$(cat /sys/block/$DEV/dev)
 echo +io > $CG/cgroup.subtree_control
-mkdir -p $CG/th-f $CG/th-m $CG/th-w $CG/th-v $CG/th-h
+echo +memory > $CG/cgroup.subtree_control   # cgroup writeback needs memory and io
+mkdir -p $CG/th-f $CG/th-m $CG/th-w $CG/th-v $CG/th-h $CG/th-b0 $CG/th-b $CG/th-bh $CG/th-br
 "$IOWARDEN_BIN" run --listen 127.0.0.1:9616 --interval 1s --device $DEV --io-counters requests,bytes,device,held-io-max,throttle > $SCRATCH/iowarden-throttle.log 2>&1 &
 IW=$!
 for _ in $(seq 600); do python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:9616/snapshot.json")' 2>/dev/null && break; sleep 0.2; done
@@ -48,6 +52,45 @@ sleep 2
 reader th-v 200 512M
 kill $H; wait $H 2>/dev/null
 iocost_off $MM
+# wbt: a writer's fdatasync (4 KiB buffered writes, each written back by
+# its own task at once) beside a hog's buffered sequential writes, which
+# the flusher writes back, and a QD1 reader whose latency is above wbt's
+# 1 µs target (in every window: at 100 µs an emulated read now and then
+# came in below it and wbt scaled back up), so wbt scales the writes in
+# flight down to one. The
+# writer runs twice under the same load: with wbt off (th-b0: the floor
+# of this setup, fio's fdatasync path and its wake-ups beside two busy
+# processes, printed) and on (th-b). Each writer on a dm volume of its
+# own (one bdev inode per cgroup: its writeback is charged to it);
+# write-through, so fdatasync issues no flush. wbt is re-enabled by
+# writing its target (iocost disabled it). The hog and the reader run at
+# nice 19: on two vCPUs the writer's wake-ups would otherwise wait.
+WC=$(cat /sys/block/$DEV/queue/write_cache); WBT=$(cat /sys/block/$DEV/queue/wbt_lat_usec)
+echo "write through" > /sys/block/$DEV/queue/write_cache
+DBB=$(cat /proc/sys/vm/dirty_background_bytes); DB=$(cat /proc/sys/vm/dirty_bytes)
+echo 4194304 > /proc/sys/vm/dirty_background_bytes; echo 16777216 > /proc/sys/vm/dirty_bytes
+modprobe dm-mod
+dmsetup create --noudevsync iow-wbt-w0 --table "0 65536 linear /dev/$DEV 3604480"
+dmsetup create --noudevsync iow-wbt-w --table "0 65536 linear /dev/$DEV 3670016"
+dmsetup create --noudevsync iow-wbt-h --table "0 262144 linear /dev/$DEV 3735552"
+bash -c "echo \$\$ > $CG/th-bh/cgroup.procs; exec nice -n 19 fio --name=wbhog --filename=/dev/mapper/iow-wbt-h --direct=0 --ioengine=psync --rw=write --bs=1M \
+  --size=128M --time_based --runtime=60 --output=/dev/null" & H=$!
+bash -c "echo \$\$ > $CG/th-br/cgroup.procs; exec nice -n 19 fio --name=wbreader --filename=/dev/$DEV --direct=1 --ioengine=psync --rw=randread --bs=4k \
+  --offset=0 --size=256M --time_based --runtime=60 --output=/dev/null" & RD=$!
+wbt_writer() { # cgroup volume
+  bash -c "echo \$\$ > $CG/$1/cgroup.procs; exec fio --name=$1 --filename=/dev/mapper/$2 --direct=0 --ioengine=psync --rw=randwrite \
+    --bs=4k --fdatasync=1 --number_ios=300 --size=32M --lat_percentiles=1 --output-format=json --output=$SCRATCH/fio-$1.json"
+}
+echo 0 > /sys/block/$DEV/queue/wbt_lat_usec
+sleep 2
+wbt_writer th-b0 iow-wbt-w0
+echo 1 > /sys/block/$DEV/queue/wbt_lat_usec
+sleep 2
+wbt_writer th-b iow-wbt-w
+kill $H $RD; wait $H $RD 2>/dev/null
+sync; dmsetup remove --noudevsync iow-wbt-w0; dmsetup remove --noudevsync iow-wbt-w; dmsetup remove --noudevsync iow-wbt-h
+echo "$WC" > /sys/block/$DEV/queue/write_cache; echo "$WBT" > /sys/block/$DEV/queue/wbt_lat_usec
+echo "$DBB" > /proc/sys/vm/dirty_background_bytes; echo "$DB" > /proc/sys/vm/dirty_bytes
 sleep 2.5   # a poll after the last completions
 python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9616/snapshot.json").read().decode())' > $SCRATCH/th-snap.json
 python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9616/metrics").read().decode())' > $SCRATCH/th-metrics.txt
@@ -65,7 +108,7 @@ def quantile(counts, q):
             return lower[i] + (hi - lower[i]) * (rank - seen) / c, (lower[i], hi)
         seen += c
     return None, None
-OP = {"th-w": "write"}
+OP = {"th-w": "write", "th-b0": "write", "th-b": "write"}
 def ours(name):
     cid = os.stat(f"{cg}/{name}").st_ino
     op = OP.get(name, "read")
@@ -73,12 +116,14 @@ def ours(name):
     assert len(s) == 1, f"{name}: {len(s)} {op} series"
     return s[0]
 def fio(name):
-    lat = json.load(open(f"{scratch}/fio-{name}.json"))["jobs"][0][OP.get(name, "read")]["lat_ns"]
+    # th-b*: the fdatasync, which writes the page back and waits for it.
+    job = json.load(open(f"{scratch}/fio-{name}.json"))["jobs"][0]
+    lat = job["sync"]["lat_ns"] if name.startswith("th-b") else job[OP.get(name, "read")]["lat_ns"]
     return lat["mean"] / 1e9, lat["percentile"]["99.000000"] / 1e9
 near = lambda a, b: abs(a - b) <= max(0.1 * b, 0.0005)
 ms = lambda v: f"{v * 1e3:.3f} ms"
 res = {}
-for name in ("th-f", "th-m", "th-w", "th-v"):
+for name in ("th-f", "th-m", "th-w", "th-v", "th-b0", "th-b"):
     s = ours(name); t = s["latency"]["total"]; n = sum(t["counts"])
     mean = t["sum_seconds"] / max(n, 1); p99, bucket = quantile(t["counts"], 0.99)
     fmean, fp99 = fio(name)
@@ -101,6 +146,15 @@ mean, _, _, fmean, _, held, iomax, _ = res["th-w"]
 print(("OK" if iomax >= 0.6 * fmean and held >= iomax else "BAD"), "io.max wbps held", f"{ms(iomax)} of fio's {ms(fmean)}")
 mean, _, _, fmean, _, held, iomax, _ = res["th-v"]
 print(("OK" if held >= 0.5 * fmean and iomax == 0 else "BAD"), "iocost held", f"{ms(held)} of fio's {ms(fmean)}, io.max {ms(iomax)}")
+# wbt: the throttle stage holds what wbt added; fio's fdatasync exceeds
+# iowarden's total by the same floor with wbt as without (the writer's own
+# path and wake-ups beside the load), within 10 % or 0.5 ms.
+b0, b = res["th-b0"], res["th-b"]
+floor_b0, floor_b = b0[3] - b0[0], b[3] - b[0]
+print(f"wbt floor: fio's fdatasync less iowarden's total: {ms(floor_b0)} without wbt, {ms(floor_b)} with (p99: fio {ms(b[4])}, iowarden {ms(b[1])})")
+print(("OK" if b[7] >= 200 and abs(floor_b - floor_b0) <= max(0.1 * b[3], 0.0005) else "BAD"), "wbt latency", f"fio {ms(b[3])} = iowarden {ms(b[0])} + {ms(floor_b)}; floor without wbt {ms(floor_b0)}")
+# (6.1 and 6.12 on 2026-11-28: 63-64 % held; without wbt 0-1 %.)
+print(("OK" if b[5] >= 0.3 * b[0] and b0[5] <= 0.2 * b[5] and b[6] == 0 else "BAD"), "wbt held", f"{ms(b[5])} of iowarden's {ms(b[0])} (without wbt {ms(b0[5])}), io.max {ms(b[6])}")
 exported = {}
 for line in open(f"{scratch}/th-metrics.txt"):
     if line.startswith("iowarden_io_throttle_seconds_total{") and 'device="nvme0n1"' in line:
@@ -120,10 +174,12 @@ ok "throttle: io.max wbps: iowarden's total equals fio's write latency (mean, p9
 ok "throttle: io.max wbps held the writes for most of their latency" "grep -q '^OK io.max wbps held' $SCRATCH/throttle-check"
 ok "throttle: iocost: iowarden's total equals fio's latency (mean, p99)" "grep -q '^OK latency th-v' $SCRATCH/throttle-check"
 ok "throttle: iocost held the reads (throttle stage), no io.max hold counted" "grep -q '^OK iocost held' $SCRATCH/throttle-check"
+ok "throttle: wbt: fio's fdatasync exceeds iowarden's total by the floor measured without wbt under the same load" "grep -q '^OK wbt latency' $SCRATCH/throttle-check"
+ok "throttle: wbt held the fdatasync writes for a large part (≥ 30 %) of their block-layer time (throttle stage), not without wbt" "grep -q '^OK wbt held' $SCRATCH/throttle-check"
 ok "throttle: the blk-throttle program attached (no inactive status)" "! grep -q 'throtl_held inactive' $SCRATCH/iowarden-throttle.log"
 ok "throttle: the throttle stage is measured (no inactive status)" "python3 -c 'import json,sys; s=json.load(open(\"$SCRATCH/th-snap.json\")); sys.exit(any(p[\"name\"]==\"throttle_stage\" and not p[\"active\"] for p in s[\"probes\"]))'"
 ok "throttle: iowarden_io_throttle_seconds_total (--io-counters ...,throttle) equals each cgroup's throttle stage" "grep -q '^OK throttle counter' $SCRATCH/throttle-check"
 held_cgroups=$(grep '^iowarden_io_held_io_max_seconds_total{' $SCRATCH/th-metrics.txt | grep -o 'cgroup="[^"]*"' | sort -u | tr '\n' ' ')
 echo "  io.max holds in /metrics: ${held_cgroups:-none}"
 ok "throttle: /metrics names the io.max holds of /th-m and /th-w, and of no other cgroup" "[ '$held_cgroups' = 'cgroup=\"/th-m\" cgroup=\"/th-w\" ' ]"
-rmdir $CG/th-f $CG/th-m $CG/th-w $CG/th-v $CG/th-h 2>/dev/null || true
+rmdir $CG/th-f $CG/th-m $CG/th-w $CG/th-v $CG/th-h $CG/th-b0 $CG/th-b $CG/th-bh $CG/th-br 2>/dev/null || true
