@@ -74,7 +74,7 @@ int BPF_PROG(task_delay_begin)
 	if (!disk)
 		return 0;
 	/* Read through probes: disk is no typed pointer here. */
-	s.devt = ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
+	s.devt = make_devt(BPF_CORE_READ(disk, major), BPF_CORE_READ(disk, first_minor));
 	if (filter_devt && s.devt != filter_devt)
 		return 0;
 	s.cgroup_id = task_io_cgroup(t);

@@ -33,12 +33,18 @@ static __always_inline struct gendisk *bio_disk(struct bio *bio)
 	return ((struct bio___old_disk *)bio)->bi_disk;
 }
 
-/* The kernel's dev_t of a whole disk (major << 20 | minor); 0 without one. */
+/* The kernel's dev_t (MKDEV: major << 20 | minor). */
+static __always_inline __u32 make_devt(__u32 major, __u32 minor)
+{
+	return (major << 20) | minor;
+}
+
+/* The kernel's dev_t of a whole disk; 0 without one. */
 static __always_inline __u32 disk_devt(struct gendisk *disk)
 {
 	if (!disk)
 		return 0;
-	return ((__u32)disk->major << 20) | (__u32)disk->first_minor;
+	return make_devt(disk->major, disk->first_minor);
 }
 
 static __always_inline __u32 rq_devt(struct request *rq)

@@ -27,7 +27,7 @@ D=$(dm_disk iow-swap)
 SW=/dev/$D
 [ -e $SW ] || mknod $SW b $(cut -d: -f1 /sys/block/$D/dev) $(cut -d: -f2 /sys/block/$D/dev)
 mkswap $SW >/dev/null && swapon $SW
-"$IOWARDEN_BIN" run --listen 127.0.0.1:9616 --interval 1s --task-delays > $SCRATCH/iowarden-delay.log 2>&1 &
+"$IOWARDEN_BIN" run --listen 127.0.0.1:9616 --interval 1s --task-delays --bpf-stats > $SCRATCH/iowarden-delay.log 2>&1 &
 IW=$!
 for _ in $(seq 600); do python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:9616/snapshot.json")' 2>/dev/null && break; sleep 0.2; done
 echo "default 100" > $CG/td-s/io.weight
@@ -54,6 +54,19 @@ sleep 2.5   # a poll after the swapper's last delay
 python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9616/snapshot.json").read().decode())' > $SCRATCH/td-snap.json
 python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9616/metrics").read().decode())' > $SCRATCH/td-metrics.txt
 kill $IW; wait $IW 2>/dev/null || true
+# What the pair cost per call here (printed: TCG's times; the figure is the
+# ratio to the block program, which ran beside it on every request).
+python3 - $SCRATCH/td-metrics.txt <<'PY'
+import re, sys
+run, sec = {}, {}
+for l in open(sys.argv[1]):
+    m = re.match(r'iowarden_bpf_program_(runs|run_seconds)_total\{program="([^"]+)"\} (\S+)', l)
+    if m:
+        (run if m[1] == "runs" else sec)[m[2]] = float(m[3])
+for p in sorted(run):
+    if p.startswith("task_delay") or p.startswith("block_rq_complete") or p == "rq_complete":
+        print(f"  cost: {p}: {int(run[p])} runs, {sec.get(p, 0) * 1e9 / max(run[p], 1):.0f} ns per run")
+PY
 iocost_off $MM
 swapoff $SW
 # The device can stay busy for a moment after swapoff (CI once saw EBUSY):
