@@ -261,7 +261,7 @@ mod tests {
             series(1, "loop0", 10, 1.0),
             series(2, "loop0", 5, 0.5),
         ]));
-        let text = crate::encode_openmetrics(
+        let text = crate::openmetrics::encode_openmetrics(
             &out.clone().into(),
             &Default::default(),
             &Default::default(),

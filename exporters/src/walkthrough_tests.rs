@@ -29,9 +29,9 @@ fn at(seconds: f64, walkthrough: u64) -> Snapshot {
 #[test]
 fn a_counter_added_as_the_readme_says_reaches_every_encoding() {
     let (earlier, later) = (at(10.0, 5), at(12.0, 12));
-    let json = crate::encode_json(&later);
+    let json = crate::json::encode_json(&later);
     assert!(json.contains(r#""walkthrough":12"#), "{json}");
-    assert_eq!(crate::decode_json(&json).unwrap(), later);
+    assert_eq!(crate::json::decode_json(&json).unwrap(), later);
     let delta = later.delta_since(&earlier);
     assert_eq!(delta.kernel_diskstats[0].walkthrough, 7);
 

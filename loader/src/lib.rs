@@ -69,6 +69,8 @@ pub mod duration;
 pub mod exposition;
 pub mod host;
 pub mod knobs;
+#[cfg(test)]
+mod layers;
 pub mod limits;
 pub mod monitor;
 pub mod probes;

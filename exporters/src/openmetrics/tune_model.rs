@@ -84,8 +84,8 @@ fn encode_fit(enc: &mut DescriptorEncoder, dev: &str, m: &ModelTunerStatus) -> s
 
 #[cfg(test)]
 mod tests {
+    use crate::model::TunerStatus;
     use crate::model::{LinearModel, ModelParam, ModelTunerStatus};
-    use crate::TunerStatus;
 
     #[test]
     fn model_status_is_exported() {

@@ -82,7 +82,8 @@ fn encode_state(enc: &mut DescriptorEncoder, t: &TunerStatus) -> std::fmt::Resul
 
 #[cfg(test)]
 pub(super) mod tests {
-    use crate::{encode_openmetrics, DeviceRef, Snapshot, TunerSlo, TunerStatus};
+    use crate::model::{DeviceRef, Snapshot, TunerSlo, TunerStatus};
+    use crate::openmetrics::encode_openmetrics;
 
     /// The OpenMetrics text of a snapshot holding only `status`, on nvme0n1.
     pub(in crate::openmetrics) fn encoded(status: TunerStatus) -> String {

@@ -255,8 +255,8 @@ impl KnobCtl {
         self.set_scheduler(sched)?;
         let qos = self.io_root.join("io.cost.qos");
         let on = std::fs::read_to_string(&qos).ok().is_some_and(|t| {
-            crate::probes::iocost::device_line(&t, &self.devnum())
-                .and_then(|l| crate::probes::iocost::field(l, "enable"))
+            crate::knobs::lines::device_line(&t, &self.devnum())
+                .and_then(|l| crate::knobs::lines::field(l, "enable"))
                 == Some("1")
         });
         if on {

@@ -329,8 +329,8 @@ impl PhaseLoop<'_> {
             .ok()
             .and_then(|t| {
                 let dev = format!("{}:{}", ctx.dev.major, ctx.dev.minor);
-                crate::probes::iocost::field(
-                    crate::probes::iocost::device_line(&t, &dev)?,
+                crate::knobs::lines::field(
+                    crate::knobs::lines::device_line(&t, &dev)?,
                     "cost.vrate",
                 )?
                 .parse()

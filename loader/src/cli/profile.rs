@@ -34,7 +34,7 @@ pub struct ProfileArgs {
 pub fn run(a: ProfileArgs) -> Result<()> {
     let d = resolve_device(&a.device)?;
     // Checked before the runs: the profile takes minutes.
-    let model_path = iowarden::probes::iocost::cgroup2_root().map(|r| r.join("io.cost.model"));
+    let model_path = iowarden::host::cgroups::cgroup2_root().map(|r| r.join("io.cost.model"));
     if a.apply && !model_path.as_ref().is_some_and(|p| p.exists()) {
         anyhow::bail!("--apply: no io.cost.model on this host (iocost needs the io controller on cgroup v2); nothing measured or changed");
     }

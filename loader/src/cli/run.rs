@@ -10,7 +10,6 @@ use clap::Args;
 use iowarden::daemon;
 use iowarden::duration::{parse_duration, parse_interval};
 use iowarden::host::container::StaticPodDirectory;
-use iowarden::host::selfstats;
 use iowarden::limits::watch::LimitsWatch;
 
 use super::trace::{start_monitor, stop_flag, TraceArgs};
@@ -67,7 +66,10 @@ pub fn run(a: RunArgs) -> Result<()> {
     // Bind first: a bad web config or a taken port should fail before BPF is loaded.
     let server = iowarden::web::bind(a.listen, a.web_config_file.as_deref())?;
     // Held until exit: the kernel stops timing when the fd closes.
-    let _stats = a.bpf_stats.then(selfstats::enable_bpf_stats).transpose()?;
+    let _stats = a
+        .bpf_stats
+        .then(iowarden::probes::bpf_stats::enable_bpf_stats)
+        .transpose()?;
     // Before loading: a signal while the programs load must not kill the
     // process with them half set up (SIGHUP's default action).
     let stop = stop_flag()?;

@@ -225,6 +225,28 @@ impl CgroupResolver {
     }
 }
 
+/// The cgroup2 root, where io.cost.qos and io.cost.model live.
+pub fn cgroup2_root() -> Option<PathBuf> {
+    let mi = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    mi.lines().find_map(|l| {
+        let (pre, post) = l.split_once(" - ")?;
+        post.starts_with("cgroup2 ")
+            .then(|| PathBuf::from(pre.split_whitespace().nth(4).unwrap_or("")))
+    })
+}
+
+/// io.cost.qos / io.cost.model lines per MAJ:MIN (empty without iocost).
+pub fn read_root_knob(root: &Path, file: &str) -> HashMap<String, String> {
+    std::fs::read_to_string(root.join(file))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let (dev, rest) = l.split_once(' ')?;
+            Some((dev.to_string(), rest.trim().to_string()))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,13 +1,6 @@
-//! Self-observation: BPF run-time statistics and what iowarden costs.
-//!
-//! The kernel counts run time and run count of BPF programs only while
-//! statistics are enabled, since timing every call costs ~20 ns. iowarden
-//! enables them only when asked (`iowarden run --bpf-stats`), through
-//! BPF_ENABLE_STATS: the kernel keeps them on while the returned fd is open,
-//! so they go off again when the daemon exits, even on a crash.
-
-// The BPF syscall lives with the other BPF calls, in probes/.
-pub use crate::probes::bpf_stats::{enable_bpf_stats, BpfStatsGuard};
+//! Self-observation read from the host: whether an administrator turned
+//! BPF run-time statistics on for everyone, and the clock. (Turning them
+//! on for iowarden alone is a BPF call: probes::bpf_stats.)
 
 /// Whether an administrator turned statistics on for everyone.
 pub fn sysctl_bpf_stats_enabled() -> bool {

@@ -17,6 +17,7 @@ pub mod devnum;
 // Compiled for fuzzing too: journals are input from disk (fuzz target journal).
 pub(crate) mod journal;
 pub mod latency;
+pub mod lines;
 pub mod max;
 pub mod pressure;
 #[cfg(not(fuzzing))]

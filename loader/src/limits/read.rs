@@ -179,7 +179,7 @@ fn root_writeback_by_disk() -> HashMap<String, Vec<RootWriteback>> {
 /// v2 root, if any) and mounts without cgroup writeback.
 pub fn devices(cgroup2_root: Option<&Path>) -> Vec<DeviceFacts> {
     let qos: HashMap<String, String> = cgroup2_root
-        .map(|r| crate::probes::iocost::read_root_knob(r, "io.cost.qos"))
+        .map(|r| crate::host::cgroups::read_root_knob(r, "io.cost.qos"))
         .unwrap_or_default();
     let mut root_writeback = root_writeback_by_disk();
     list_block_devices()

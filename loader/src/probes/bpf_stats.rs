@@ -1,5 +1,9 @@
-//! BPF_ENABLE_STATS: the kernel times BPF programs while the returned fd
-//! is open (see crate::host::selfstats).
+//! BPF run-time statistics for iowarden's own cost. The kernel counts run
+//! time and run count of BPF programs only while statistics are enabled,
+//! since timing every call costs ~20 ns; iowarden enables them only when
+//! asked (`iowarden run --bpf-stats`), through BPF_ENABLE_STATS: the kernel
+//! keeps them on while the returned fd is open, so they go off again when
+//! the daemon exits, even on a crash.
 
 use std::os::fd::{FromRawFd, OwnedFd};
 

@@ -11,8 +11,10 @@ use iowarden_exporters::{BpfProgramStats, IocostCgroup, IocostDevice, ProbeStatu
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags};
 
+use crate::host::cgroups::{cgroup2_root, read_root_knob};
 use crate::iocost_skel::types::{iocost_iow_cg, iocost_iow_cg_key, iocost_iow_dev};
 use crate::iocost_skel::{IocostSkel, IocostSkelBuilder};
+use crate::knobs::lines::{device_line, field};
 use crate::probes::gap_watch::GapWatch;
 use crate::probes::{
     attach, attached_prog_stats, cgroup_ref, load_only, open_object, pod, tracepoint_available,
@@ -419,43 +421,6 @@ fn default_weight(root: Option<&Path>, rel: &str) -> f64 {
     .unwrap_or(100.0)
 }
 
-/// The line of a per-device cgroup file (io.cost.qos, io.stat, ...) for
-/// MAJ:MIN, without the device prefix.
-pub fn device_line<'a>(text: &'a str, majmin: &str) -> Option<&'a str> {
-    text.lines().find_map(|l| {
-        let (dev, rest) = l.split_once(' ')?;
-        (dev == majmin).then_some(rest.trim())
-    })
-}
-
-/// Value of `key=value` in a knob line.
-pub fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
-    line.split_whitespace()
-        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
-}
-
-/// The cgroup2 root, where io.cost.qos and io.cost.model live.
-pub fn cgroup2_root() -> Option<PathBuf> {
-    let mi = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    mi.lines().find_map(|l| {
-        let (pre, post) = l.split_once(" - ")?;
-        post.starts_with("cgroup2 ")
-            .then(|| PathBuf::from(pre.split_whitespace().nth(4).unwrap_or("")))
-    })
-}
-
-/// io.cost.qos / io.cost.model lines per MAJ:MIN (empty without iocost).
-pub fn read_root_knob(root: &Path, file: &str) -> HashMap<String, String> {
-    std::fs::read_to_string(root.join(file))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| {
-            let (dev, rest) = l.split_once(' ')?;
-            Some((dev.to_string(), rest.trim().to_string()))
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -520,21 +485,6 @@ mod tests {
                  for 1 of 2 devices; the dev_t reads 0 for 1 of 2 cgroups; the weight reads 0 for 1 \
                  of 2 cgroups: iocost metrics wrong on this kernel"
             )
-        );
-    }
-
-    #[test]
-    fn finds_device_lines_and_fields() {
-        let stat = "8:0 rbytes=1 wbytes=2\n259:0 rbytes=4096 wbytes=0 rios=1 wios=0 dbytes=0 dios=0 cost.vrate=135.29 cost.usage=1735 cost.wait=0 cost.indebt=0 cost.indelay=0\n";
-        let l = device_line(stat, "259:0").unwrap();
-        assert_eq!(field(l, "cost.vrate"), Some("135.29"));
-        assert_eq!(field(l, "cost.usage"), Some("1735"));
-        assert_eq!(field(l, "cost.wait"), Some("0"));
-        assert_eq!(field(l, "rbytes"), Some("4096"));
-        assert_eq!(device_line(stat, "7:0"), None);
-        assert_eq!(
-            field("enable=1 ctrl=user min=50.00 max=150.00", "min"),
-            Some("50.00")
         );
     }
 

@@ -47,7 +47,7 @@ pub struct ModelLoop {
 /// else the parameters the kernel sets up when iocost starts on it.
 fn model_in_force(model_path: &Path, dev: &DeviceRef) -> Result<LinearModel> {
     let text = std::fs::read_to_string(model_path)?;
-    if let Some(rest) = crate::probes::iocost::device_line(&text, &dev.devt()) {
+    if let Some(rest) = crate::knobs::lines::device_line(&text, &dev.devt()) {
         return crate::costmodel::parse_kernel_line(rest).map_err(|e| {
             anyhow::anyhow!(
                 "io.cost.model of {} does not parse ({e}); nothing changed",

@@ -144,10 +144,8 @@ impl Tuner {
             .map(|p| {
                 let text =
                     std::fs::read_to_string(self.root.join(&p.path[1..]).join("io.stat")).ok()?;
-                let line = crate::probes::iocost::device_line(&text, &majmin)?;
-                crate::probes::iocost::field(line, "cost.wait")?
-                    .parse()
-                    .ok()
+                let line = crate::knobs::lines::device_line(&text, &majmin)?;
+                crate::knobs::lines::field(line, "cost.wait")?.parse().ok()
             })
             .collect()
     }

@@ -199,8 +199,8 @@ fn throttle_stage_status((stamped, timed): (u64, u64)) -> Option<ProbeStatus> {
 
 /// The model the host's kernel would charge on this device.
 fn host_model(dev: &DeviceRef) -> (LinearModel, &'static str) {
-    let line = crate::probes::iocost::cgroup2_root().and_then(|r| {
-        crate::probes::iocost::read_root_knob(&r, "io.cost.model").remove(&dev.devt())
+    let line = crate::host::cgroups::cgroup2_root().and_then(|r| {
+        crate::host::cgroups::read_root_knob(&r, "io.cost.model").remove(&dev.devt())
     });
     if let Some(line) = line {
         match parse_kernel_line(&line) {
