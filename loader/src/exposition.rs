@@ -84,7 +84,7 @@ pub fn parse_stages(s: &str) -> Result<StageList> {
 }
 
 pub fn parse_counters(s: &str) -> Result<CounterList> {
-    parse_subset(s, &IoCounter::ALL, IoCounter::as_str, "counter").map(CounterList)
+    parse_subset(s, &IoCounter::all(), IoCounter::as_str, "counter").map(CounterList)
 }
 
 pub fn parse_classic(s: &str) -> Result<ClassicBuckets> {
@@ -123,10 +123,10 @@ mod tests {
         );
         assert!(parse_stages("").is_err());
         assert!(parse_stages("total,total").is_err());
-        assert_eq!(parse_counters("all").unwrap().0, IoCounter::ALL.to_vec());
+        assert_eq!(parse_counters("all").unwrap().0, IoCounter::all());
         assert_eq!(
             parse_counters("device,requests").unwrap().0,
-            vec![IoCounter::Requests, IoCounter::Device]
+            ["requests", "device"].map(|n| IoCounter::named(n).unwrap())
         );
         let e = parse_counters("iops").unwrap_err().to_string();
         assert!(e.contains("'iops'") && e.contains("requests, bytes"), "{e}");

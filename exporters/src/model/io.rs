@@ -55,40 +55,61 @@ impl IoSeries {
         }
     }
 
-    /// Adds the counters of `other` (of any cgroup) to this series'.
+    /// Adds the counters of `other` (of any cgroup) to this series'. The
+    /// pattern names every field, so a new one cannot be left out.
     pub fn add(&mut self, other: &IoSeries) {
-        self.ios += other.ios;
-        self.bytes += other.bytes;
-        self.merged += other.merged;
-        self.requeued += other.requeued;
-        self.cost_seconds += other.cost_seconds;
-        self.random_ios += other.random_ios;
-        self.held_io_max_seconds += other.held_io_max_seconds;
-        self.latency.throttle.add(&other.latency.throttle);
-        self.latency.queue.add(&other.latency.queue);
-        self.latency.device.add(&other.latency.device);
-        self.latency.total.add(&other.latency.total);
+        let IoSeries {
+            cgroup: _,
+            device: _,
+            op: _,
+            ios,
+            bytes,
+            merged,
+            requeued,
+            cost_seconds,
+            random_ios,
+            held_io_max_seconds,
+            latency:
+                StageHistograms {
+                    throttle,
+                    queue,
+                    device,
+                    total,
+                },
+        } = other;
+        self.ios += ios;
+        self.bytes += bytes;
+        self.merged += merged;
+        self.requeued += requeued;
+        self.cost_seconds += cost_seconds;
+        self.random_ios += random_ios;
+        self.held_io_max_seconds += held_io_max_seconds;
+        self.latency.throttle.add(throttle);
+        self.latency.queue.add(queue);
+        self.latency.device.add(device);
+        self.latency.total.add(total);
     }
 }
 
-// In exposition order; openmetrics::IoCounter selects among them.
+// In exposition order; `as` names what `--io-counters` selects each by
+// (openmetrics::IoCounter).
 metrics!(IoSeries {
-    counter ios => "iowarden_io_requests", "Completed block requests";
-    counter bytes => "iowarden_io" [Bytes], "Completed bytes";
-    counter merged => "iowarden_io_merged", "Requests merged into another request";
-    counter requeued => "iowarden_io_requeued", "Requests requeued by the driver";
-    counter cost_seconds => "iowarden_io_cost" [Seconds],
+    counter ios => "iowarden_io_requests" as "requests", "Completed block requests";
+    counter bytes => "iowarden_io" [Bytes] as "bytes", "Completed bytes";
+    counter merged => "iowarden_io_merged" as "merged", "Requests merged into another request";
+    counter requeued => "iowarden_io_requeued" as "requeued", "Requests requeued by the driver";
+    counter cost_seconds => "iowarden_io_cost" [Seconds] as "cost",
         "Cost the device's linear iocost model charged the completed reads and writes (device time)";
-    counter random_ios => "iowarden_io_random_requests",
+    counter random_ios => "iowarden_io_random_requests" as "random",
         "Completed requests the cost model classified random (more than 16 MiB from the previous one's end)";
-    counter latency => "iowarden_io_device" [Seconds],
+    counter latency => "iowarden_io_device" [Seconds] as "device",
         "Sum of issue-to-completion time of completed requests (device time)",
         |s: &IoSeries| Some(s.latency.device.sum_seconds);
-    counter held_io_max_seconds => "iowarden_io_held_io_max" [Seconds],
+    counter held_io_max_seconds => "iowarden_io_held_io_max" [Seconds] as "held-io-max",
         "Time blk-throttle (io.max) held the first bio of completed requests (part of the throttle stage)",
         |s: &IoSeries| (s.held_io_max_seconds > 0.0).then_some(s.held_io_max_seconds);
 } derived {
-    counter latency => "iowarden_io_throttle" [Seconds],
+    counter latency => "iowarden_io_throttle" [Seconds] as "throttle",
         "Sum of the throttle stage of completed requests: bio submission to request allocation, held by io.max, iocost, io.latency and wbt",
         |s: &IoSeries| (s.latency.throttle.sum_seconds > 0.0).then_some(s.latency.throttle.sum_seconds);
 });

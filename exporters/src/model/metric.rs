@@ -32,6 +32,10 @@ pub struct Family<T> {
     pub kind: FamilyKind,
     /// The record's sample; None leaves the record out of this family.
     pub value: fn(&T) -> Option<f64>,
+    /// The name a selection picks the family by (`--io-counters`'s
+    /// "requests"), written `as "requests"` after the family's name; None
+    /// where the family is always exported.
+    pub select: Option<&'static str>,
 }
 
 /// The families a record feeds, in exposition order.
@@ -94,9 +98,9 @@ macro_rules! metrics {
     // already has (a field is subtracted once, whatever it feeds).
     ($t:ty { $(
         $(#[$attr:meta])*
-        $kind:ident $field:ident $(=> $name:literal $([$unit:ident])?, $help:literal $(, $value:expr)?)?;
+        $kind:ident $field:ident $(=> $name:literal $([$unit:ident])? $(as $sel:literal)?, $help:literal $(, $value:expr)?)?;
     )+ } $(derived { $(
-        $dkind:ident $dfield:ident => $dname:literal $([$dunit:ident])?, $dhelp:literal, $dvalue:expr;
+        $dkind:ident $dfield:ident => $dname:literal $([$dunit:ident])? $(as $dsel:literal)?, $dhelp:literal, $dvalue:expr;
     )+ })?) => {
         impl $crate::model::core::Delta for $t {
             // Every field may be listed: then the update is empty.
@@ -110,16 +114,16 @@ macro_rules! metrics {
             }
         }
         $crate::model::metric::metrics!($t, families only { $(
-            $(#[$attr])* $kind $field $(=> $name $([$unit])?, $help $(, $value)?)?;
+            $(#[$attr])* $kind $field $(=> $name $([$unit])? $(as $sel)?, $help $(, $value)?)?;
         )+ $($(
-            $dkind $dfield => $dname $([$dunit])?, $dhelp, $dvalue;
+            $dkind $dfield => $dname $([$dunit])? $(as $dsel)?, $dhelp, $dvalue;
         )+)? });
     };
     // A record whose Delta is written by hand (a mean recomputed over the
     // window) or that has none: only its families.
     ($t:ty, families only { $(
         $(#[$attr:meta])*
-        $kind:ident $field:ident $(=> $name:literal $([$unit:ident])?, $help:literal $(, $value:expr)?)?;
+        $kind:ident $field:ident $(=> $name:literal $([$unit:ident])? $(as $sel:literal)?, $help:literal $(, $value:expr)?)?;
     )+ }) => {
         impl $crate::model::metric::Families for $t {
             // Pushed one by one: a family may carry #[cfg]; none for
@@ -128,7 +132,7 @@ macro_rules! metrics {
             fn families() -> Vec<$crate::model::metric::Family<Self>> {
                 let mut families = Vec::new();
                 $($crate::model::metric::metrics!(@family families, $t, [$(#[$attr])*] $kind $field
-                    $(=> $name $([$unit])?, $help $(, $value)?)?);)+
+                    $(=> $name $([$unit])? $(as $sel)?, $help $(, $value)?)?);)+
                 families
             }
         }
@@ -141,7 +145,7 @@ macro_rules! metrics {
     };
     (@family $v:ident, $t:ty, [$(#[$attr:meta])*] $kind:ident $field:ident) => {};
     (@family $v:ident, $t:ty, [$(#[$attr:meta])*] $kind:ident $field:ident
-        => $name:literal $([$unit:ident])?, $help:literal $(, $value:expr)?) => {
+        => $name:literal $([$unit:ident])? $(as $sel:literal)?, $help:literal $(, $value:expr)?) => {
         $(#[$attr])*
         $v.push($crate::model::metric::Family {
             name: $name,
@@ -149,8 +153,11 @@ macro_rules! metrics {
             unit: $crate::model::metric::metrics!(@unit $($unit)?),
             kind: $crate::model::metric::metrics!(@kind $kind),
             value: $crate::model::metric::metrics!(@value $t, $field $(, $value)?),
+            select: $crate::model::metric::metrics!(@select $($sel)?),
         });
     };
+    (@select) => { None };
+    (@select $sel:literal) => { Some($sel) };
     (@kind counter) => { $crate::model::metric::FamilyKind::Counter };
     (@kind gauge) => { $crate::model::metric::FamilyKind::Gauge };
     (@unit) => { None };
@@ -177,7 +184,7 @@ mod tests {
     }
 
     metrics!(Rec {
-        counter done => "t_done", "Done";
+        counter done => "t_done" as "done", "Done";
         gauge level => "t_level" [Seconds], "Level";
         counter maybe => "t_maybe_doubled", "Doubled", |r: &Rec| r.maybe.map(|m| m * 2.0);
         counter quiet;
@@ -210,5 +217,7 @@ mod tests {
         assert_eq!(values, [Some(3.0), Some(-2.0), None]);
         assert_eq!(families[1].unit, Some(MetricUnit::Seconds));
         assert_eq!(families[1].kind, FamilyKind::Gauge);
+        let select: Vec<_> = families.iter().map(|f| f.select).collect();
+        assert_eq!(select, [Some("done"), None, None]);
     }
 }

@@ -12,58 +12,48 @@ use crate::model::{
     OTHER_CGROUP_ID,
 };
 
-/// The counter families of IoSeries (model/io.rs), in the order it
-/// declares them, by the name the command line selects them with.
+/// A counter family of IoSeries that `--io-counters` selects: those
+/// model/io.rs's `metrics!` names with `as "..."`, by their place there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IoCounter {
-    Requests,
-    Bytes,
-    Merged,
-    Requeued,
-    Cost,
-    Random,
-    Device,
-    HeldIoMax,
-    Throttle,
-}
+pub struct IoCounter(usize);
 
 impl IoCounter {
-    /// In exposition order.
-    pub const ALL: [IoCounter; 9] = [
-        IoCounter::Requests,
-        IoCounter::Bytes,
-        IoCounter::Merged,
-        IoCounter::Requeued,
-        IoCounter::Cost,
-        IoCounter::Random,
-        IoCounter::Device,
-        IoCounter::HeldIoMax,
-        IoCounter::Throttle,
-    ];
-
     /// Fleet default: what the dashboards and rules use (IOPS, throughput,
     /// device-time share, time held by io.max: a series only for a cgroup
     /// io.max has held).
-    pub const FLEET: [IoCounter; 4] = [
-        IoCounter::Requests,
-        IoCounter::Bytes,
-        IoCounter::Device,
-        IoCounter::HeldIoMax,
-    ];
+    pub const FLEET: [&'static str; 4] = ["requests", "bytes", "device", "held-io-max"];
+
+    /// Every selectable family, in exposition order.
+    pub fn all() -> Vec<IoCounter> {
+        IoSeries::families()
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.select.is_some())
+            .map(|(i, _)| IoCounter(i))
+            .collect()
+    }
+
+    /// The family selected by `name`, if any.
+    pub fn named(name: &str) -> Option<IoCounter> {
+        Self::all().into_iter().find(|c| c.as_str() == name)
+    }
+
+    /// The fleet default's families.
+    pub fn fleet() -> Vec<IoCounter> {
+        Self::FLEET
+            .iter()
+            .map(|n| Self::named(n).unwrap_or_else(|| panic!("FLEET names no counter '{n}'")))
+            .collect()
+    }
 
     /// Name on the command line.
     pub fn as_str(self) -> &'static str {
-        match self {
-            IoCounter::Requests => "requests",
-            IoCounter::Bytes => "bytes",
-            IoCounter::Merged => "merged",
-            IoCounter::Requeued => "requeued",
-            IoCounter::Cost => "cost",
-            IoCounter::Random => "random",
-            IoCounter::Device => "device",
-            IoCounter::HeldIoMax => "held-io-max",
-            IoCounter::Throttle => "throttle",
-        }
+        IoSeries::families()[self.0].select.unwrap_or_default()
+    }
+
+    /// Its family's place among IoSeries' families.
+    pub(crate) fn index(self) -> usize {
+        self.0
     }
 }
 
@@ -93,7 +83,7 @@ pub(crate) fn encode_counters(
     let families = IoSeries::families();
     let records: Vec<(Labels, &IoSeries)> = io.iter().map(|x| (io_labels(x), x)).collect();
     for &c in counters {
-        encode_family(enc, &families[c as usize], &records)?;
+        encode_family(enc, &families[c.index()], &records)?;
     }
     Ok(())
 }
@@ -212,26 +202,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_selectable_counter_names_the_family_model_io_declares_in_its_place() {
+    fn every_family_of_io_series_is_selectable_once_and_the_fleet_default_exists() {
+        // encode_counters is IoSeries' only way out: a family without
+        // `as "..."` would never be exported.
         let families = IoSeries::families();
-        assert_eq!(families.len(), IoCounter::ALL.len());
-        let names: Vec<_> = IoCounter::ALL
-            .iter()
-            .map(|&c| families[c as usize].name)
-            .collect();
-        assert_eq!(
-            names,
-            [
-                "iowarden_io_requests",
-                "iowarden_io",
-                "iowarden_io_merged",
-                "iowarden_io_requeued",
-                "iowarden_io_cost",
-                "iowarden_io_random_requests",
-                "iowarden_io_device",
-                "iowarden_io_held_io_max",
-                "iowarden_io_throttle"
-            ]
-        );
+        let all = IoCounter::all();
+        assert_eq!(all.len(), families.len());
+        let mut names: Vec<&str> = all.iter().map(|c| c.as_str()).collect();
+        assert_eq!(names[0], "requests");
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), families.len(), "a name selects two families");
+        assert_eq!(IoCounter::fleet().len(), IoCounter::FLEET.len());
+        assert_eq!(IoCounter::named("iops"), None);
     }
 }

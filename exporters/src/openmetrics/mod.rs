@@ -47,7 +47,7 @@ pub struct ExpositionOptions {
 impl Default for ExpositionOptions {
     fn default() -> Self {
         ExpositionOptions {
-            counters: IoCounter::FLEET.to_vec(),
+            counters: IoCounter::fleet(),
             stages: vec![Stage::Total],
             classic: ClassicBuckets::PowersOfFour,
         }

@@ -124,7 +124,7 @@ fn protobuf_carries_every_text_family_and_native_latency() {
 fn stage_selection_sets_histograms_per_series() {
     let snap = std::sync::Arc::new(snapshot());
     let all = ExpositionOptions {
-        counters: crate::openmetrics::IoCounter::ALL.to_vec(),
+        counters: crate::openmetrics::IoCounter::all(),
         stages: Stage::ALL.to_vec(),
         classic: crate::openmetrics::ClassicBuckets::PowersOfTwo,
     };

@@ -145,7 +145,7 @@ pub fn families(cgroup_labels: &[(String, String)]) -> Vec<FamilyDoc> {
     let mut extra = fixture::self_metrics();
     extra.runtime.cgroups[0].1 = cgroup_labels.to_vec();
     let opts = ExpositionOptions {
-        counters: IoCounter::ALL.to_vec(),
+        counters: IoCounter::all(),
         stages: Stage::ALL.to_vec(),
         classic: ClassicBuckets::PowersOfTwo,
     };
@@ -237,21 +237,20 @@ fn domain_of(name: &str) -> Option<&'static Domain> {
 
 /// The `--io-counters` name that selects a family of IoSeries, if any.
 fn io_counter_of(name: &str) -> Option<String> {
-    let declared = IoSeries::families();
-    IoCounter::ALL.iter().find_map(|&c| {
-        let f = &declared[c as usize];
+    IoSeries::families().iter().find_map(|f| {
+        let select = f.select?;
         // prometheus-client appends the unit to the declared name.
         let full = match f.unit.map(unit_of) {
             Some(u) => format!("{}_{}", f.name, u.as_str()),
             None => f.name.to_string(),
         };
         (full == name).then(|| {
-            let default = if IoCounter::FLEET.contains(&c) {
+            let default = if IoCounter::FLEET.contains(&select) {
                 " (default)"
             } else {
                 ""
             };
-            format!("`{}`{default}", c.as_str())
+            format!("`{select}`{default}")
         })
     })
 }

@@ -30,7 +30,7 @@ pub fn run(a: SnapshotArgs) -> Result<()> {
         iowarden::outln!("{}", iowarden_exporters::encode_json(&snap))?;
     } else {
         let all = iowarden_exporters::ExpositionOptions {
-            counters: iowarden_exporters::IoCounter::ALL.to_vec(),
+            counters: iowarden_exporters::IoCounter::all(),
             stages: iowarden_exporters::Stage::ALL.to_vec(),
             classic: iowarden_exporters::ClassicBuckets::PowersOfTwo,
         };
