@@ -3,11 +3,13 @@
 //! files: io.cost.qos / io.cost.model at the cgroup2 root and io.stat's
 //! cost.* fields (steady state fires no events).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use iowarden_exporters::{BpfProgramStats, IocostCgroup, IocostDevice, ProbeStatus, Snapshot};
+use iowarden_exporters::{
+    BpfProgramStats, IocostCgroup, IocostDevice, ProbeStatus, Snapshot, TableFill,
+};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags};
 
@@ -17,8 +19,8 @@ use crate::iocost_skel::{IocostSkel, IocostSkelBuilder};
 use crate::knobs::lines::{device_line, field};
 use crate::probes::gap_watch::GapWatch;
 use crate::probes::{
-    attach, attached_prog_stats, cgroup_ref, load_only, open_object, pod, tracepoint_available,
-    HostNames, Probe,
+    attach, attached_prog_stats, cgroup_ref, delete_entries, load_only, open_object, pod,
+    table_fill, tracepoint_available, HostNames, Probe,
 };
 
 const PROGRAMS: &[&str] = &[
@@ -185,6 +187,41 @@ impl Probe for IocostProbe {
     /// Run count and time of the attached programs (BPF stats).
     fn prog_stats(&self) -> Vec<BpfProgramStats> {
         attached_prog_stats(self.skel.object(), &self.links)
+    }
+
+    fn cgroup_ids(&self) -> BTreeSet<u64> {
+        self.last.cgroups.iter().map(|(k, _)| k.cgid).collect()
+    }
+
+    /// Deletes the records of cgroups that are gone: iocost forgets their
+    /// iocg, and a host with short-lived cgroups would fill the table.
+    fn release(&mut self, gone: &BTreeSet<u64>) -> Result<()> {
+        if gone.is_empty() {
+            return Ok(());
+        }
+        delete_entries(&self.skel.maps.cgs, |k: &iocost_iow_cg_key| {
+            gone.contains(&k.cgid)
+        })?;
+        self.last.cgroups.retain(|(k, _)| !gone.contains(&k.cgid));
+        Ok(())
+    }
+
+    /// Entries of the per-(device, cgroup) and per-device tables: a full
+    /// one leaves new cgroups' (devices') events unrecorded.
+    fn table_fill(&self) -> Vec<TableFill> {
+        let m = &self.skel.maps;
+        vec![
+            table_fill(
+                "iocost_cgroups",
+                self.last.cgroups.len() as u64,
+                m.cgs.max_entries().into(),
+            ),
+            table_fill(
+                "iocost_devices",
+                self.last.devs.len() as u64,
+                m.devs.max_entries().into(),
+            ),
+        ]
     }
 }
 

@@ -49,24 +49,18 @@ pub trait Probe {
         Vec::new()
     }
     /// Cgroups the last read has series for (input of the release policy).
-    fn cgroup_ids(&self) -> BTreeSet<u64> {
-        BTreeSet::new()
-    }
+    /// Required, as are release, prog_stats and table_fill: a probe that
+    /// forgot one would silently keep gone cgroups or report no cost.
+    fn cgroup_ids(&self) -> BTreeSet<u64>;
     /// Frees the table entries of cgroups that are gone and drops them from
     /// the last read.
-    fn release(&mut self, _gone: &BTreeSet<u64>) -> Result<()> {
-        Ok(())
-    }
+    fn release(&mut self, gone: &BTreeSet<u64>) -> Result<()>;
     /// Writes this object's part of `snap` from the last read.
     fn fill(&mut self, snap: &mut Snapshot, names: &mut HostNames) -> Result<()>;
     /// Run count and time of the attached programs.
-    fn prog_stats(&self) -> Vec<BpfProgramStats> {
-        Vec::new()
-    }
+    fn prog_stats(&self) -> Vec<BpfProgramStats>;
     /// How full the tables the BPF side claims entries in are.
-    fn table_fill(&self) -> Vec<TableFill> {
-        Vec::new()
-    }
+    fn table_fill(&self) -> Vec<TableFill>;
 }
 
 /// The open object a skeleton borrows: it must outlive the skeleton, which
@@ -204,6 +198,23 @@ pub(crate) fn free_slot<M: MapCore>(
     // SAFETY: an aligned u64 in the mmapped .bss, also read and
     // compare-and-swapped by the BPF side: a volatile store, never torn.
     unsafe { std::ptr::write_volatile(key, 0) };
+    Ok(())
+}
+
+/// Deletes the entries of `map` whose key (a skeleton type) `gone` picks
+/// (one deleted meanwhile: nothing to do).
+pub(crate) fn delete_entries<K: Copy + Default>(
+    map: &impl MapCore,
+    gone: impl Fn(&K) -> bool,
+) -> Result<()> {
+    for k in map.keys() {
+        if gone(&pod::<K>(&k)) {
+            match map.delete(&k) {
+                Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => {}
+                r => r?,
+            }
+        }
+    }
     Ok(())
 }
 

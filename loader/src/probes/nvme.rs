@@ -20,8 +20,8 @@ use crate::nvme_skel::types::{
 use crate::nvme_skel::{NvmeSkel, NvmeSkelBuilder};
 use crate::probes::gap_watch::GapWatch;
 use crate::probes::{
-    attach, attached_prog_stats, cgroup_ref, load_only, open_object, pod, table_fill, HostNames,
-    Probe,
+    attach, attached_prog_stats, cgroup_ref, delete_entries, load_only, open_object, pod,
+    table_fill, HostNames, Probe,
 };
 
 const PROGRAMS: &[&str] = &["nvme_setup_cmd", "nvme_complete_rq", "nvme_sq"];
@@ -367,20 +367,6 @@ impl NvmeCounts {
         }
         c
     }
-}
-
-/// Deletes the entries of `map` whose key (a skeleton type) `gone` picks
-/// (one deleted meanwhile: nothing to do).
-fn delete_entries<K: Copy + Default>(map: &impl MapCore, gone: impl Fn(&K) -> bool) -> Result<()> {
-    for k in map.keys() {
-        if gone(&pod::<K>(&k)) {
-            match map.delete(&k) {
-                Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => {}
-                r => r?,
-            }
-        }
-    }
-    Ok(())
 }
 
 /// One submission queue, with the CPUs of its blk-mq hardware queue (NVMe

@@ -1,11 +1,12 @@
-# vmtest-checks: 11
+# vmtest-checks: 12
 # iocost programs: with iocost on the NVMe device (a model whose capacity is
 # below what the emulated device delivers, vrate pinned at 100%) two cgroups
 # of io.weight 100 and 500 running the same saturating job: iowarden's
 # hweight_active matches the configured share, the cgroups' I/O shares follow
 # the weights within 20%, and its vrate equals io.stat's cost.vrate; the
 # fields the events carry read as the kernel holds them (the iocost status
-# stays active). Everything changed is restored.
+# stays active). A removed cgroup's records are released. Everything
+# changed is restored.
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 MM=$(cat /sys/block/$DEV/dev)
@@ -95,13 +96,23 @@ ok "dashboard iowarden-iocost.json: every panel query returns data from a real P
 iocost_sound() { python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); p=[p for p in s["probes"] if p["name"] == "iocost"]; c={x["cgroup"]["path"]: x for x in s["iocost_cgroups"]}; print(p, {k: (c[k]["activations"], c[k]["weight"]) for k in c}); sys.exit(0 if len(p) == 1 and p[0]["active"] and "iocost events" not in p[0]["reason"] and all(c.get(k, {}).get("activations", 0) > 0 for k in ("/ic-a", "/ic-b")) else 1)' $SCRATCH/ic-2.json; }
 iocost_sound
 ok "iocost: the events' fields read as the kernel holds them (status active, no gap said)" "iocost_sound && ! grep -q 'iocost inactive' $SCRATCH/iowarden-iocost.log"
+# A removed cgroup's iocost records are released after two polls gone (a
+# host with short-lived cgroups must not fill the table), the others kept.
+ic_a=$(stat -c %i $CG/ic-a); rmdir $CG/ic-a
+released=0
+for _ in $(seq 50); do
+  snap 3
+  python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["iocost_cgroups"]; sys.exit(0 if not any(x["cgroup"]["id"] == int(sys.argv[2]) for x in c) and any(x["cgroup"]["path"] == "/ic-b" for x in c) else 1)' $SCRATCH/ic-3.json $ic_a && { released=1; break; }
+  sleep 0.2
+done
+ok "iocost: a removed cgroup's records are released from the table and the snapshot (ic-b's stay)" "[ $released = 1 ]"
 kill $IW; wait $IW 2>/dev/null || true   # killed: status 143
 
 # Restore: iocost off and automatic parameters again (or the lines we found).
 echo "$MM enable=0" > $CG/io.cost.qos
 echo "$MM ctrl=auto" > $CG/io.cost.qos
 echo "$MM ctrl=auto" > $CG/io.cost.model
-rmdir $CG/ic-a $CG/ic-b
+rmdir $CG/ic-a $CG/ic-b 2>/dev/null
 now_qos=$(grep "^$MM " $CG/io.cost.qos || true)
 now_model=$(grep "^$MM " $CG/io.cost.model || true)
 echo "  after: qos '${now_qos}' model '${now_model}'"
