@@ -15,7 +15,7 @@ pub struct ExportArgs {
     /// held them: a series only once it did), throttle (the throttle
     /// stage's time: io.max and the rq-qos policies), merged, requeued,
     /// cost, random, or "all"
-    #[arg(long, default_value = "requests,bytes,device,held-io-max", value_parser = parse_counters)]
+    #[arg(long, default_value = IoCounter::FLEET, value_parser = parse_counters)]
     pub io_counters: CounterList,
     /// Latency stages exported as histograms, comma-separated: throttle
     /// (held before the request existed: io.max, iocost, io.latency, wbt),
@@ -130,6 +130,26 @@ mod tests {
         );
         let e = parse_counters("iops").unwrap_err().to_string();
         assert!(e.contains("'iops'") && e.contains("requests, bytes"), "{e}");
+    }
+
+    #[test]
+    fn the_io_counters_help_names_every_counter() {
+        use clap::Args;
+        let cmd = ExportArgs::augment_args(clap::Command::new("t"));
+        let arg = cmd
+            .get_arguments()
+            .find(|a| a.get_id() == "io_counters")
+            .unwrap();
+        let help = arg.get_help().unwrap().to_string();
+        for c in IoCounter::all() {
+            assert!(
+                help.contains(c.as_str()),
+                "--io-counters' help lacks {}",
+                c.as_str()
+            );
+        }
+        let default: Vec<_> = arg.get_default_values().iter().collect();
+        assert_eq!(default, [IoCounter::FLEET]);
     }
 
     #[test]

@@ -245,7 +245,7 @@ fn io_counter_of(name: &str) -> Option<String> {
             None => f.name.to_string(),
         };
         (full == name).then(|| {
-            let default = if IoCounter::FLEET.contains(&select) {
+            let default = if IoCounter::FLEET.split(',').any(|n| n == select) {
                 " (default)"
             } else {
                 ""
