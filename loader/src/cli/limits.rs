@@ -46,8 +46,11 @@ pub fn run(a: LimitsArgs) -> Result<()> {
     std::thread::sleep(a.wait);
     let snap = monitor.poll()?;
     let v2_root = h.v2.then_some(h.mount_point.as_path());
-    let ev = Evidence::from_snapshot(&snap, read::devices(v2_root), !h.v2);
+    let mut ev = Evidence::from_snapshot(&snap, read::devices(v2_root), !h.v2);
     let knobs = read::configured(&h.mount_point, start, !h.v2);
+    if h.v2 {
+        ev.dirty_bytes = read::dirty_bytes(&h.mount_point, &knobs, &ev.devices);
+    }
     let verdicts = judge_all(&knobs, &ev);
     if a.json {
         iowarden::outln!("{}", serde_json::to_string_pretty(&verdicts)?)?;

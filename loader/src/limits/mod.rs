@@ -51,6 +51,10 @@ pub struct Evidence {
     pub io_max_timed: Result<(), String>,
     /// Cgroup v1: writeback is never charged to the cgroup that wrote.
     pub cgroup_v1: bool,
+    /// Dirty and under-writeback page cache of each cgroup (memory.stat),
+    /// in bytes, read for those with a write limit on a disk that carries
+    /// a mount without cgroup writeback.
+    pub dirty_bytes: BTreeMap<String, u64>,
 }
 
 /// What each (cgroup path, device name) did.
@@ -112,6 +116,7 @@ impl Evidence {
             activity,
             io_max_timed,
             cgroup_v1,
+            dirty_bytes: BTreeMap::new(),
         }
     }
 
@@ -234,7 +239,7 @@ fn missing_policy(knob: &str, d: &DeviceFacts) -> Option<(LimitReason, String)> 
 }
 
 /// Whether knob `k` limits writes: an io.max write limit, or a weight.
-fn limits_writes(k: &LimitKnob) -> bool {
+pub(super) fn limits_writes(k: &LimitKnob) -> bool {
     match k.knob.as_str() {
         "io.max" => k
             .value
@@ -245,20 +250,31 @@ fn limits_writes(k: &LimitKnob) -> bool {
     }
 }
 
-/// On cgroup v2, why buffered writes through a mount on `d` escape `k`;
-/// None when no such mount exists (v1 has its own reason).
-fn escaping_writeback(k: &LimitKnob, d: &DeviceFacts, v1: bool) -> Option<String> {
-    if v1 || d.root_writeback.is_empty() || !limits_writes(k) {
+/// Mounts on `d` whose buffered writes escape write limits, listed.
+fn root_writeback_mounts(d: &DeviceFacts) -> String {
+    let mounts: Vec<String> = d.root_writeback.iter().map(|m| m.describe()).collect();
+    mounts.join(", ")
+}
+
+/// On cgroup v2, for a write limit `k` on `d` under which the cgroup did
+/// no I/O in the window while it holds dirty page cache: why its buffered
+/// writes may escape, through a mount on `d` without cgroup writeback.
+/// None without such a mount or dirty pages (v1 has its own reason).
+fn escaping_writeback(k: &LimitKnob, d: &DeviceFacts, ev: &Evidence) -> Option<String> {
+    if ev.cgroup_v1 || d.root_writeback.is_empty() || !limits_writes(k) {
         return None;
     }
-    let mounts: Vec<String> = d.root_writeback.iter().map(|m| m.describe()).collect();
-    Some(format!(
-        "buffered writes through {} on {} escape it: that filesystem has no cgroup writeback, \
-         so the flusher writes them back charged to the root cgroup; only direct writes are \
-         limited",
-        mounts.join(", "),
-        d.name
-    ))
+    let dirty = *ev.dirty_bytes.get(&k.cgroup)?;
+    (dirty > 0).then(|| {
+        format!(
+            "no I/O charged to it on {} while it holds {:.1} MiB of dirty page cache: buffered \
+             writes through {} escape it (no cgroup writeback there: the flusher writes them \
+             back charged to the root cgroup); only direct writes are limited",
+            d.name,
+            dirty as f64 / (1 << 20) as f64,
+            root_writeback_mounts(d)
+        )
+    })
 }
 
 /// A knob on a device that exists.
@@ -266,17 +282,17 @@ fn judge_on(k: &LimitKnob, d: &DeviceFacts, ev: &Evidence) -> LimitVerdict {
     if let Some((reason, why)) = missing_policy(&k.knob, d) {
         return verdict(k, &d.name, (NOT_IN_EFFECT, reason), why);
     }
-    // Before the activity: buffered writes that escape show as no I/O.
-    if let Some(why) = escaping_writeback(k, d, ev.cgroup_v1) {
-        let judged = (LimitState::InEffect, LimitReason::WritebackToRoot);
-        return verdict(k, &d.name, judged, why);
-    }
     let here = ev
         .activity
         .get(&(k.cgroup.clone(), d.name.clone()))
         .copied()
         .unwrap_or_default();
     if here.ios == 0 {
+        // Buffered writes that escape the limit show as no I/O.
+        if let Some(why) = escaping_writeback(k, d, ev) {
+            let judged = (LimitState::InEffect, LimitReason::WritebackToRoot);
+            return verdict(k, &d.name, judged, why);
+        }
         let elsewhere: Vec<&str> = ev.used_by(&k.cgroup).iter().map(|(n, _)| *n).collect();
         if elsewhere.is_empty() {
             return no_io(k, &d.name);
@@ -311,16 +327,25 @@ fn judge_on(k: &LimitKnob, d: &DeviceFacts, ev: &Evidence) -> LimitVerdict {
     } else {
         (here.held_seconds - here.held_io_max_seconds).max(0.0)
     };
+    // Measured: the verdict stands, and says what it cannot see.
+    let unseen = if !ev.cgroup_v1 && limits_writes(k) && !d.root_writeback.is_empty() {
+        format!(
+            "; buffered writes through {} would escape it (no cgroup writeback)",
+            root_writeback_mounts(d)
+        )
+    } else {
+        String::new()
+    };
     if held > 0.0 {
         let why = format!(
-            "held its {} I/Os {:.3} s in all, {:.3} ms each on average",
+            "held its {} I/Os {:.3} s in all, {:.3} ms each on average{unseen}",
             here.ios,
             held,
             held * 1e3 / here.ios as f64
         );
         return verdict(k, &d.name, (LimitState::Acting, LimitReason::Held), why);
     }
-    let why = format!("{} I/Os, none held", here.ios);
+    let why = format!("{} I/Os, none held{unseen}", here.ios);
     verdict(k, &d.name, (LimitState::Idle, LimitReason::NoneHeld), why)
 }
 

@@ -1,11 +1,11 @@
 //! The host side of `limits`: every io knob a cgroup has set (cgroup v2,
 //! or blkio on v1), and the devices' schedulers and iocost state.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use super::writeback::{root_writeback_mounts, RootWriteback};
-use super::{DeviceFacts, LimitKnob};
+use super::{limits_writes, DeviceFacts, LimitKnob};
 use crate::bench::knob::parse_scheduler_list;
 use crate::host::devices::list_block_devices;
 
@@ -196,6 +196,40 @@ pub fn devices(cgroup2_root: Option<&Path>) -> Vec<DeviceFacts> {
                 name,
                 iocost,
             }
+        })
+        .collect()
+}
+
+/// The dirty and under-writeback page cache (memory.stat's file_dirty +
+/// file_writeback), in bytes, of each cgroup with a write limit, where a
+/// disk carries a mount without cgroup writeback (cgroup v2; none
+/// otherwise, and none for a cgroup without the memory controller).
+pub fn dirty_bytes(
+    root: &Path,
+    knobs: &[LimitKnob],
+    devices: &[DeviceFacts],
+) -> BTreeMap<String, u64> {
+    if devices.iter().all(|d| d.root_writeback.is_empty()) {
+        return BTreeMap::new();
+    }
+    knobs
+        .iter()
+        .filter(|k| limits_writes(k))
+        .filter_map(|k| {
+            let stat = std::fs::read_to_string(
+                root.join(k.cgroup.trim_start_matches('/'))
+                    .join("memory.stat"),
+            )
+            .ok()?;
+            let field = |name: &str| -> u64 {
+                stat.lines()
+                    .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+                    .unwrap_or(0)
+            };
+            Some((
+                k.cgroup.clone(),
+                field("file_dirty") + field("file_writeback"),
+            ))
         })
         .collect()
 }

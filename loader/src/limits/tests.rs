@@ -40,6 +40,7 @@ fn evidence(activity: &[(&str, &str, u64, f64, f64)]) -> Evidence {
             .collect(),
         io_max_timed: Ok(()),
         cgroup_v1: false,
+        dirty_bytes: Default::default(),
     }
 }
 
@@ -186,33 +187,59 @@ fn with_vfat(mut ev: Evidence) -> Evidence {
 }
 
 #[test]
-fn write_limits_under_a_mount_without_cgroup_writeback_say_buffered_writes_escape() {
-    // No I/O charged to the cgroup: what its escaped buffered writes look
-    // like, so the verdict must not say idle.
-    let ev = with_vfat(evidence(&[]));
+fn a_write_limit_with_no_io_and_dirty_pages_under_a_mount_without_cgroup_writeback_says_they_escape(
+) {
+    // Its escaped buffered writes look like no I/O: the verdict must not
+    // say idle while the cgroup holds dirty pages.
+    let mut ev = with_vfat(evidence(&[]));
+    ev.dirty_bytes.insert("/a".into(), 16 << 20);
     let mut k = knob("/a", "io.max", Some("259:0"));
     k.value = "rbps=max wbps=1048576 riops=max wiops=max".into();
     let v = one(&k, &ev);
     assert_eq!(v.state, LimitState::InEffect, "{v:?}");
     assert_eq!(v.reason, LimitReason::WritebackToRoot, "{v:?}");
-    assert!(v.why.contains("/mnt/usb (vfat) on nvme0n1"), "{}", v.why);
-    let mut w = knob("/a", "io.weight", None);
-    w.value = "default 50".into();
-    let mut ev = with_vfat(evidence(&[("/a", "nvme0n1", 10, 0.0, 0.0)]));
+    assert!(v.why.contains("16.0 MiB of dirty page cache"), "{}", v.why);
+    assert!(v.why.contains("/mnt/usb (vfat)"), "{}", v.why);
+    let mut w = knob("/a", "io.weight", Some("259:0"));
+    w.value = "50".into();
     ev.devices[0].iocost = Some(true);
     assert_eq!(one(&w, &ev).reason, LimitReason::WritebackToRoot);
+    // Without dirty pages: no I/O, as before.
+    ev.dirty_bytes.clear();
+    assert_eq!(one(&k, &ev).reason, LimitReason::NoIo);
+}
+
+#[test]
+fn a_measured_verdict_stands_and_names_the_mount_whose_writes_it_cannot_see() {
+    let mut ev = with_vfat(evidence(&[("/a", "nvme0n1", 10, 0.0, 0.0)]));
+    ev.dirty_bytes.insert("/a".into(), 1 << 20);
+    let mut k = knob("/a", "io.max", Some("259:0"));
+    k.value = "wbps=1048576".into();
+    let v = one(&k, &ev);
+    assert_eq!(v.reason, LimitReason::NoneHeld, "{v:?}");
+    assert!(
+        v.why.contains("/mnt/usb (vfat) would escape it"),
+        "{}",
+        v.why
+    );
 }
 
 #[test]
 fn read_limits_and_other_disks_are_not_told_about_writeback() {
-    let ev = with_vfat(evidence(&[("/a", "nvme0n1", 10, 0.0, 0.0)]));
+    let mut ev = with_vfat(evidence(&[("/a", "nvme0n1", 10, 0.0, 0.0)]));
+    ev.dirty_bytes.insert("/a".into(), 1 << 20);
     let mut k = knob("/a", "io.max", Some("259:0"));
     k.value = "rbps=max wbps=max riops=200 wiops=max".into();
-    assert_eq!(one(&k, &ev).reason, LimitReason::NoneHeld);
+    let v = one(&k, &ev);
+    assert!(
+        v.reason == LimitReason::NoneHeld && !v.why.contains("escape"),
+        "{v:?}"
+    );
     k.devnum = Some("8:0".into());
     k.value = "wbps=1048576".into();
-    let ev = with_vfat(evidence(&[("/a", "sda", 10, 0.0, 0.0)]));
-    assert_eq!(one(&k, &ev).reason, LimitReason::NoneHeld);
+    let mut ev = with_vfat(evidence(&[]));
+    ev.dirty_bytes.insert("/a".into(), 1 << 20);
+    assert_eq!(one(&k, &ev).reason, LimitReason::NoIo);
 }
 
 #[test]

@@ -75,7 +75,10 @@ impl LimitsWatch {
             self.judging = Some(std::thread::spawn(move || {
                 let v2_root = v2.then_some(root.as_path());
                 let knobs = read::configured(&root, "/", !v2);
-                let ev = Evidence::new(&probes, window, read::devices(v2_root), !v2);
+                let mut ev = Evidence::new(&probes, window, read::devices(v2_root), !v2);
+                if v2 {
+                    ev.dirty_bytes = read::dirty_bytes(&root, &knobs, &ev.devices);
+                }
                 let cgroup_exists = |c: &str| root.join(c.trim_start_matches('/')).is_dir();
                 let lost = lost_knobs(&seen, &knobs, &ev.devices, cgroup_exists);
                 let mut verdicts = judge_all(&knobs, &ev);

@@ -13,9 +13,9 @@
 # `iowarden run` (4 s windows) exports the same verdicts as
 # iowarden_limit_state{state, reason} while the first window is judged.
 # Two more a user meets on a volume: a write limit on a disk that carries
-# a vfat mount, whose buffered writes the flusher writes back charged to
-# the root (io.stat shows the escape; the same limit under ext4 is
-# charged), and limits the kernel dropped when their dm volume was
+# a vfat mount, under which a cgroup did no I/O while it holds dirty pages:
+# the flusher writes them back charged to the root (io.stat shows the
+# escape; the same limit under ext4 is charged), and limits the kernel dropped when their dm volume was
 # re-created with another number, or removed (`run` remembers them).
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
@@ -106,8 +106,9 @@ kill $S; wait $S 2>/dev/null
 dmsetup remove --noudevsync iow-limlin
 
 # Buffered writes through vfat escape a write limit on the disk beneath;
-# through ext4 they are charged. 16 MiB written, then sync(1): the flusher
-# writes the pages back.
+# through ext4 they are charged. 16 MiB written; judged while they are
+# dirty (the kernel writes them back after 30 s), then sync(1): the flusher
+# writes them back.
 modprobe vfat 2>/dev/null
 dmsetup create --noudevsync iow-vfat --table "0 131072 linear /dev/$DEV 3670016"
 dmsetup create --noudevsync iow-ext4 --table "0 131072 linear /dev/$DEV 3801088"
@@ -120,9 +121,10 @@ echo "$EXT4 wbps=104857600" > $CG/lm-ext4/io.max
 for fs in vfat ext4; do
   bash -c "echo \$\$ > $CG/lm-$fs/cgroup.procs; exec dd if=/dev/zero of=$SCRATCH/$fs/f bs=1M count=16 status=none"
 done
+grep -E '^file_(dirty|writeback) ' $CG/lm-vfat/memory.stat | tr '\n' ' ' | sed 's/^/  lm-vfat: /'; echo
+"$IOWARDEN_BIN" limits --wait 1s --json > $SCRATCH/limits-3.json 2> $SCRATCH/limits-3.log
 sync
 cp $CG/lm-vfat/io.stat $SCRATCH/io.stat-vfat; cp $CG/lm-ext4/io.stat $SCRATCH/io.stat-ext4
-"$IOWARDEN_BIN" limits --json > $SCRATCH/limits-3.json 2> $SCRATCH/limits-3.log
 umount $SCRATCH/vfat $SCRATCH/ext4
 
 # Limits dropped with their device: iow-lost is re-created with another
@@ -161,7 +163,7 @@ good = e["reason"] not in (None, "writeback_to_root") and wbytes("ext4", ext4) >
 print(("OK" if good else "BAD"), "ext4-charged")
 PY
 cat $SCRATCH/limits-check2
-ok "limits: a write limit under a vfat mount says buffered writes escape it to the root (io.stat: not charged)" "grep -q '^OK vfat-escapes' $SCRATCH/limits-check2"
+ok "limits: a write limit under a vfat mount, its cgroup's writes dirty, says they escape it to the root (io.stat: not charged)" "grep -q '^OK vfat-escapes' $SCRATCH/limits-check2"
 ok "limits: the same write limit under ext4 is charged, and not said to escape" "grep -q '^OK ext4-charged' $SCRATCH/limits-check2"
 ok "limits: run names a limit dropped with its re-created dm volume, on its new disk" "[ $seen = 1 ] && [ $lost = 1 ] && grep -q 'device=\"$NEW_DISK\".*reason=\"device_recreated\"' $SCRATCH/state-lm-lost"
 ok "limits: run names a limit dropped with its removed dm volume" "[ $lost = 1 ] && grep -q 'device=\"iow-gone\".*reason=\"no_device\"' $SCRATCH/state-lm-gone"
