@@ -341,6 +341,9 @@ fn dashboards_show_data_under(shipped: &str, args: Vec<String>) {
             t0.elapsed().as_secs_f64()
         );
         failures.extend(out.failures.iter().map(|f| format!("{form}: {f}")));
+        // Skips are queries the shipped flags do not serve; all skipped
+        // would check nothing.
+        assert!(out.passed > 0, "{shipped} {form}: no dashboard query ran");
     }
     assert!(
         failures.is_empty(),
