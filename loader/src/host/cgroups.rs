@@ -22,7 +22,7 @@ pub struct Hierarchy {
 }
 
 /// Unescape the octal escapes (`\040` for a space) mountinfo uses in paths.
-pub(crate) fn unescape_mount_path(s: &str) -> String {
+fn unescape_mount_path(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -41,28 +41,52 @@ pub(crate) fn unescape_mount_path(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Parses /proc/self/mountinfo text into the cgroup hierarchies it mounts.
-pub fn parse_mountinfo(text: &str) -> Vec<Hierarchy> {
-    let mut out = Vec::new();
-    for line in text.lines() {
+/// The fields iowarden reads of one /proc/PID/mountinfo line.
+pub(crate) struct MountEntry<'a> {
+    /// "MAJ:MIN" of the mounted device (major 0 for none: tmpfs, proc).
+    pub devnum: &'a str,
+    /// Unescaped.
+    pub mount_point: String,
+    /// The mount's options ("rw,relatime").
+    pub options: &'a str,
+    pub fstype: &'a str,
+    pub super_options: &'a str,
+}
+
+/// The lines of mountinfo text, malformed ones skipped.
+pub(crate) fn mount_entries(text: &str) -> impl Iterator<Item = MountEntry<'_>> {
+    text.lines().filter_map(|line| {
         // id parent maj:min root mount-point options [optional...] - fstype source super-options
-        let Some((left, right)) = line.split_once(" - ") else {
-            continue;
-        };
+        let (left, right) = line.split_once(" - ")?;
         let l: Vec<&str> = left.split(' ').collect();
         let r: Vec<&str> = right.split(' ').collect();
         if l.len() < 5 || r.len() < 3 {
-            continue;
+            return None;
         }
-        let mount_point = PathBuf::from(unescape_mount_path(l[4]));
-        match r[0] {
+        Some(MountEntry {
+            devnum: l[2],
+            mount_point: unescape_mount_path(l[4]),
+            options: l.get(5).copied().unwrap_or(""),
+            fstype: r[0],
+            super_options: r[2],
+        })
+    })
+}
+
+/// Parses /proc/self/mountinfo text into the cgroup hierarchies it mounts.
+pub fn parse_mountinfo(text: &str) -> Vec<Hierarchy> {
+    let mut out = Vec::new();
+    for m in mount_entries(text) {
+        let mount_point = PathBuf::from(m.mount_point);
+        match m.fstype {
             "cgroup2" => out.push(Hierarchy {
                 mount_point,
                 v2: true,
                 controllers: vec![],
             }),
             "cgroup" => {
-                let controllers = r[2]
+                let controllers = m
+                    .super_options
                     .split(',')
                     .filter(|o| {
                         !matches!(*o, "rw" | "ro") && !o.contains('=') && !o.starts_with("name")
@@ -228,11 +252,10 @@ impl CgroupResolver {
 /// The cgroup2 root, where io.cost.qos and io.cost.model live.
 pub fn cgroup2_root() -> Option<PathBuf> {
     let mi = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    mi.lines().find_map(|l| {
-        let (pre, post) = l.split_once(" - ")?;
-        post.starts_with("cgroup2 ")
-            .then(|| PathBuf::from(pre.split_whitespace().nth(4).unwrap_or("")))
-    })
+    let root = mount_entries(&mi)
+        .find(|m| m.fstype == "cgroup2")
+        .map(|m| PathBuf::from(m.mount_point));
+    root
 }
 
 /// io.cost.qos / io.cost.model lines per MAJ:MIN (empty without iocost).

@@ -1,7 +1,7 @@
 //! The host side of `limits`: every io knob a cgroup has set (cgroup v2,
 //! or blkio on v1), and the devices' schedulers and iocost state.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use super::writeback::{root_writeback_mounts, RootWriteback};
@@ -212,22 +212,24 @@ pub fn dirty_bytes(
     if devices.iter().all(|d| d.root_writeback.is_empty()) {
         return BTreeMap::new();
     }
-    knobs
+    // Once per cgroup, whatever the number of its write limits.
+    let cgroups: BTreeSet<&str> = knobs
         .iter()
         .filter(|k| limits_writes(k))
-        .filter_map(|k| {
-            let stat = std::fs::read_to_string(
-                root.join(k.cgroup.trim_start_matches('/'))
-                    .join("memory.stat"),
-            )
-            .ok()?;
+        .map(|k| k.cgroup.as_str())
+        .collect();
+    cgroups
+        .into_iter()
+        .filter_map(|cgroup| {
+            let dir = root.join(cgroup.trim_start_matches('/'));
+            let stat = std::fs::read_to_string(dir.join("memory.stat")).ok()?;
             let field = |name: &str| -> u64 {
                 stat.lines()
                     .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
                     .unwrap_or(0)
             };
             Some((
-                k.cgroup.clone(),
+                cgroup.to_string(),
                 field("file_dirty") + field("file_writeback"),
             ))
         })

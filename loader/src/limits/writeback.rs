@@ -6,6 +6,8 @@
 //! cgroup, where no child's io.max or weight applies. Pure: read.rs maps
 //! each mount's device to the disks beneath it.
 
+use crate::host::cgroups::mount_entries;
+
 /// A writable mount of a block device whose filesystem has no cgroup
 /// writeback.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,32 +40,17 @@ fn has_cgroup_writeback(fstype: &str, super_options: &str) -> bool {
 /// without cgroup writeback. Filesystems without a device (major 0: tmpfs,
 /// proc, overlay, nfs) write nothing back to a disk of this host.
 pub fn root_writeback_mounts(mountinfo: &str) -> Vec<RootWriteback> {
-    let mut out = Vec::new();
-    for line in mountinfo.lines() {
-        // id parent maj:min root mount-point options [optional...] - fstype source super-options
-        let Some((left, right)) = line.split_once(" - ") else {
-            continue;
-        };
-        let l: Vec<&str> = left.split(' ').collect();
-        let r: Vec<&str> = right.split(' ').collect();
-        if l.len() < 6 || r.len() < 3 {
-            continue;
-        }
-        let (devnum, point, options, fstype, super_options) = (l[2], l[4], l[5], r[0], r[2]);
-        let read_only = |opts: &str| opts.split(',').any(|o| o == "ro");
-        if devnum.starts_with("0:") || read_only(options) || read_only(super_options) {
-            continue;
-        }
-        if has_cgroup_writeback(fstype, super_options) {
-            continue;
-        }
-        out.push(RootWriteback {
-            devnum: devnum.to_string(),
-            fstype: fstype.to_string(),
-            mount_point: crate::host::cgroups::unescape_mount_path(point),
-        });
-    }
-    out
+    let read_only = |opts: &str| opts.split(',').any(|o| o == "ro");
+    mount_entries(mountinfo)
+        .filter(|m| !m.devnum.starts_with("0:") && !read_only(m.options))
+        .filter(|m| !read_only(m.super_options))
+        .filter(|m| !has_cgroup_writeback(m.fstype, m.super_options))
+        .map(|m| RootWriteback {
+            devnum: m.devnum.to_string(),
+            fstype: m.fstype.to_string(),
+            mount_point: m.mount_point,
+        })
+        .collect()
 }
 
 #[cfg(test)]
