@@ -1,7 +1,7 @@
 //! `iowarden profile` against a real loop device with real fio; the refusals
 //! against a real filesystem on it and a real mount. (`--apply` needs
 //! io.cost.model, i.e. cgroup v2: this v1 host checks its error; the guest
-//! applies it, tests/vmtest/guest/t-45-tune.sh.)
+//! applies it, tests/vmtest/guest/t-46-tune-safety.sh.)
 
 use crate::fixtures;
 

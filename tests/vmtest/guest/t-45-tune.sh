@@ -1,4 +1,5 @@
-# vmtest-checks: 15
+# vmtest-checks: 8
+# vmtest-kernels: 6.1
 # `iowarden tune` on real iocost: a latency-critical cgroup (4 KiB randread,
 # QD1, io.weight 1000) beside a best-effort hog (128 KiB randread, QD32) on
 # the throttled NVMe device, fio measuring the LC job's clat p99 and both
@@ -9,17 +10,18 @@
 # This guest's speed depends on its host, so the SLO is derived, not fixed:
 # 2 × (d)'s p99 (per-period p99s swing widely here), which (b) must miss. Then (c) the tuner with that SLO must
 # converge within MAX_PERIODS decision periods, meet it in the steady state
-# (the LC cgroup's p99 from iowarden's histograms over every stretch at a
-# converged vrate, at least STEADY_PERIODS periods; tuner_windows.py; fio's
+# (the LC cgroup's p99 from iowarden's histograms from its last convergence
+# to the end, at least STEADY_PERIODS periods; tuner_windows.py; fio's
 # clat p99 over the whole phase printed beside it), judge it on the block
 # layer's part of what the reader waits for (the same reads as fio's
-# latency log over the same stretches, iowarden's p99 never above fio's;
+# latency log over the same stretch, iowarden's p99 never above fio's;
 # the gap, the reader's syscall and wake-up: VMTEST_RUNQLAT=1 prints the
 # latter with runqlat), and
-# keep more aggregate throughput than (d). Then: kill -9 mid-run and the next iowarden
-# restores the qos; bad input changes nothing; a protected cgroup vanishing
-# mid-run stops the tuner, which restores. Last, `iowarden profile --apply`
-# writes exactly the model it measured.
+# keep more aggregate throughput than (d).
+# One kernel line: this measures the loader's control loop against the
+# emulated plant (3.5 minutes a line); what the tuner writes, journals and
+# restores through each kernel's knobs, and that its pin takes hold there,
+# t-46 checks on every line.
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 IW=$IOWARDEN_BIN
@@ -46,9 +48,11 @@ TUNE_PERIOD=4
 # s a period) leaves a steady window of ~70 s.
 TUNED_RAMP=55
 TUNED_RUN=150
-# The steady state is every period the kernel ran at a converged vrate, up to
-# the next decision that moved it: a probe upwards after 20 periods of
-# slack, or a confirmed miss. Converging in period 29 leaves ~13 periods; 8
+# The steady state is where the tuner settled: every period from its last
+# convergence to the end, with no decision moving vrate since (a tip at a
+# converged vrate that it confirmed and left is part of its search, counted
+# in "misses that reopened the search"; one it took for noise counts
+# against the steady state). Converging in period 29 leaves ~13 periods; 8
 # give the p99 ~600 reads above it.
 STEADY_PERIODS=8
 PHASE=12
@@ -194,7 +198,7 @@ kill -TERM $TP; wait $TP; trc=$?
 grep -E '^iowarden tune:' $T/tune.log | sed 's/^/  /' | cut -c1-230
 # The LC cgroup's read p99 over the steady state, from iowarden's histograms.
 read iw_p99 iw_n steady_n steady_w fio_p99 fio_n same_p99 same_n same_lo same_hi <<< "$(python3 "$(dirname "$0")/tuner_windows.py" steady $T/polls.jsonl $T/decisions.jsonl $T/tuned-lc_lat.1.log 2> $T/fio-parts)"
-echo "  (c) fio's parts over the same stretches: $(tr '\n' ' ' < $T/fio-parts)"
+echo "  (c) fio's parts over the steady state: $(tr '\n' ' ' < $T/fio-parts)"
 [ -n "$RQ" ] && kill $RQ 2>/dev/null; grep -v '^ *[0-9]* -> [0-9]* *: 0 ' $T/runqlat.txt | sed 's/^/  runqlat: /'
 echo "  (c) tuned:              LC p99 ${c_p99} ms (iowarden: ${iw_p99} ms over $iw_n reads), LC ${c_lc} MB/s, hog ${c_hog} MB/s, total ${c_tot} MB/s; qos then: $during_qos"
 conv_vrate=$(python3 -c '
@@ -209,66 +213,25 @@ import json, sys
 ds = [json.loads(l) for l in open(sys.argv[1])]
 first = next((i for i, d in enumerate(ds) if d["action"] == "converged"), len(ds))
 print(sum(d["action"] == "decrease" for d in ds[first:]))' $T/decisions.jsonl)
-echo "  tune: first converged after $conv_n judged periods (${conv_at} s) at vrate ${conv_vrate}% ($seen convergences; $steady_n periods at a converged vrate in $steady_w stretches); periods in all, insufficient: $periods; misses that reopened the search afterwards: $reopened; at the end: $(grep 'converged after\|not converged' $T/tune.log | tail -1)"
+echo "  tune: first converged after $conv_n judged periods (${conv_at} s) at vrate ${conv_vrate}% ($seen convergences, $steady_w stretches at a converged vrate; $steady_n periods in the last); periods in all, insufficient: $periods; misses that reopened the search afterwards: $reopened; at the end: $(grep 'converged after\|not converged' $T/tune.log | tail -1)"
 ok "tune: converges within $MAX_PERIODS decision periods (took $conv_n, ${conv_at} s)" "[ '$conv_n' != none ] && [ '$conv_n' -le $MAX_PERIODS ]"
 conv_min=$(echo "$conv_qos" | sed -n 's/.* min=\([0-9.]*\).*/\1/p')
 ok "tune: the kernel's vrate is the one pinned when it converged (${conv_kernel_vrate}% for '$conv_qos')" "[ -n '$conv_min' ] && [ '$conv_kernel_vrate' = '$conv_min' ]"
-ok "tune: SLO $SLO met in the steady state: $steady_n periods at a converged vrate, at least $STEADY_PERIODS (iowarden LC read p99 ${iw_p99} ms over $iw_n reads; fio clat p99 over the phase ${c_p99} ms)" "[ $steady_n -ge $STEADY_PERIODS ] && [ $iw_n -ge 500 ] && python3 -c 'import sys; sys.exit(not $iw_p99 <= $SLO_MS)'"
+ok "tune: SLO $SLO met in the steady state: $steady_n periods since its last convergence, at least $STEADY_PERIODS (iowarden LC read p99 ${iw_p99} ms over $iw_n reads; fio clat p99 over the phase ${c_p99} ms)" "[ $steady_n -ge $STEADY_PERIODS ] && [ $iw_n -ge 500 ] && python3 -c 'import sys; sys.exit(not $iw_p99 <= $SLO_MS)'"
 # What the tuner judges is the block layer's part of what the reader waits
 # for (bio submission to completion: iocost's holds included). fio's own
 # latency adds its submission syscall before the bio exists and its
 # wake-up after the completion: in this CPU-saturated TCG guest the LC
 # tasks' run-queue latency (VMTEST_RUNQLAT=1 prints runqlat's) exceeds 4 ms for about one
 # wake-up in six, which moves fio's p99 ms above the block layer's (6.6
-# against 3.8 ms in one run). So: the same reads in the same stretches,
+# against 3.8 ms in one run). So: the same reads in the same stretch,
 # and iowarden's p99 never above fio's (its bucket starts at or below it).
-ok "tune: its SLO's p99 counts the reads fio completed in the steady stretches ($same_n vs $fio_n) and is the block layer's part of fio's (iowarden ${same_p99} ms, bucket ${same_lo}..${same_hi}; fio ${fio_p99} ms)" \
+ok "tune: its SLO's p99 counts the reads fio completed in the steady state ($same_n vs $fio_n) and is the block layer's part of fio's (iowarden ${same_p99} ms, bucket ${same_lo}..${same_hi}; fio ${fio_p99} ms)" \
   "[ $same_n -ge 500 ] && [ $(( (fio_n - same_n) * (fio_n - same_n) )) -le $(( (same_n / 50) * (same_n / 50) )) ] && python3 -c 'import sys; sys.exit(not $same_lo <= $fio_p99)'"
 ok "tune: more aggregate throughput than the tightest fixed QoS (${c_tot} vs ${d_tot} MB/s)" "python3 -c 'import sys; sys.exit(not $c_tot > $d_tot)'"
 ok "tune: exits 0 on SIGTERM and restores the qos" "[ $trc -eq 0 ] && [ \"\$(qos)\" = \"\$pre_tune_qos\" ]"
 cat $SCRATCH/promql-9623
 ok "dashboard iowarden-tuner.json: every panel query returns data from a real Prometheus" "grep -q '^OK  *panel' $SCRATCH/promql-9623 && ! grep -q '^BAD' $SCRATCH/promql-9623"
-
-# Crash safety: kill -9 once it has written, then the next iowarden restores.
-"$IW" tune --device $DEV --protect /tn-lc --slo $SLO --period 1s --start 50 \
-  --listen 127.0.0.1:9624 --state-dir $ST > /dev/null 2> $T/crash.log & TP=$!
-for _ in $(seq 100); do qos | grep -q 'max=50.00' && break; sleep 0.1; done
-crash_qos=$(qos)
-kill -9 $TP; wait $TP 2>/dev/null
-after_kill=$(qos)
-"$IW" run --device $DEV --listen 127.0.0.1:9625 --duration 1s --state-dir $ST > /dev/null 2> $T/recover.log
-echo "  crash: while tuning '$crash_qos'; after kill -9 '$after_kill'; after restart '$(qos)'"
-sed 's/^/  /' $T/recover.log | grep -i restor
-ok "tune: kill -9 leaves the change; the next iowarden run restores the qos" "echo \"\$after_kill\" | grep -q 'max=50.00' && [ \"\$(qos)\" = \"\$pre_tune_qos\" ] && grep -q 'restored' $T/recover.log"
-
-# Bad input: a clear error and nothing changed.
-bad() { # NAME EXPECTED-MESSAGE ARGS...
-  local name=$1 want=$2; shift 2
-  "$IW" tune "$@" --state-dir $ST --listen 127.0.0.1:9626 --duration 5s > /dev/null 2> $T/bad.log; local rc=$?
-  echo "  $name: rc $rc: $(tail -1 $T/bad.log)"
-  ok "tune: $name is refused, nothing changed" "[ $rc -ne 0 ] && grep -q \"$want\" $T/bad.log && [ \"\$(qos)\" = \"\$pre_tune_qos\" ]"
-}
-bad "a malformed SLO" "SLO 'read-p99=fast'" --device $DEV --protect /tn-lc --slo read-p99=fast
-bad "an unknown device" "nvme9n9" --device nvme9n9 --protect /tn-lc --slo $SLO
-bad "an unknown cgroup" "no cgroup /tn-nope" --device $DEV --protect /tn-nope --slo $SLO
-bad "inverted bounds" "vrate-min 60 is above --vrate-max 40" --device $DEV --protect /tn-lc --slo $SLO --vrate-min 60 --vrate-max 40
-
-# A protected cgroup that vanishes mid-run: the tuner stops, restores, says why.
-mkdir -p $CG/tn-gone
-"$IW" tune --device $DEV --protect /tn-gone --slo $SLO --period 1s --start 50 \
-  --listen 127.0.0.1:9627 --state-dir $ST > /dev/null 2> $T/gone.log & TP=$!
-for _ in $(seq 100); do qos | grep -q 'max=50.00' && break; sleep 0.1; done
-rmdir $CG/tn-gone
-wait $TP; grc=$?
-echo "  vanished: rc $grc: $(grep -i 'vanished' $T/gone.log | tail -1)"
-ok "tune: a protected cgroup vanishing stops it with a clear error and restores" "[ $grc -ne 0 ] && grep -q 'protected cgroup /tn-gone vanished' $T/gone.log && [ \"\$(qos)\" = \"\$pre_tune_qos\" ]"
-
-# profile: a short run on a scratch region, applied to io.cost.model, which
-# then holds exactly the printed line.
-"$IW" profile $DEV --duration 1s --offset 1G --size 256M --apply --state-dir $ST > $T/model.txt 2> $T/profile.log; prc=$?
-sed 's/^/  /' $T/profile.log
-echo "  profile: rc $prc: $(cat $T/model.txt)"
-ok "profile --apply writes the measured model to io.cost.model" "[ $prc -eq 0 ] && grep -q 'ctrl=user model=linear rbps=' $T/model.txt && [ \"\$(grep \"^$MM \" $CG/io.cost.model)\" = \"\$(cat $T/model.txt)\" ]"
 
 # Restore what this test itself set (the kernel keeps the device's line).
 echo "$MM enable=0" > $CG/io.cost.qos

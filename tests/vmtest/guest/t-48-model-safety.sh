@@ -7,7 +7,7 @@
 # below 1 are refused; with no load every model decision is 'insufficient'
 # and nothing changes. One kernel line, as t-47: what it checks is the
 # loader's (journal, restore, sysfs reads every line shares); on 5.10 and
-# 6.12 t-40 and t-45 write, journal and restore io.cost.model and qos.
+# 6.12 t-40 and t-46 write, journal and restore io.cost.model and qos.
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 IW=$IOWARDEN_BIN

@@ -6,23 +6,28 @@
       last decision and CGROUP's cumulative read latency histogram (total
       stage) on DEVICE.
   tuner_windows.py steady OUT DECISIONS [FIO_LAT_LOG]
-      Prints "P99_MS READS PERIODS WINDOWS": the read p99 over every stretch
-      the kernel ran at a converged vrate (from a "converged" decision to the
-      next decision that moves vrate, or the end), the judged periods in
-      them and how many stretches there were. With fio's latency log
-      (written with --log_unix_epoch=1: completion time in ms, latency in
-      ns), also "FIO_P99_MS FIO_READS IW_P99_MS IW_READS LO_MS HI_MS": fio's
-      own p99 of the reads it completed in those stretches from its first
-      logged read on (fio logs nothing while it ramps), and iowarden's p99
-      over the same polls with the histogram bucket it lies in.
+      Prints "P99_MS READS PERIODS STRETCHES": the read p99 over the steady
+      state, the judged periods in it, and how many stretches the kernel ran
+      at a converged vrate in all. With fio's latency log (written with
+      --log_unix_epoch=1: completion time in ms, latency in ns), also
+      "FIO_P99_MS FIO_READS IW_P99_MS IW_READS LO_MS HI_MS": fio's own p99 of
+      the reads it completed in the steady state from its first logged read
+      on (fio logs nothing while it ramps), and iowarden's p99 over the same
+      polls with the histogram bucket it lies in.
 
-The stretches are chosen by vrate only, never by whether a period met the
-SLO: a miss at the converged vrate (the one taken for noise, and the one
-that acts) counts against it. Each boundary is the poll its decision was
-made on (the tuner decides on that poll's snapshot and publishes it until the
-next poll, 500 ms later), so no I/O at another vrate leaks in; where that
-poll was not caught, the window shrinks to the polls inside it. m-47 imports
-`record` and `p99_ms` for its own window.
+The steady state is where the tuner settled: from its last "converged"
+decision to the end, provided no decision moved vrate since (else there is
+none). It is chosen by vrate only, never by whether a period met the SLO: a
+miss in it that the tuner took for noise counts against it. An earlier
+converged stretch that a confirmed miss ended is the search, not its
+result: near the SLO's boundary the device can tip into saturation at a
+vrate that met it for periods (t-45-tune.sh), and detecting that and
+backing off is the tuner's job; such reopenings are counted and printed by
+the caller. Each boundary is the poll its decision was made on (the tuner
+decides on that poll's snapshot and publishes it until the next poll,
+500 ms later), so no I/O at another vrate leaks in; where that poll was not
+caught, the window shrinks to the polls inside it. m-47 imports `record` and
+`p99_ms` for its own window.
 """
 import json
 import re
@@ -119,13 +124,19 @@ def fio_p99_ms(log, spans):
     return lats[max(1, -(-99 * len(lats) // 100)) - 1] / 1e6, len(lats)
 
 
+def settled(decisions):
+    """[(start_at, None, judged periods)] for the converged stretch still
+    open at the end, or [] when the last one was left."""
+    return [s for s in stretches(decisions)[-1:] if s[1] is None]
+
+
 def windows(polls, decisions, start, since=0.0):
-    """iowarden's read counts over the steady stretches (from `since` on),
-    the stretches as (first poll, last poll) times, their judged periods."""
+    """iowarden's read counts over the steady state (from `since` on), its
+    span as (first poll, last poll) times, its judged periods."""
     slack = 0.05
     counts = [0] * len(polls[0]["counts"]) if polls else []
     spans, periods = [], 0
-    for a, b, n in stretches(decisions):
+    for a, b, n in settled(decisions):
         first = next((p for p in polls if p["t"] >= max(start + a - slack, since)), None)
         inside = [p for p in polls if b is None or p["t"] <= start + b + slack]
         if first is None or not inside or inside[-1]["t"] <= first["t"]:
@@ -150,7 +161,7 @@ def steady(out, decisions_path, fio_log=None):
     start = min(decided)
     counts, spans, periods = windows(polls, decisions, start)
     bounds = polls[0]["bounds"] if polls else []
-    line = f"{p99_ms(counts, bounds):.3f} {sum(counts)} {periods} {len(spans)}"
+    line = f"{p99_ms(counts, bounds):.3f} {sum(counts)} {periods} {len(stretches(decisions))}"
     if fio_log:
         logged = [int(l.split(",")[0]) / 1e3 for l in open(fio_log) if l.count(",") >= 2]
         since = min(logged) if logged else float("inf")
