@@ -48,7 +48,10 @@ fn monitor(dev: &iowarden_exporters::DeviceRef, locks: bool) -> Result<Monitor> 
             ..Default::default()
         },
         optional: crate::probes::optional::OptionalConfig {
-            enabled: locks.then_some("locks").into_iter().collect(),
+            enabled: locks
+                .then_some(crate::probes::locks::NAME)
+                .into_iter()
+                .collect(),
             ..Default::default()
         },
     })

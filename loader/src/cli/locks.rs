@@ -42,7 +42,7 @@ pub fn run(a: LocksArgs) -> Result<()> {
         block_only: _,
         top,
     } = a;
-    trace.probes.enabled.insert("locks");
+    trace.probes.enabled.insert(iowarden::probes::locks::NAME);
     trace.locks_all |= all;
     // Before loading: a signal while the programs load must not kill the
     // process with them half set up (SIGHUP's default action).

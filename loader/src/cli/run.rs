@@ -77,7 +77,10 @@ pub fn run(a: RunArgs) -> Result<()> {
     // Before any thread starts: capabilities are per thread.
     let keep = iowarden::host::privileges::Keep {
         bpf_calls: iowarden::probes::features::bpf_calls_need_capability(),
-        kallsyms: a.trace.enabled_probes().contains("locks"),
+        kallsyms: a
+            .trace
+            .enabled_probes()
+            .contains(iowarden::probes::locks::NAME),
     };
     let kept = iowarden::host::privileges::drop_all(a.user.as_deref(), &keep)?;
     iowarden::say!("iowarden: {kept}");

@@ -125,7 +125,7 @@ impl TraceArgs {
     pub fn enabled_probes(&self) -> BTreeSet<&'static str> {
         let mut on = self.probes.enabled.clone();
         if self.locks_all {
-            on.insert("locks");
+            on.insert(iowarden::probes::locks::NAME);
         }
         on
     }

@@ -23,6 +23,10 @@ use crate::probes::{
     table_fill, tracepoint_available, HostNames, Probe,
 };
 
+/// The object's name, as `iowarden_probe_active` and the statuses say it
+/// and as `--no-iocost` switches it.
+pub const NAME: &str = "iocost";
+
 const PROGRAMS: &[&str] = &[
     "iocost_iocg_activate",
     "iocost_iocg_idle",
@@ -60,7 +64,7 @@ pub struct IocostSample {
 impl IocostProbe {
     pub fn start() -> Result<(Option<IocostProbe>, ProbeStatus)> {
         let status = |active: bool, reason: String| ProbeStatus {
-            name: "iocost".into(),
+            name: NAME.into(),
             active,
             reason,
         };
@@ -120,7 +124,7 @@ impl IocostProbe {
                 links,
                 cgroup2: cgroup2_root(),
                 last: IocostSample::default(),
-                watch: GapWatch::new("iocost"),
+                watch: GapWatch::new(NAME),
                 judged_until_ns: 0,
             }),
             status(true, reason),

@@ -221,7 +221,7 @@ pub(crate) fn delete_entries<K: Copy + Default>(
 /// Run count and time of one loaded program from the kernel's
 /// `bpf_prog_info`; None when the kernel does not answer. Both stay 0
 /// unless BPF run-time stats are enabled (see crate::host::selfstats).
-pub(crate) fn prog_stats_of(name: &str, prog: &impl std::os::fd::AsFd) -> Option<BpfProgramStats> {
+fn prog_stats_of(name: &str, prog: &impl std::os::fd::AsFd) -> Option<BpfProgramStats> {
     prog_info(prog).map(|info| BpfProgramStats {
         program: name.to_string(),
         run_time_seconds: info.run_time_ns as f64 / 1e9,
@@ -237,9 +237,24 @@ pub(crate) fn attached_prog_stats(
     obj: &libbpf_rs::Object,
     links: &[(&'static str, libbpf_rs::Link)],
 ) -> Vec<BpfProgramStats> {
+    attached_prog_stats_as(obj, links, str::to_string)
+}
+
+/// [`attached_prog_stats`] for an object whose programs load under
+/// another name than the one they are linked and reported by (the block
+/// object's variants per claim method): `loaded_as` maps the one to the
+/// other.
+pub(crate) fn attached_prog_stats_as(
+    obj: &libbpf_rs::Object,
+    links: &[(&'static str, libbpf_rs::Link)],
+    loaded_as: impl Fn(&str) -> String,
+) -> Vec<BpfProgramStats> {
     links
         .iter()
-        .filter_map(|&(name, _)| prog_stats_of(name, &obj.progs().find(|p| p.name() == name)?))
+        .filter_map(|&(name, _)| {
+            let loaded = loaded_as(name);
+            prog_stats_of(name, &obj.progs().find(|p| p.name() == loaded.as_str())?)
+        })
         .collect()
 }
 

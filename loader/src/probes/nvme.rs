@@ -24,6 +24,10 @@ use crate::probes::{
     table_fill, HostNames, Probe,
 };
 
+/// The object's name, as `iowarden_probe_active` and the statuses say it
+/// and as `--no-nvme` switches it.
+pub const NAME: &str = "nvme";
+
 const PROGRAMS: &[&str] = &["nvme_setup_cmd", "nvme_complete_rq", "nvme_sq"];
 
 #[derive(Debug, Clone)]
@@ -112,7 +116,7 @@ impl NvmeProbe {
     /// Ok(None) with the reason when the nvme driver is not here.
     pub fn start(cfg: &NvmeConfig) -> Result<(Option<NvmeProbe>, ProbeStatus)> {
         let status = |active: bool, reason: String| ProbeStatus {
-            name: "nvme".into(),
+            name: NAME.into(),
             active,
             reason,
         };
@@ -167,8 +171,8 @@ impl NvmeProbe {
                 skel,
                 links,
                 last: NvmeSample::default(),
-                commands_watch: GapWatch::new("nvme"),
-                bytes_watch: GapWatch::new("nvme"),
+                commands_watch: GapWatch::new(NAME),
+                bytes_watch: GapWatch::new(NAME),
             }),
             status(true, caveat.into()),
         ))

@@ -32,7 +32,7 @@ pub type Started = (Option<Box<dyn Probe>>, ProbeStatus);
 /// Every optional BPF object.
 pub const ALL: &[OptionalProbe] = &[
     OptionalProbe {
-        name: "nvme",
+        name: nvme::NAME,
         switch: "no-nvme",
         default_on: true,
         help: "Do not load the NVMe queue programs",
@@ -40,7 +40,7 @@ pub const ALL: &[OptionalProbe] = &[
         start: |_| boxed(nvme::NvmeProbe::start(&nvme::NvmeConfig::default())),
     },
     OptionalProbe {
-        name: "iocost",
+        name: iocost::NAME,
         switch: "no-iocost",
         default_on: true,
         help: "Do not load the iocost programs (the kernel formats a cgroup path \
@@ -49,7 +49,7 @@ pub const ALL: &[OptionalProbe] = &[
         start: |_| boxed(iocost::IocostProbe::start()),
     },
     OptionalProbe {
-        name: "locks",
+        name: locks::NAME,
         switch: "locks",
         default_on: false,
         help: "Load the lock contention programs (lock:contention_begin/end): wait \

@@ -24,12 +24,12 @@ use anyhow::{Context, Result};
 use iowarden_exporters::{BpfProgramStats, ProbeStatus, TableFill};
 use libbpf_rs::btf::types::Enum;
 use libbpf_rs::btf::Btf;
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags};
 
 use crate::probes::block::capacity::Capacity;
 use crate::probes::mapped::MappedArray;
-use crate::probes::{open_object, prog_stats_of, slots_in_use, status, table_fill};
+use crate::probes::{attached_prog_stats_as, open_object, slots_in_use, status, table_fill};
 use crate::skel::types::{
     iow_const, iow_cost_class, iow_cost_coefs, iow_drops, iow_hwq_stats, iow_series, iow_tables,
 };
@@ -486,10 +486,9 @@ impl BlockProbe {
 impl BlockProbe {
     /// Run count and time of every attached program.
     pub fn prog_stats(&self) -> Vec<BpfProgramStats> {
-        self.links
-            .iter()
-            .filter_map(|&(name, _)| prog_stats_of(name, &self.program(name)?))
-            .collect()
+        attached_prog_stats_as(self.skel.object(), &self.links, |name| {
+            self.program_name(name)
+        })
     }
 
     /// How full the tables the BPF side claims entries in are: a full series

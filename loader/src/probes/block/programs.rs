@@ -221,13 +221,4 @@ impl BlockProbe {
         }
         self.claims.program(prog)
     }
-
-    /// The loaded program of this claim method's set for `prog`.
-    pub(super) fn program(&self, prog: &str) -> Option<libbpf_rs::ProgramMut<'_>> {
-        let name = self.program_name(prog);
-        self.skel
-            .object()
-            .progs_mut()
-            .find(|p| p.name() == name.as_str())
-    }
 }

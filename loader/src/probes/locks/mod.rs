@@ -14,18 +14,22 @@ use std::collections::BTreeSet;
 use anyhow::{Context, Result};
 use iowarden_exporters::{BpfProgramStats, ProbeStatus, Snapshot, TableFill};
 use libbpf_rs::btf::Btf;
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags};
 
 use crate::locks_skel::types::{lk_const, lk_counters, lk_stack, lk_stats};
 use crate::locks_skel::{LocksSkel, LocksSkelBuilder};
 use crate::probes::{
-    claimed_slots, free_slot, open_object, pod, prog_stats_of, slots_in_use, table_fill,
-    tracepoint_available, HostNames, Probe,
+    attach, attached_prog_stats, claimed_slots, free_slot, open_object, pod, slots_in_use,
+    table_fill, tracepoint_available, HostNames, Probe,
 };
 pub use raw::{LockKey, RawLockSample, NO_STACK};
 use sites::TopSites;
 use symbols::StackNames;
+
+/// The object's name, as `iowarden_probe_active` and the statuses say it
+/// and as `--locks` switches it.
+pub const NAME: &str = "locks";
 
 pub const MAX_SLOTS: u32 = lk_const::LK_MAX_SLOTS.0;
 pub const MAX_RANGES: usize = lk_const::LK_MAX_RANGES.0 as usize;
@@ -56,7 +60,8 @@ impl Default for LockConfig {
 
 pub struct LockProbe {
     skel: LocksSkel<'static>,
-    _links: Vec<Link>,
+    /// The attached programs, by name.
+    links: Vec<(&'static str, Link)>,
     block_only: bool,
     names: StackNames,
     top: TopSites,
@@ -64,7 +69,7 @@ pub struct LockProbe {
 }
 
 fn status(active: bool, reason: impl Into<String>) -> ProbeStatus {
-    crate::probes::status("locks", active, reason)
+    crate::probes::status(NAME, active, reason)
 }
 
 const PROGRAMS: [&str; 2] = ["contention_begin", "contention_end"];
@@ -96,7 +101,7 @@ impl LockProbe {
         };
         let probe = LockProbe {
             skel,
-            _links: links,
+            links,
             block_only: cfg.block_only,
             names: StackNames::default(),
             top: TopSites::new(cfg.top_sites),
@@ -145,17 +150,14 @@ impl LockProbe {
             .map_err(|e| format!("loading the lock programs failed: {e}")))
     }
 
-    fn attach(skel: &LocksSkel<'static>) -> std::result::Result<Vec<Link>, String> {
-        [
-            ("contention_begin", &skel.progs.contention_begin),
-            ("contention_end", &skel.progs.contention_end),
-        ]
-        .into_iter()
-        .map(|(name, p)| {
-            p.attach()
-                .map_err(|e| format!("attaching {name} failed: {e}"))
-        })
-        .collect()
+    fn attach(skel: &LocksSkel<'static>) -> std::result::Result<Vec<(&'static str, Link)>, String> {
+        PROGRAMS
+            .into_iter()
+            .map(|name| match attach(skel.object(), name) {
+                Ok(link) => Ok((name, link)),
+                Err(e) => Err(format!("attaching {name} failed: {e}")),
+            })
+            .collect()
     }
 
     pub fn read_raw(&self) -> Result<RawLockSample> {
@@ -281,15 +283,8 @@ impl Probe for LockProbe {
         Ok(())
     }
 
-    /// Run count and time of the two programs (BPF stats).
     fn prog_stats(&self) -> Vec<BpfProgramStats> {
-        [
-            ("contention_begin", &self.skel.progs.contention_begin),
-            ("contention_end", &self.skel.progs.contention_end),
-        ]
-        .into_iter()
-        .filter_map(|(name, p)| prog_stats_of(name, p))
-        .collect()
+        attached_prog_stats(self.skel.object(), &self.links)
     }
 
     /// Series slots in use, for iowarden_map_entries.
