@@ -1,29 +1,127 @@
 //! Ties the BPF objects and the cgroup resolver together: one `poll` reads
 //! every object, releases the entries of removed cgroups and returns the
 //! cumulative snapshot each object fills its part of, without naming any.
-//! The one configuration of what is loaded ([`MonitorConfig`]) and the one
-//! policy for releasing the table entries of removed cgroups live here.
+//! The one configuration of what is loaded ([`MonitorConfig`], made from a
+//! command's [`TraceOptions`] in one place) and the one policy for releasing
+//! the table entries of removed cgroups live here.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use iowarden_exporters::{ProbeStatus, RuntimeMetrics, Snapshot, SCHEMA_VERSION};
 
+use crate::costmodel::LinearModel;
 use crate::host::cgroups::CgroupResolver;
-use crate::host::devices::DeviceNames;
+use crate::host::devices::{kernel_devt, resolve_device, DeviceNames};
+use crate::probes::block::capacity::{self, DEFAULT_BUDGET_BYTES, DEFAULT_SERIES};
 use crate::probes::block::object::Block;
 use crate::probes::block::BlockConfig;
+use crate::probes::locks::{self, LockConfig};
 use crate::probes::optional::{start_optional, OptionalConfig};
 use crate::probes::{HostNames, Probe};
 
-/// Which BPF objects are loaded, and how. The default loads the block
-/// object and the optional ones [`crate::probes::optional::ALL`] turns on by default.
-#[derive(Debug, Clone, Default)]
+/// Which BPF objects are loaded, and how: made by [`MonitorConfig::new`].
+#[derive(Debug, Clone)]
 pub struct MonitorConfig {
     /// The block programs (always loaded).
     pub block: BlockConfig,
     pub optional: OptionalConfig,
+}
+
+/// What a command asks of the BPF objects, in the command line's terms
+/// (`run`'s flags, cli/trace.rs); the default is the command line's. Every
+/// command, the bench and the tests make their [`MonitorConfig`] from one.
+#[derive(Debug, Clone)]
+pub struct TraceOptions {
+    /// Only this whole disk: a name (nvme0n1) or MAJ:MIN.
+    pub device: Option<String>,
+    pub max_series: u32,
+    /// Counter shards; None: one per CPU up to the plan's limit.
+    pub shards: Option<u32>,
+    pub max_map_memory_bytes: u64,
+    pub latency: bool,
+    /// Count the queue and device stages' histograms too (a stage other
+    /// than the total is exported or shown).
+    pub stage_histograms: bool,
+    pub hwq: bool,
+    pub hwq_events: bool,
+    pub task_delays: bool,
+    pub cost: bool,
+    pub cost_model: Option<LinearModel>,
+    /// The optional objects switched on (names from
+    /// [`crate::probes::optional::ALL`]).
+    pub probes: BTreeSet<&'static str>,
+    /// Lock contention anywhere in the kernel (loads the lock object).
+    pub locks_all: bool,
+}
+
+impl Default for TraceOptions {
+    fn default() -> Self {
+        TraceOptions {
+            device: None,
+            max_series: DEFAULT_SERIES,
+            shards: None,
+            max_map_memory_bytes: DEFAULT_BUDGET_BYTES,
+            latency: true,
+            stage_histograms: false,
+            hwq: true,
+            hwq_events: false,
+            task_delays: false,
+            cost: true,
+            cost_model: None,
+            probes: OptionalConfig::default().enabled,
+            locks_all: false,
+        }
+    }
+}
+
+impl TraceOptions {
+    /// The optional objects to load (`locks_all` loads the lock object).
+    pub fn enabled_probes(&self) -> BTreeSet<&'static str> {
+        let mut on = self.probes.clone();
+        if self.locks_all {
+            on.insert(locks::NAME);
+        }
+        on
+    }
+}
+
+impl MonitorConfig {
+    /// Resolves the device and plans the tables for this host's CPUs.
+    pub fn new(o: &TraceOptions) -> Result<MonitorConfig> {
+        let filter_devt = match &o.device {
+            Some(spec) => {
+                let d = resolve_device(spec)?;
+                Some(kernel_devt(d.major, d.minor))
+            }
+            None => None,
+        };
+        let cpus = libbpf_rs::num_possible_cpus().context("counting possible CPUs")? as u32;
+        let capacity = capacity::plan(o.max_series, o.shards, cpus, o.max_map_memory_bytes)
+            .map_err(anyhow::Error::msg)?;
+        Ok(MonitorConfig {
+            block: BlockConfig {
+                capacity,
+                filter_devt,
+                latency: o.latency,
+                stage_histograms: o.stage_histograms,
+                hwq: o.hwq,
+                hwq_events: o.hwq_events,
+                task_delays: o.task_delays,
+                cost: o.cost,
+                cost_model: o.cost_model,
+                cost_devices: Vec::new(),
+            },
+            optional: OptionalConfig {
+                enabled: o.enabled_probes(),
+                locks: LockConfig {
+                    block_only: !o.locks_all,
+                    ..Default::default()
+                },
+            },
+        })
+    }
 }
 
 /// Polls a cgroup must stay gone before the table entries of its series

@@ -15,10 +15,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use fixtures::*;
-use iowarden::monitor::{Monitor, MonitorConfig};
-use iowarden::probes::block::BlockConfig;
+use iowarden::monitor::{Monitor, MonitorConfig, TraceOptions};
 use iowarden::probes::locks::sites::strip_clone_suffix;
-use iowarden::probes::optional::OptionalConfig;
 use iowarden::views::locks::{fmt_wait, lock_wait_per_io, site_rows};
 use iowarden_exporters::Snapshot;
 
@@ -96,23 +94,12 @@ fn scheduler_lock_contention_by_site_and_cgroup() {
     let dev = LoopDev::file_in("/dev/shm", 1024);
     let cg = Cgroup::new("iowarden-test-locks");
     let name = dev.name();
-    let cfg = MonitorConfig {
-        block: BlockConfig {
-            filter_devt: Some({
-                let (ma, mi) = dev
-                    .majmin()
-                    .split_once(':')
-                    .map(|(a, b)| (a.parse().unwrap(), b.parse().unwrap()))
-                    .unwrap();
-                iowarden::host::devices::kernel_devt(ma, mi)
-            }),
-            ..Default::default()
-        },
-        optional: OptionalConfig {
-            enabled: ["locks"].into(),
-            ..Default::default()
-        },
-    };
+    let cfg = MonitorConfig::new(&TraceOptions {
+        device: Some(dev.majmin()),
+        probes: [iowarden::probes::locks::NAME].into(),
+        ..Default::default()
+    })
+    .expect("the options are valid");
     let mut mon = Monitor::start(&cfg).expect("BPF programs load");
     let mut per_io = Vec::new();
     let run = |sched: &str, mon: &mut Monitor| -> Option<(f64, Snapshot)> {
@@ -248,13 +235,11 @@ fn scheduler_lock_contention_by_site_and_cgroup() {
 #[test]
 fn removed_cgroup_frees_its_lock_slots() {
     let dev = LoopDev::file(1024);
-    let cfg = MonitorConfig {
-        optional: OptionalConfig {
-            enabled: ["locks"].into(),
-            ..Default::default()
-        },
+    let cfg = MonitorConfig::new(&TraceOptions {
+        probes: [iowarden::probes::locks::NAME].into(),
         ..Default::default()
-    };
+    })
+    .expect("the options are valid");
     let mut mon = Monitor::start(&cfg).expect("BPF programs load");
     let used = |mon: &Monitor| -> u64 {
         mon.runtime_stats(false)

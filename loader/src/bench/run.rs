@@ -15,9 +15,8 @@ use super::phase::{Cgroups, Ctx};
 use super::report::{markdown, Report, Unavailable, SCHEMA};
 use super::suites::{self, Bench};
 use super::{parse_knobs, parse_suites, Knob, Params, Suite};
-use crate::host::devices::{kernel_devt, resolve_device};
-use crate::monitor::{Monitor, MonitorConfig};
-use crate::probes::block::BlockConfig;
+use crate::host::devices::resolve_device;
+use crate::monitor::{Monitor, MonitorConfig, TraceOptions};
 
 pub struct BenchOptions {
     pub device: String,
@@ -38,23 +37,17 @@ fn now_unix() -> f64 {
 }
 
 fn monitor(dev: &iowarden_exporters::DeviceRef, locks: bool) -> Result<Monitor> {
-    Monitor::start(&MonitorConfig {
-        block: BlockConfig {
-            filter_devt: Some(kernel_devt(dev.major, dev.minor)),
-            latency: true,
-            hwq: false,
-            // The bench scores the knobs, not the model: no per-request charge.
-            cost: false,
-            ..Default::default()
-        },
-        optional: crate::probes::optional::OptionalConfig {
-            enabled: locks
-                .then_some(crate::probes::locks::NAME)
-                .into_iter()
-                .collect(),
-            ..Default::default()
-        },
-    })
+    Monitor::start(&MonitorConfig::new(&TraceOptions {
+        device: Some(format!("{}:{}", dev.major, dev.minor)),
+        hwq: false,
+        // The bench scores the knobs, not the model: no per-request charge.
+        cost: false,
+        probes: locks
+            .then_some(crate::probes::locks::NAME)
+            .into_iter()
+            .collect(),
+        ..Default::default()
+    })?)
 }
 
 /// Checks what needs no kernel change: suites, knobs, device, mounts.

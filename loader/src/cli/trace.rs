@@ -8,12 +8,10 @@ use std::sync::{Arc, LazyLock};
 use anyhow::{Context, Result};
 use clap::Args;
 
-use iowarden::host::devices::{kernel_devt, resolve_device};
+use iowarden::host::devices::resolve_device;
 use iowarden::host::preflight;
-use iowarden::monitor::{Monitor, MonitorConfig};
-use iowarden::probes::block::BlockConfig;
-use iowarden::probes::locks::LockConfig;
-use iowarden::probes::optional::{OptionalConfig, ALL};
+use iowarden::monitor::{Monitor, MonitorConfig, TraceOptions};
+use iowarden::probes::optional::ALL;
 use iowarden_exporters::Stage;
 
 #[derive(Args, Clone)]
@@ -121,13 +119,30 @@ impl TraceArgs {
         <Defaults as clap::Parser>::parse_from(["iowarden"]).trace
     }
 
+    /// What the flags ask for. `stages`: the latency stages exported or
+    /// shown; the queue and device histograms are counted only when one of
+    /// them is.
+    pub fn options(&self, stages: &[Stage]) -> TraceOptions {
+        TraceOptions {
+            device: self.device.clone(),
+            max_series: self.max_series,
+            shards: self.shards,
+            max_map_memory_bytes: self.max_map_memory.saturating_mul(1 << 20),
+            latency: !self.no_latency,
+            stage_histograms: stages.iter().any(|s| *s != Stage::Total),
+            hwq: !self.no_hwq,
+            hwq_events: self.hwq_events,
+            task_delays: self.task_delays,
+            cost: !self.no_cost,
+            cost_model: self.cost_model,
+            probes: self.probes.enabled.clone(),
+            locks_all: self.locks_all,
+        }
+    }
+
     /// The optional probes to load (--locks-all is --locks too).
     pub fn enabled_probes(&self) -> BTreeSet<&'static str> {
-        let mut on = self.probes.enabled.clone();
-        if self.locks_all {
-            on.insert(iowarden::probes::locks::NAME);
-        }
-        on
+        self.options(&[]).enabled_probes()
     }
 
     /// The kernel's name of the `--device` filter, if one was given.
@@ -145,51 +160,10 @@ pub fn parse_cost_model(s: &str) -> Result<iowarden::costmodel::LinearModel, Str
     iowarden::costmodel::parse_over(iowarden::costmodel::AUTOP_SSD_DFL, s)
 }
 
-/// `stages`: the latency stages exported or shown; the queue and device
-/// histograms are counted only when one of them is.
-pub fn monitor_config(t: &TraceArgs, stages: &[Stage]) -> Result<MonitorConfig> {
-    let filter_devt = match &t.device {
-        Some(spec) => {
-            let d = resolve_device(spec)?;
-            Some(kernel_devt(d.major, d.minor))
-        }
-        None => None,
-    };
-    let cpus = libbpf_rs::num_possible_cpus().context("counting possible CPUs")? as u32;
-    let capacity = iowarden::probes::block::capacity::plan(
-        t.max_series,
-        t.shards,
-        cpus,
-        t.max_map_memory.saturating_mul(1 << 20),
-    )
-    .map_err(anyhow::Error::msg)?;
-    Ok(MonitorConfig {
-        block: BlockConfig {
-            capacity,
-            filter_devt,
-            latency: !t.no_latency,
-            stage_histograms: stages.iter().any(|s| *s != Stage::Total),
-            hwq: !t.no_hwq,
-            hwq_events: t.hwq_events,
-            task_delays: t.task_delays,
-            cost: !t.no_cost,
-            cost_model: t.cost_model,
-            cost_devices: Vec::new(),
-        },
-        optional: OptionalConfig {
-            enabled: t.enabled_probes(),
-            locks: LockConfig {
-                block_only: !t.locks_all,
-                ..Default::default()
-            },
-        },
-    })
-}
-
 /// Checks privileges and BTF, loads and attaches the programs, and says
 /// which optional probes are missing and why.
 pub fn start_monitor(trace: &TraceArgs, stages: &[Stage]) -> Result<Monitor> {
-    let cfg = monitor_config(trace, stages)?;
+    let cfg = MonitorConfig::new(&trace.options(stages))?;
     preflight::check()?;
     let monitor = Monitor::start(&cfg)?;
     for p in monitor.probe_report() {
@@ -261,6 +235,16 @@ mod tests {
             };
             assert_eq!(p.switch, want, "{}'s switch", p.name);
         }
+    }
+
+    /// The flags' defaults are TraceOptions' (what the bench and the tests
+    /// start from).
+    #[test]
+    fn the_flags_defaults_are_the_options_defaults() {
+        assert_eq!(
+            format!("{:?}", TraceArgs::defaults().options(&[Stage::Total])),
+            format!("{:?}", TraceOptions::default())
+        );
     }
 
     #[test]

@@ -49,8 +49,9 @@ pub struct Tuner {
     qos_raised: bool,
 }
 
-/// A pin that did not take hold (no I/O completed while it settled) is
-/// pinned again next period. Returns the line it left.
+/// A pin that did not take hold (no I/O completed while it settled, or the
+/// kernel took vrate elsewhere) is pinned again next period. Returns the
+/// line it left.
 fn say_not_held(p: PinOutcome) -> Option<String> {
     if !p.held {
         crate::say!(
