@@ -23,6 +23,9 @@ cycle() {
   done
 }
 stop_hog() { touch $T/stop; wait $1 2>/dev/null; }
+# The io.cost.qos and io.cost.model lines of the script's device $MM.
+qos() { grep "^$MM " $CG/io.cost.qos || true; }
+model() { grep "^$MM " $CG/io.cost.model || true; }
 # iocost's vrate (%) on device MAJ:MIN, as the root's io.stat prints it.
 vrate() { grep "^$1 " $CG/io.stat | sed -n 's/.* cost\.vrate=\([0-9.]*\).*/\1/p'; }
 # pin_vrate MAJ:MIN V: vrate pinned at V % the way `iowarden tune` pins it

@@ -59,8 +59,6 @@ echo "default 1000" > $CG/md-lc/io.weight
 # what a restore must come back to.
 echo "$MM enable=0 ctrl=auto" > $CG/io.cost.qos
 echo "$MM ctrl=auto" > $CG/io.cost.model
-qos() { grep "^$MM " $CG/io.cost.qos || true; }
-model() { grep "^$MM " $CG/io.cost.model || true; }
 pre_qos=$(qos); pre_model=$(model)
 nomerges=$(cat /sys/block/$DEV/queue/nomerges); echo 2 > /sys/block/$DEV/queue/nomerges
 # The device's caps, as run.sh gave them to QEMU.

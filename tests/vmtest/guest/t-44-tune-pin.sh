@@ -16,7 +16,6 @@ IW=$IOWARDEN_BIN
 MM=$(cat /sys/block/$DEV/dev)
 ST=$SCRATCH/tune-pin-state; rm -rf $ST
 T=$SCRATCH/tune-pin; rm -rf $T; mkdir -p $T
-qos() { grep "^$MM " $CG/io.cost.qos || true; }
 echo +io > $CG/cgroup.subtree_control
 mkdir -p $CG/tn-pin
 echo "$MM enable=0" > $CG/io.cost.qos

@@ -63,7 +63,7 @@ mkdir -p $CG/tn-lc $CG/tn-hog
 # throttling never delays it: what limits its latency is the device queue.
 echo "default 1000" > $CG/tn-lc/io.weight
 orig_qos=$(grep "^$MM " $CG/io.cost.qos || true)
-orig_model=$(grep "^$MM " $CG/io.cost.model || true)
+orig_model=$(model)
 echo "  before: qos '${orig_qos}' model '${orig_model}'"
 
 # job NAME CGROUP RUNTIME RAMP [LC_ARGS]: the LC job (with LC_ARGS) or the
@@ -95,7 +95,6 @@ a, b = lc["bw_bytes"] / 1e6, hog["bw_bytes"] / 1e6
 print(f"{p99:.3f} {a:.1f} {b:.1f} {a + b:.1f}")
 PY
 }
-qos() { grep "^$MM " $CG/io.cost.qos || true; }
 
 # (a) iocost off
 echo "$MM enable=0" > $CG/io.cost.qos
@@ -234,8 +233,6 @@ cat $SCRATCH/promql-9623
 ok "dashboard iowarden-tuner.json: every panel query returns data from a real Prometheus" "grep -q '^OK  *panel' $SCRATCH/promql-9623 && ! grep -q '^BAD' $SCRATCH/promql-9623"
 
 # Restore what this test itself set (the kernel keeps the device's line).
-echo "$MM enable=0" > $CG/io.cost.qos
-echo "$MM ctrl=auto" > $CG/io.cost.qos
-echo "$MM ctrl=auto" > $CG/io.cost.model
+iocost_off $MM
 rmdir $CG/tn-lc $CG/tn-hog
-echo "  after: qos '$(qos)' model '$(grep "^$MM " $CG/io.cost.model || true)'"
+echo "  after: qos '$(qos)' model '$(model)'"

@@ -16,11 +16,10 @@ T=$SCRATCH/tune-safety; rm -rf $T; mkdir -p $T
 SLO=read-p99=5ms
 echo +io > $CG/cgroup.subtree_control
 mkdir -p $CG/tn-lc
-qos() { grep "^$MM " $CG/io.cost.qos || true; }
 echo "$MM enable=0" > $CG/io.cost.qos
 echo "$MM ctrl=auto" > $CG/io.cost.qos
 pre_tune_qos=$(qos)
-echo "  before: qos '$pre_tune_qos' model '$(grep "^$MM " $CG/io.cost.model || true)'"
+echo "  before: qos '$pre_tune_qos' model '$(model)'"
 
 # Crash safety: kill -9 once it has written, then the next iowarden restores.
 "$IW" tune --device $DEV --protect /tn-lc --slo $SLO --period 1s --start 50 \
@@ -64,8 +63,6 @@ echo "  profile: rc $prc: $(cat $T/model.txt)"
 ok "profile --apply writes the measured model to io.cost.model" "[ $prc -eq 0 ] && grep -q 'ctrl=user model=linear rbps=' $T/model.txt && [ \"\$(grep \"^$MM \" $CG/io.cost.model)\" = \"\$(cat $T/model.txt)\" ]"
 
 # Restore what this test itself set (the kernel keeps the device's line).
-echo "$MM enable=0" > $CG/io.cost.qos
-echo "$MM ctrl=auto" > $CG/io.cost.qos
-echo "$MM ctrl=auto" > $CG/io.cost.model
+iocost_off $MM
 rmdir $CG/tn-lc
-echo "  after: qos '$(qos)' model '$(grep "^$MM " $CG/io.cost.model || true)'"
+echo "  after: qos '$(qos)' model '$(model)'"

@@ -18,8 +18,6 @@ echo +io > $CG/cgroup.subtree_control
 mkdir -p $CG/md-lc $CG/md-hog
 echo "$MM enable=0 ctrl=auto" > $CG/io.cost.qos
 echo "$MM ctrl=auto" > $CG/io.cost.model
-qos() { grep "^$MM " $CG/io.cost.qos || true; }
-model() { grep "^$MM " $CG/io.cost.model || true; }
 pre_qos=$(qos); pre_model=$(model)
 # The hog (lib.sh's cycle): the six patterns of the model.
 SIX=("randread 4k 64" "read 4k 64" "read 1M 8" "randwrite 4k 64" "write 4k 64" "write 1M 8")
