@@ -15,7 +15,8 @@
 # under iocost the throttle stage is, and no io.max hold is counted. Under
 # wbt (a writer's fdatasync beside buffered writeback and a reader, below)
 # the throttle stage holds wbt's wait, and fio's mean exceeds iowarden's
-# total by the floor measured without wbt under the same load. The
+# total by no more than the floor measured without wbt under the same
+# load. The
 # exporter runs the default counters plus `throttle`, whose series per
 # cgroup equals the snapshot's throttle stage. (io.latency: Debian's
 # kernels are built without it; t-19 times the delays iocost puts on
@@ -147,12 +148,17 @@ print(("OK" if iomax >= 0.6 * fmean and held >= iomax else "BAD"), "io.max wbps 
 mean, _, _, fmean, _, held, iomax, _ = res["th-v"]
 print(("OK" if held >= 0.5 * fmean and iomax == 0 else "BAD"), "iocost held", f"{ms(held)} of fio's {ms(fmean)}, io.max {ms(iomax)}")
 # wbt: the throttle stage holds what wbt added; fio's fdatasync exceeds
-# iowarden's total by the same floor with wbt as without (the writer's own
-# path and wake-ups beside the load), within 10 % or 0.5 ms.
+# iowarden's total by no more than without wbt (the floor: the writer's
+# own path and wake-ups beside the load), give or take 10 % or 0.5 ms.
+# One-sided: what iowarden could miss (a wait outside its stages) shows as
+# a floor that grows with wbt, while the floor with wbt can be lower, not
+# higher, than without: wbt holds the hog's writeback back too, so the
+# writer's wake-ups compete with less (6.12 in CI on 2026-11-28: 1.07 ms
+# without wbt, 0.44 ms with; 6.1: 0.29 and 0.24).
 b0, b = res["th-b0"], res["th-b"]
 floor_b0, floor_b = b0[3] - b0[0], b[3] - b[0]
 print(f"wbt floor: fio's fdatasync less iowarden's total: {ms(floor_b0)} without wbt, {ms(floor_b)} with (p99: fio {ms(b[4])}, iowarden {ms(b[1])})")
-print(("OK" if b[7] >= 200 and abs(floor_b - floor_b0) <= max(0.1 * b[3], 0.0005) else "BAD"), "wbt latency", f"fio {ms(b[3])} = iowarden {ms(b[0])} + {ms(floor_b)}; floor without wbt {ms(floor_b0)}")
+print(("OK" if b[7] >= 200 and floor_b - floor_b0 <= max(0.1 * b[3], 0.0005) else "BAD"), "wbt latency", f"fio {ms(b[3])} = iowarden {ms(b[0])} + {ms(floor_b)}; floor without wbt {ms(floor_b0)}")
 # (6.1 and 6.12 on 2026-11-28: 63-64 % held; without wbt 0-1 %.)
 print(("OK" if b[5] >= 0.3 * b[0] and b0[5] <= 0.2 * b[5] and b[6] == 0 else "BAD"), "wbt held", f"{ms(b[5])} of iowarden's {ms(b[0])} (without wbt {ms(b0[5])}), io.max {ms(b[6])}")
 exported = {}
@@ -174,7 +180,7 @@ ok "throttle: io.max wbps: iowarden's total equals fio's write latency (mean, p9
 ok "throttle: io.max wbps held the writes for most of their latency" "grep -q '^OK io.max wbps held' $SCRATCH/throttle-check"
 ok "throttle: iocost: iowarden's total equals fio's latency (mean, p99)" "grep -q '^OK latency th-v' $SCRATCH/throttle-check"
 ok "throttle: iocost held the reads (throttle stage), no io.max hold counted" "grep -q '^OK iocost held' $SCRATCH/throttle-check"
-ok "throttle: wbt: fio's fdatasync exceeds iowarden's total by the floor measured without wbt under the same load" "grep -q '^OK wbt latency' $SCRATCH/throttle-check"
+ok "throttle: wbt: fio's fdatasync exceeds iowarden's total by no more than the floor measured without wbt under the same load" "grep -q '^OK wbt latency' $SCRATCH/throttle-check"
 ok "throttle: wbt held the fdatasync writes for a large part (≥ 30 %) of their block-layer time (throttle stage), not without wbt" "grep -q '^OK wbt held' $SCRATCH/throttle-check"
 ok "throttle: the blk-throttle program attached (no inactive status)" "! grep -q 'throtl_held inactive' $SCRATCH/iowarden-throttle.log"
 ok "throttle: the throttle stage is measured (no inactive status)" "python3 -c 'import json,sys; s=json.load(open(\"$SCRATCH/th-snap.json\")); sys.exit(any(p[\"name\"]==\"throttle_stage\" and not p[\"active\"] for p in s[\"probes\"]))'"
