@@ -11,12 +11,11 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use iowarden_exporters::{ProbeStatus, RuntimeMetrics, Snapshot, SCHEMA_VERSION};
 
-use crate::costmodel::LinearModel;
 use crate::host::cgroups::CgroupResolver;
 use crate::host::devices::{kernel_devt, resolve_device, DeviceNames};
 use crate::probes::block::capacity::{self, DEFAULT_BUDGET_BYTES, DEFAULT_SERIES};
 use crate::probes::block::object::Block;
-use crate::probes::block::BlockConfig;
+use crate::probes::block::{BlockConfig, BlockMeasures};
 use crate::probes::locks::{self, LockConfig};
 use crate::probes::optional::{start_optional, OptionalConfig};
 use crate::probes::{HostNames, Probe};
@@ -40,15 +39,7 @@ pub struct TraceOptions {
     /// Counter shards; None: one per CPU up to the plan's limit.
     pub shards: Option<u32>,
     pub max_map_memory_bytes: u64,
-    pub latency: bool,
-    /// Count the queue and device stages' histograms too (a stage other
-    /// than the total is exported or shown).
-    pub stage_histograms: bool,
-    pub hwq: bool,
-    pub hwq_events: bool,
-    pub task_delays: bool,
-    pub cost: bool,
-    pub cost_model: Option<LinearModel>,
+    pub measure: BlockMeasures,
     /// The optional objects switched on (names from
     /// [`crate::probes::optional::ALL`]).
     pub probes: BTreeSet<&'static str>,
@@ -63,13 +54,7 @@ impl Default for TraceOptions {
             max_series: DEFAULT_SERIES,
             shards: None,
             max_map_memory_bytes: DEFAULT_BUDGET_BYTES,
-            latency: true,
-            stage_histograms: false,
-            hwq: true,
-            hwq_events: false,
-            task_delays: false,
-            cost: true,
-            cost_model: None,
+            measure: BlockMeasures::default(),
             probes: OptionalConfig::default().enabled,
             locks_all: false,
         }
@@ -104,13 +89,7 @@ impl MonitorConfig {
             block: BlockConfig {
                 capacity,
                 filter_devt,
-                latency: o.latency,
-                stage_histograms: o.stage_histograms,
-                hwq: o.hwq,
-                hwq_events: o.hwq_events,
-                task_delays: o.task_delays,
-                cost: o.cost,
-                cost_model: o.cost_model,
+                measure: o.measure.clone(),
                 cost_devices: Vec::new(),
             },
             optional: OptionalConfig {

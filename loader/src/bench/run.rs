@@ -17,6 +17,7 @@ use super::suites::{self, Bench};
 use super::{parse_knobs, parse_suites, Knob, Params, Suite};
 use crate::host::devices::resolve_device;
 use crate::monitor::{Monitor, MonitorConfig, TraceOptions};
+use crate::probes::block::BlockMeasures;
 
 pub struct BenchOptions {
     pub device: String,
@@ -39,9 +40,12 @@ fn now_unix() -> f64 {
 fn monitor(dev: &iowarden_exporters::DeviceRef, locks: bool) -> Result<Monitor> {
     Monitor::start(&MonitorConfig::new(&TraceOptions {
         device: Some(format!("{}:{}", dev.major, dev.minor)),
-        hwq: false,
-        // The bench scores the knobs, not the model: no per-request charge.
-        cost: false,
+        measure: BlockMeasures {
+            hwq: false,
+            // The bench scores the knobs, not the model: no per-request charge.
+            cost: false,
+            ..Default::default()
+        },
         probes: locks
             .then_some(crate::probes::locks::NAME)
             .into_iter()

@@ -11,6 +11,7 @@ use clap::Args;
 use iowarden::host::devices::resolve_device;
 use iowarden::host::preflight;
 use iowarden::monitor::{Monitor, MonitorConfig, TraceOptions};
+use iowarden::probes::block::BlockMeasures;
 use iowarden::probes::optional::ALL;
 use iowarden_exporters::Stage;
 
@@ -128,13 +129,15 @@ impl TraceArgs {
             max_series: self.max_series,
             shards: self.shards,
             max_map_memory_bytes: self.max_map_memory.saturating_mul(1 << 20),
-            latency: !self.no_latency,
-            stage_histograms: stages.iter().any(|s| *s != Stage::Total),
-            hwq: !self.no_hwq,
-            hwq_events: self.hwq_events,
-            task_delays: self.task_delays,
-            cost: !self.no_cost,
-            cost_model: self.cost_model,
+            measure: BlockMeasures {
+                latency: !self.no_latency,
+                stage_histograms: stages.iter().any(|s| *s != Stage::Total),
+                hwq: !self.no_hwq,
+                hwq_events: self.hwq_events,
+                task_delays: self.task_delays,
+                cost: !self.no_cost,
+                cost_model: self.cost_model,
+            },
             probes: self.probes.enabled.clone(),
             locks_all: self.locks_all,
         }

@@ -38,8 +38,7 @@ impl ShardBench {
             .context("opening the BPF object")?;
         let cfg = BlockConfig {
             capacity: Capacity { slots: 1, shards },
-            // What `run` counts by default (--histogram-stages total).
-            stage_histograms: false,
+            // What `run` measures by default.
             ..Default::default()
         };
         BlockProbe::configure(&mut open, &cfg, &btf, Claims::CompareAndSwap)?;

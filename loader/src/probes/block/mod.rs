@@ -48,6 +48,18 @@ pub struct BlockConfig {
     pub capacity: Capacity,
     /// Trace only this device (kernel dev_t: major << 20 | minor).
     pub filter_devt: Option<u32>,
+    pub measure: BlockMeasures,
+    /// Devices given their cost coefficients (kernel dev_t, lcoefs) before
+    /// the programs attach: their device table entries are claimed at load,
+    /// so their first request is charged with their own model.
+    pub cost_devices: Vec<(u32, [u64; 6])>,
+}
+
+/// What the block object measures besides counts and bytes: the command
+/// line's choices, carried unchanged from crate::monitor::TraceOptions.
+/// The default is the command line's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockMeasures {
     pub latency: bool,
     /// Count the queue and device stages' histograms too (their sums are
     /// always kept): only when they are exported or shown.
@@ -63,10 +75,20 @@ pub struct BlockConfig {
     /// The model for every device (`--cost-model`); None: each device's own
     /// (see crate::costmodel::devices).
     pub cost_model: Option<crate::costmodel::LinearModel>,
-    /// Devices given their cost coefficients (kernel dev_t, lcoefs) before
-    /// the programs attach: their device table entries are claimed at load,
-    /// so their first request is charged with their own model.
-    pub cost_devices: Vec<(u32, [u64; 6])>,
+}
+
+impl Default for BlockMeasures {
+    fn default() -> Self {
+        BlockMeasures {
+            latency: true,
+            stage_histograms: false,
+            hwq: true,
+            hwq_events: false,
+            task_delays: false,
+            cost: true,
+            cost_model: None,
+        }
+    }
 }
 
 impl Default for BlockConfig {
@@ -79,13 +101,7 @@ impl Default for BlockConfig {
                 ),
             },
             filter_devt: None,
-            latency: true,
-            stage_histograms: true,
-            hwq: true,
-            hwq_events: false,
-            task_delays: false,
-            cost: true,
-            cost_model: None,
+            measure: BlockMeasures::default(),
             cost_devices: Vec::new(),
         }
     }
@@ -214,7 +230,7 @@ impl BlockProbe {
             probes: Vec::new(),
             cap: cfg.capacity,
             counters,
-            hwq_events: cfg.hwq_events,
+            hwq_events: cfg.measure.hwq_events,
             claims,
             filter_devt: cfg.filter_devt,
             delays: false,
@@ -222,7 +238,7 @@ impl BlockProbe {
         for &(prog, _, when) in PROGRAMS {
             let wanted = match when {
                 Attach::Required | Attach::Optional => true,
-                Attach::HwqEvents | Attach::IssueStamps => cfg.hwq_events,
+                Attach::HwqEvents | Attach::IssueStamps => cfg.measure.hwq_events,
                 Attach::BioBased => traced_bio_based(cfg.filter_devt),
             };
             if wanted && !probes.iter().any(|p| p.name == prog) {
@@ -261,7 +277,7 @@ impl BlockProbe {
             .open(open_object())
             .context("opening the BPF object")?;
         let held = held::plan(&btf);
-        let delays = delay::plan(&btf, cfg.task_delays);
+        let delays = delay::plan(&btf, cfg.measure.task_delays);
         Self::configure(&mut open, cfg, &btf, claims)?;
         let preclaimed = Self::preclaim_devices(&mut open, cfg)?;
         let mut probes =
@@ -274,7 +290,8 @@ impl BlockProbe {
         let skel = open
             .load()
             .map_err(|e| crate::probes::load_error("the block", e))?;
-        let default = crate::costmodel::lcoefs(&crate::costmodel::default_model(cfg.cost_model));
+        let default =
+            crate::costmodel::lcoefs(&crate::costmodel::default_model(cfg.measure.cost_model));
         for &(idx, lcoef) in preclaimed.iter().chain([&(COST_DEFAULT, default)]) {
             write_cost_coefs(&skel.maps.cost_coefs, idx, lcoef)?;
         }
@@ -284,9 +301,9 @@ impl BlockProbe {
     /// The statuses of what the options switched off.
     fn switched_off(cfg: &BlockConfig) -> Vec<ProbeStatus> {
         [
-            (cfg.latency, "latency", "--no-latency"),
-            (cfg.hwq, "hwq", "--no-hwq"),
-            (cfg.cost, "cost", "--no-cost"),
+            (cfg.measure.latency, "latency", "--no-latency"),
+            (cfg.measure.hwq, "hwq", "--no-hwq"),
+            (cfg.measure.cost, "cost", "--no-cost"),
         ]
         .into_iter()
         .filter(|(on, _, _)| !on)
@@ -307,11 +324,11 @@ impl BlockProbe {
             .rodata_data
             .as_deref_mut()
             .context("BPF object has no .rodata")?;
-        rodata.enable_latency = cfg.latency;
-        rodata.enable_stage_hists = cfg.stage_histograms;
-        rodata.enable_hwq = cfg.hwq;
-        rodata.enable_hwq_events = cfg.hwq_events;
-        rodata.enable_cost = cfg.cost;
+        rodata.enable_latency = cfg.measure.latency;
+        rodata.enable_stage_hists = cfg.measure.stage_histograms;
+        rodata.enable_hwq = cfg.measure.hwq;
+        rodata.enable_hwq_events = cfg.measure.hwq_events;
+        rodata.enable_cost = cfg.measure.cost;
         rodata.filter_devt = cfg.filter_devt.unwrap_or(0);
         rodata.slot_mask = cap.slots - 1;
         rodata.shard_mask = cap.shards - 1;

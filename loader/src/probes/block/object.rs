@@ -37,7 +37,10 @@ impl Block {
     /// Loads and attaches the programs, each device that has a cost model
     /// of its own charged with it from the first request.
     pub fn start(cfg: &BlockConfig, devices: &mut DeviceNames) -> Result<Block> {
-        let mut costs = cfg.cost.then(|| CostModels::new(cfg.cost_model));
+        let mut costs = cfg
+            .measure
+            .cost
+            .then(|| CostModels::new(cfg.measure.cost_model));
         let mut cfg = cfg.clone();
         if let Some(c) = &mut costs {
             cfg.cost_devices = devices_to_preload(cfg.filter_devt)
@@ -50,9 +53,9 @@ impl Block {
         }
         Ok(Block {
             probe: BlockProbe::start(&cfg)?,
-            acc: Accumulator::new(cfg.hwq_events, cfg.stage_histograms),
+            acc: Accumulator::new(cfg.measure.hwq_events, cfg.measure.stage_histograms),
             costs,
-            latency: cfg.latency.then(LatencyWatch::default),
+            latency: cfg.measure.latency.then(LatencyWatch::default),
             last_series: Vec::new(),
             last_delays: Vec::new(),
             said_table_full: false,
