@@ -4,7 +4,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 BIN := target/release/iowarden
 
-.PHONY: all deps test-deps bench-deps build test lint vmtest demo bench clean dashboards docs deb image fuzz-build fuzz fuzz-check
+.PHONY: all deps test-deps bench-deps build test lint vmtest demo bench bench-nvme clean dashboards docs deb image fuzz-build fuzz fuzz-check
 
 all: build
 
@@ -73,6 +73,11 @@ demo: build
 
 bench: bench-deps build
 	overhead/run.sh
+
+# What tracing costs on the guest's emulated NVMe, dispatch included
+# (tests/vmtest/guest/m-36-nvme-cost.sh), on 6.1 and 6.12: ~15 minutes.
+bench-nvme: bench-deps build
+	IOWARDEN_BIN=$(CURDIR)/$(BIN) VMTEST_ONLY=m-36-nvme-cost KERNELS="6.1 6.12" tests/vmtest/run.sh
 
 # Regenerate dashboards/*.json from dashboards/generate.py (make test checks they match),
 # with the pinned Grafana SDK in the tools venv (install-deps.sh --dashboards).
