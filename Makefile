@@ -75,7 +75,7 @@ bench: bench-deps build
 	overhead/run.sh
 
 # What tracing costs on the guest's emulated NVMe, dispatch included
-# (tests/vmtest/guest/m-36-nvme-cost.sh), on 6.1 and 6.12: ~15 minutes.
+# (tests/vmtest/guest/m-36-nvme-cost.sh), on 6.1 and 6.12: 9-12 minutes.
 bench-nvme: bench-deps build
 	IOWARDEN_BIN=$(CURDIR)/$(BIN) VMTEST_ONLY=m-36-nvme-cost KERNELS="6.1 6.12" tests/vmtest/run.sh
 
