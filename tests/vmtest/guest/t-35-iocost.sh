@@ -11,15 +11,15 @@
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 MM=$(cat /sys/block/$DEV/dev)
 echo +io > $CG/cgroup.subtree_control
-orig_qos=$(grep "^$MM " $CG/io.cost.qos || true)
-orig_model=$(grep "^$MM " $CG/io.cost.model || true)
+orig_qos=$(qos)
+orig_model=$(model)
 echo "  before: qos '${orig_qos}' model '${orig_model}'"
 mkdir -p $CG/ic-a $CG/ic-b
 echo "default 100" > $CG/ic-a/io.weight
 echo "default 500" > $CG/ic-b/io.weight
 echo "$MM ctrl=user model=linear rbps=209715200 rseqiops=500 rrandiops=500 wbps=209715200 wseqiops=500 wrandiops=500" > $CG/io.cost.model
 echo "$MM enable=1 ctrl=user rpct=95 rlat=20000 wpct=95 wlat=20000 min=100 max=100" > $CG/io.cost.qos
-echo "  iocost: $(grep "^$MM " $CG/io.cost.qos)"
+echo "  iocost: $(qos)"
 
 "$IOWARDEN_BIN" run --listen 127.0.0.1:9621 --interval 500ms --device $DEV > $SCRATCH/iowarden-iocost.log 2>&1 &
 IW=$!
@@ -113,8 +113,8 @@ echo "$MM enable=0" > $CG/io.cost.qos
 echo "$MM ctrl=auto" > $CG/io.cost.qos
 echo "$MM ctrl=auto" > $CG/io.cost.model
 rmdir $CG/ic-a $CG/ic-b 2>/dev/null
-now_qos=$(grep "^$MM " $CG/io.cost.qos || true)
-now_model=$(grep "^$MM " $CG/io.cost.model || true)
+now_qos=$(qos)
+now_model=$(model)
 echo "  after: qos '${now_qos}' model '${now_model}'"
 # The kernel keeps a device's line once iocost was configured on it: with no
 # line before, "restored" means disabled and back to automatic parameters.

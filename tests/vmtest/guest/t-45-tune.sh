@@ -62,7 +62,7 @@ mkdir -p $CG/tn-lc $CG/tn-hog
 # The LC cgroup outweighs the hog 10:1 in every phase, so iocost's own
 # throttling never delays it: what limits its latency is the device queue.
 echo "default 1000" > $CG/tn-lc/io.weight
-orig_qos=$(grep "^$MM " $CG/io.cost.qos || true)
+orig_qos=$(qos)
 orig_model=$(model)
 echo "  before: qos '${orig_qos}' model '${orig_model}'"
 

@@ -11,7 +11,7 @@ MM=$(cat /sys/block/$DEV/dev)
 OUT=$SCRATCH/bench
 STATE=$SCRATCH/bench-state
 rm -rf $OUT $SCRATCH/bench-int
-state() { echo "qos '$(grep "^$MM " $CG/io.cost.qos)' model '$(grep "^$MM " $CG/io.cost.model)' sched '$(cat /sys/block/$DEV/queue/scheduler)' cgroups '$(ls -d $CG/iowarden-bench-* 2>/dev/null)'"; }
+state() { echo "qos '$(qos)' model '$(model)' sched '$(cat /sys/block/$DEV/queue/scheduler)' cgroups '$(ls -d $CG/iowarden-bench-* 2>/dev/null)'"; }
 # The kernel keeps a device's qos/model line once iocost was configured on
 # it; with no line before, restored means disabled with automatic parameters.
 restored() {
@@ -21,7 +21,7 @@ restored() {
     && echo "$now" | grep -q "ctrl=auto model=linear" && echo "$now" | grep -q "cgroups ''$" \
     && [ "$(cat /sys/block/$DEV/queue/scheduler)" = "$before_sched" ]
 }
-before_qos=$(grep "^$MM " $CG/io.cost.qos || true)
+before_qos=$(qos)
 before_sched=$(cat /sys/block/$DEV/queue/scheduler)
 before=$(state)
 echo "  before: $before"
@@ -69,7 +69,7 @@ ok "bench: qos, model, scheduler restored, cgroups removed" "restored || { echo 
   --out $SCRATCH/bench-int --state-dir $STATE > /dev/null 2> $SCRATCH/bench-int.err &
 B=$!
 for _ in $(seq 600); do grep -q "^$MM enable=1" $CG/io.cost.qos && break; sleep 0.1; done
-on=$(grep "^$MM " $CG/io.cost.qos)
+on=$(qos)
 sleep 1
 kill -INT $B; wait $B; irc=$?
 tail -3 $SCRATCH/bench-int.err | sed 's/^/  /'
