@@ -89,10 +89,10 @@ static __always_inline __u32 charge_cost(struct request *rq, struct iow_series *
 }
 
 /* Adds one measured request to its cost class (what the refit reads). */
-static __always_inline void sample_cost_class(__u32 class, __u64 cost, __u32 nr_bytes,
+static __always_inline void sample_cost_class(__u32 class, __u32 sh, __u64 cost, __u32 nr_bytes,
 					      __u64 device_ns)
 {
-	__u32 idx = class * (shard_mask + 1) + shard();
+	__u32 idx = class * (shard_mask + 1) + sh;
 	struct iow_cost_class *c = bpf_map_lookup_elem(&cost_classes, &idx);
 
 	if (!c)

@@ -135,9 +135,12 @@ static __always_inline void count_drop(__u32 what)
 		__sync_fetch_and_add(&d->n[what], 1);
 }
 
+/* This CPU's counter shard. Taken once per program and passed down: before
+ * 6.10 the CPU number is a helper call, not an inlined load. With one shard
+ * (shard_mask 0, a load-time constant) the verifier drops the call. */
 static __always_inline __u32 shard(void)
 {
-	return bpf_get_smp_processor_id() & shard_mask;
+	return shard_mask ? bpf_get_smp_processor_id() & shard_mask : 0;
 }
 
 /*
@@ -219,7 +222,7 @@ __noinline __u32 series_slot_nocas(__u64 k)
  * receives the series key.
  */
 static __always_inline struct iow_series *series_at(__u64 cgid, __u32 dev_idx, __u32 op,
-						    __u64 *key, const bool cas)
+						    __u32 sh, __u64 *key, const bool cas)
 {
 	__u64 k = (cgid << IOW_KEY_CGID_SHIFT) | ((__u64)dev_idx << IOW_KEY_DEV_SHIFT) |
 		  ((__u64)op << IOW_KEY_OP_SHIFT) | 1;
@@ -231,15 +234,15 @@ static __always_inline struct iow_series *series_at(__u64 cgid, __u32 dev_idx, _
 		count_drop(IOW_DROP_SLOT_FULL);
 		return NULL;
 	}
-	idx = slot * (shard_mask + 1) + shard();
+	idx = slot * (shard_mask + 1) + sh;
 	return bpf_map_lookup_elem(&series, &idx);
 }
 
 /* The request's series (its first bio's cgroup). */
-static __always_inline struct iow_series *series_of(struct request *rq, __u32 dev_idx, __u64 *key,
-						     const bool cas)
+static __always_inline struct iow_series *series_of(struct request *rq, __u32 dev_idx, __u32 sh,
+						     __u64 *key, const bool cas)
 {
-	return series_at(rq_cgroup_id(rq), dev_idx, rq_op(rq), key, cas);
+	return series_at(rq_cgroup_id(rq), dev_idx, rq_op(rq), sh, key, cas);
 }
 
 /* Microseconds in a nanosecond count. Below 2^32 ns (4.3 s) without a
@@ -276,14 +279,14 @@ static __always_inline void count_bucket(struct iow_series *s, __u32 stage, __u6
 }
 
 /* This CPU's shard of the request's hardware queue. */
-static __always_inline struct iow_hwq_stats *hwq_of(struct request *rq, __u32 dev_idx)
+static __always_inline struct iow_hwq_stats *hwq_of(struct request *rq, __u32 dev_idx, __u32 sh)
 {
 	__u32 q = rq->mq_hctx ? rq->mq_hctx->queue_num : 0;
 	__u32 idx;
 
 	if (q >= IOW_MAX_HWQ)
 		q = IOW_MAX_HWQ - 1;
-	idx = (dev_idx * IOW_MAX_HWQ + q) * (shard_mask + 1) + shard();
+	idx = (dev_idx * IOW_MAX_HWQ + q) * (shard_mask + 1) + sh;
 	return bpf_map_lookup_elem(&hwq_stats, &idx);
 }
 
@@ -328,7 +331,7 @@ static __always_inline int on_insert(__u64 *ctx, const bool cas)
 
 	if (dev >= IOW_MAX_DEVS || !enable_hwq_events)
 		return 0;
-	h = hwq_of(rq, dev);
+	h = hwq_of(rq, dev, shard());
 	if (h)
 		add(&h->inserted, 1);
 	return 0;
@@ -344,7 +347,7 @@ static __always_inline int on_issue(__u64 *ctx, const bool cas)
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
 	if (enable_hwq_events) {
-		struct iow_hwq_stats *h = hwq_of(rq, dev);
+		struct iow_hwq_stats *h = hwq_of(rq, dev, shard());
 
 		if (h)
 			add(&h->issued, 1);
@@ -397,13 +400,14 @@ static __always_inline int on_complete(__u64 *ctx, const bool cas)
 {
 	struct request *rq = (struct request *)ctx[0];
 	__u32 nr_bytes = (__u32)ctx[2];
-	__u32 dev = traced_dev(rq, cas), class = IOW_COST_CLASSES, rand = 0;
+	__u32 dev = traced_dev(rq, cas), class = IOW_COST_CLASSES, rand = 0, sh;
 	struct iow_series *s;
 	__u64 key, cost = 0, now, issued, start, held, io_max;
 
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
-	s = series_of(rq, dev, &key, cas);
+	sh = shard();
+	s = series_of(rq, dev, sh, &key, cas);
 	if (!s)
 		return 0;
 	/* A request may complete in parts; it is one I/O when the last part
@@ -420,9 +424,9 @@ static __always_inline int on_complete(__u64 *ctx, const bool cas)
 	if (issued > now)
 		issued = 0;
 	if (enable_hwq)
-		count_hwq_completion(hwq_of(rq, dev), issued, now);
+		count_hwq_completion(hwq_of(rq, dev, sh), issued, now);
 	if (class < IOW_COST_CLASSES && issued)
-		sample_cost_class(class, cost, nr_bytes, now - issued);
+		sample_cost_class(class, sh, cost, nr_bytes, now - issued);
 	if (!enable_latency) {
 		add(&s->unmeasured, 1);
 		return 0;
@@ -441,17 +445,18 @@ static __always_inline int on_complete(__u64 *ctx, const bool cas)
 static __always_inline int on_requeue(__u64 *ctx, const bool cas)
 {
 	struct request *rq = rq_arg(ctx);
-	__u32 dev = traced_dev(rq, cas);
+	__u32 dev = traced_dev(rq, cas), sh;
 	struct iow_series *s;
 	__u64 key;
 
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
-	s = series_of(rq, dev, &key, cas);
+	sh = shard();
+	s = series_of(rq, dev, sh, &key, cas);
 	if (s)
 		add(&s->requeued, 1);
 	if (enable_hwq) {
-		struct iow_hwq_stats *h = hwq_of(rq, dev);
+		struct iow_hwq_stats *h = hwq_of(rq, dev, sh);
 
 		if (h)
 			add(&h->requeued, 1);
@@ -470,7 +475,7 @@ static __always_inline int on_merge(__u64 *ctx, const bool cas)
 
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
-	s = series_of(rq, dev, &key, cas);
+	s = series_of(rq, dev, shard(), &key, cas);
 	if (s)
 		add(&s->merged, 1);
 	return 0;
@@ -498,7 +503,7 @@ static __always_inline int on_bio_complete(__u64 *ctx, const bool cas)
 	dev = traced_devt(disk_devt(bio_disk(bio)), cas);
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
-	s = series_at(bio_cgroup_id(bio), dev, op_of(bio->bi_opf), &key, cas);
+	s = series_at(bio_cgroup_id(bio), dev, op_of(bio->bi_opf), shard(), &key, cas);
 	if (!s)
 		return 0;
 	add(&s->bytes_rand, packed(bio->bi_iter.bi_size, 0));

@@ -29,7 +29,7 @@ int completion_adds_bench(struct xdp_md *x)
 	add(&s->cost, cost);
 	s->cursor = now;
 	count_hwq_completion(bpf_map_lookup_elem(&hwq_stats, &idx), now - 80000, now);
-	sample_cost_class(class, cost, 4096, 80000);
+	sample_cost_class(class, idx, cost, 4096, 80000);
 	/* Held 5 us before allocation by an rq-qos policy, not by io.max. */
 	count_latency(s, now - 100000, now - 80000, now, 5000, 0);
 	return XDP_PASS;

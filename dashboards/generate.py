@@ -460,7 +460,9 @@ def iocost():
 def nvme():
     d = Dashboard(
         "iowarden-nvme-queues", "iowarden / NVMe queues",
-        "Per submission queue occupancy by cgroup and head-of-line blocking between cgroups.",
+        "Per submission queue occupancy by cgroup and head-of-line blocking between cgroups: "
+        "the nvme programs load with iowarden run --nvme (off by default, three more programs "
+        "per NVMe command); the blk-mq hardware queue panel needs nothing more.",
         [INSTANCE,
          query_var("device", "Device", 'label_values(iowarden_nvme_sq_occupancy{instance=~"$instance"}, device)'),
          query_var("qid", "Queue", 'label_values(iowarden_nvme_sq_occupancy{instance=~"$instance", device=~"$device"}, qid)'),
@@ -470,12 +472,12 @@ def nvme():
     q = sel(instance="$instance", device="$device", qid="$qid")
     qc = sel(instance="$instance", device="$device", qid="$qid", cgroup="$cgroup")
     d.row("Queues")
-    d.timeseries("Submission queue occupancy", "Commands in each submission queue.",
+    d.timeseries(*needs("--nvme", "Submission queue occupancy", "Commands in each submission queue."),
                  [target(f"iowarden_nvme_sq_occupancy{q}", "{{device}} q{{qid}}")])
-    d.timeseries("In flight by cgroup", "Commands in flight per queue, stacked by cgroup.",
+    d.timeseries(*needs("--nvme", "In flight by cgroup", "Commands in flight per queue, stacked by cgroup."),
                  [target(f"sum by (instance, device, qid, cgroup) (iowarden_nvme_inflight{qc})",
                          "q{{qid}} {{cgroup}}")], stack=True)
-    d.timeseries("Commands by cgroup", "Commands per second per queue and cgroup.",
+    d.timeseries(*needs("--nvme", "Commands by cgroup", "Commands per second per queue and cgroup."),
                  [target(f"sum by (instance, device, qid, cgroup) (rate(iowarden_nvme_commands_total{qc}[{RATE}]))",
                          "q{{qid}} {{cgroup}}")], unit="ops")
     d.timeseries("blk-mq hardware queue occupancy",
@@ -485,14 +487,15 @@ def nvme():
                          "{{device}} hctx{{hctx}}")])
     d.row("Head-of-line blocking")
     hol = sel(instance="$instance", device="$device", qid="$qid")
-    d.timeseries("Head-of-line events: victim behind culprit",
-                 "Per second, commands of the victim cgroup that completed behind a slower command of the culprit on the same queue.",
+    d.timeseries(*needs("--nvme", "Head-of-line events: victim behind culprit",
+                        "Per second, commands of the victim cgroup that completed behind a slower command of the culprit on the same queue."),
                  [target(f"sum by (instance, device, victim, culprit) (rate(iowarden_nvme_hol_events_total{hol}[{RATE}]))",
                          "{{victim}} behind {{culprit}}")], unit="ops")
-    d.table("Who blocks whom", "Head-of-line events over the dashboard's time range.",
+    d.table(*needs("--nvme", "Who blocks whom", "Head-of-line events over the dashboard's time range."),
             [target(f"sum by (instance, device, qid, victim, culprit) (increase(iowarden_nvme_hol_events_total{hol}[$__range]))",
                     instant=True, fmt="table")], rename={"Value": "events"})
-    d.timeseries("Extra latency from head-of-line blocking", "Latency added to each cgroup's commands by head-of-line blocking.",
+    d.timeseries(*needs("--nvme", "Extra latency from head-of-line blocking",
+                        "Latency added to each cgroup's commands by head-of-line blocking."),
                  [target(f"iowarden_nvme_hol_extra_latency_seconds{qc}", "q{{qid}} {{cgroup}}")], unit="s", w=24)
     return d
 

@@ -38,7 +38,7 @@ def main(paths):
               "median (range) of the invocations' medians, per 4 KiB read")
         print("| mode | BPF ns | program runs | CPU ns over no tracing | BPF to biolatency | CPU to biolatency |")
         print("|---|---|---|---|---|---|")
-        order = ["none", "defaults", "shards1", "no-nvme", "biolatency"]
+        order = ["none", "defaults", "shards1", "nvme", "biolatency"]
         for mode in sorted(runs[0]["modes"], key=lambda m: order.index(m) if m in order else len(order)):
             ms = [r["modes"][mode] for r in runs if r["modes"].get(mode)]
             med = lambda k: [m[k]["median"] for m in ms if k in m]

@@ -30,6 +30,7 @@ use promserver::{free_port, scrape_config, PromServer};
 const OPTION_OF_FAMILY: &[(&str, &str)] = &[
     ("iowarden_lock_", "--locks"),
     ("iowarden_bpf_program_run", "--bpf-stats"),
+    ("iowarden_nvme_", "--nvme"),
 ];
 
 /// The option that chooses the exported latency stages.

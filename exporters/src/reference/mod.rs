@@ -84,8 +84,9 @@ const DOMAINS: &[Domain] = &[
     Domain {
         title: "NVMe queues and head-of-line interference",
         prefixes: &["iowarden_nvme_"],
-        when: "Where the nvme driver is loaded and its tracepoints attach \
-               (`iowarden_probe_active{probe=\"nvme\"}`), unless `--no-nvme`.",
+        when: "With `--nvme` (off by default: three more programs per NVMe command), where \
+               the nvme driver is loaded and its tracepoints attach \
+               (`iowarden_probe_active{probe=\"nvme\"}`).",
     },
     Domain {
         title: "iocost",

@@ -65,7 +65,7 @@ pub struct TraceArgs {
     pub locks_all: bool,
 }
 
-/// The optional probes' switches (`--no-nvme`, `--locks`, ...), made from
+/// The optional probes' switches (`--nvme`, `--locks`, ...), made from
 /// [`iowarden::probes::optional::ALL`]: a probe added there has its switch here.
 #[derive(Clone, Debug)]
 pub struct ProbeSwitches {
@@ -223,9 +223,9 @@ mod tests {
 
     #[test]
     fn every_optional_probe_has_its_switch_and_default() {
-        assert_eq!(enabled(&[]), ["iocost", "nvme"]);
-        assert_eq!(enabled(&["--no-nvme", "--locks"]), ["iocost", "locks"]);
-        assert_eq!(enabled(&["--no-iocost", "--locks-all"]), ["locks", "nvme"]);
+        assert_eq!(enabled(&[]), ["iocost"]);
+        assert_eq!(enabled(&["--nvme", "--locks"]), ["iocost", "locks", "nvme"]);
+        assert_eq!(enabled(&["--no-iocost", "--locks-all"]), ["locks"]);
         assert_eq!(
             TraceArgs::defaults().enabled_probes(),
             enabled(&[]).into_iter().collect()

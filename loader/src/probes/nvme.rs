@@ -25,7 +25,7 @@ use crate::probes::{
 };
 
 /// The object's name, as `iowarden_probe_active` and the statuses say it
-/// and as `--no-nvme` switches it.
+/// and as `--nvme` switches it on.
 pub const NAME: &str = "nvme";
 
 const PROGRAMS: &[&str] = &["nvme_setup_cmd", "nvme_complete_rq", "nvme_sq"];

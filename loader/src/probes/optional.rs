@@ -33,10 +33,15 @@ pub type Started = (Option<Box<dyn Probe>>, ProbeStatus);
 pub const ALL: &[OptionalProbe] = &[
     OptionalProbe {
         name: nvme::NAME,
-        switch: "no-nvme",
-        default_on: true,
-        help: "Do not load the NVMe queue programs",
-        off_by_default: "",
+        switch: "nvme",
+        default_on: false,
+        help: "Load the NVMe queue programs (nvme_setup_cmd, nvme_complete_rq, nvme_sq): \
+               commands, bytes and in-flight per NVMe queue and cgroup, submission-queue \
+               occupancy, head-of-line interference by culprit. Off by default: three more \
+               programs per NVMe command, together about as much BPF time per read as \
+               biolatency (overhead/RESULTS.md); each hardware queue's completions, busy \
+               time and occupancy are counted without them",
+        off_by_default: "three more programs per NVMe command",
         start: |_| boxed(nvme::NvmeProbe::start(&nvme::NvmeConfig::default())),
     },
     OptionalProbe {

@@ -3,8 +3,8 @@
 # What tracing costs on NVMe, dispatch included (issue 36), in one guest:
 # interleaved rounds of fio 4 KiB random reads at QD16 on the emulated NVMe
 # with no tracing, iowarden's defaults (`iowarden run`, what users run),
-# `--shards 1` (the path of hosts with more CPUs than shards), `--no-nvme`,
-# and bcc's libbpf-tools biolatency (the peer). Each run is measured twice:
+# `--shards 1` (the path of hosts with more CPUs than shards), `--nvme` (the
+# NVMe queue programs, off by default), and bcc's libbpf-tools biolatency (the peer). Each run is measured twice:
 #   bpf: run time per read of every BPF program loaded (the kernel's
 #        bpf_stats, on for every mode, adding its ~20 ns per run to each),
 #        and program runs per read;
@@ -22,7 +22,7 @@
 ROUNDS=5; IOS=100000
 PORT=9636
 OUT=$SCRATCH/nvme-cost.txt; : > $OUT
-MODES="none defaults shards1 no-nvme biolatency"
+MODES="none defaults shards1 nvme biolatency"
 sysctl -qw kernel.bpf_stats_enabled=1
 
 # Busy jiffies of the whole guest (USER_HZ) and the BPF programs' run time
@@ -43,7 +43,7 @@ start_mode() {
       echo "biolatency did not load: $(tail -1 $SCRATCH/nc-bl.log)"; return 1 ;;
     defaults) set -- ;;
     shards1) set -- --shards 1 ;;
-    no-nvme) set -- --no-nvme ;;
+    nvme) set -- --nvme ;;
   esac
   "$IOWARDEN_BIN" run --listen 127.0.0.1:$PORT "$@" > $SCRATCH/nc-iw.log 2>&1 & BG=$!
   for _ in $(seq 600); do curl -sf http://127.0.0.1:$PORT/metrics > /dev/null && { sleep 0.5; return 0; }; kill -0 $BG 2>/dev/null || break; sleep 0.2; done

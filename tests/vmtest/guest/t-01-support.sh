@@ -1,13 +1,13 @@
 # vmtest-checks: 2
 # What iowarden says works on this kernel: the support row `iowarden run`
-# prints at start (with --locks, so that the locks column says what the
+# prints at start (with --locks and --nvme, off by default, so that their columns say what the
 # kernel allows), and what its block programs cost here. run.sh builds the
 # kernel support table of docs/kernels.md from the "SUPPORT" lines of every kernel
 # line's run and prints the "COST" lines beside it.
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 PORT=9631
-"$IOWARDEN_BIN" run --listen 127.0.0.1:$PORT --locks --bpf-stats --device $DEV > $SCRATCH/support.log 2>&1 &
+"$IOWARDEN_BIN" run --listen 127.0.0.1:$PORT --locks --nvme --bpf-stats --device $DEV > $SCRATCH/support.log 2>&1 &
 IW=$!
 for _ in $(seq 600); do curl -sf http://127.0.0.1:$PORT/metrics > /dev/null && break; kill -0 $IW 2>/dev/null || break; sleep 0.2; done
 row=$(sed -n 's/^iowarden: on Linux [^:]*: \(|.*|\)$/\1/p' $SCRATCH/support.log)

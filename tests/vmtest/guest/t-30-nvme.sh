@@ -12,7 +12,7 @@
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 echo +io > $CG/cgroup.subtree_control
 mkdir -p $CG/nv-a $CG/nv-vic $CG/nv-hog $(seq -f "$CG/nv-big%g" 8)
-"$IOWARDEN_BIN" run --listen 127.0.0.1:9620 --interval 500ms --device $DEV > $SCRATCH/iowarden-nvme.log 2>&1 &
+"$IOWARDEN_BIN" run --nvme --listen 127.0.0.1:9620 --interval 500ms --device $DEV > $SCRATCH/iowarden-nvme.log 2>&1 &
 IW=$!
 for _ in $(seq 600); do python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:9620/snapshot.json")' 2>/dev/null && break; sleep 0.2; done
 snap() { sleep 1.2; python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9620/snapshot.json").read().decode())' > $SCRATCH/nv-$1.json; }
@@ -125,7 +125,7 @@ ok "nvme: commands match the block completions (status active, no gap said)" \
 kill $IW; wait $IW 2>/dev/null || true   # killed: status 143
 # A per-(queue, cgroup) table of one entry: the first queue's reads take
 # it, the second's are dropped; the watch says so instead of exporting less.
-IOWARDEN_NVME_TABLE_ENTRIES=1 "$IOWARDEN_BIN" run --listen 127.0.0.1:9621 --interval 500ms --device $DEV > $SCRATCH/iowarden-nvme-full.log 2>&1 &
+IOWARDEN_NVME_TABLE_ENTRIES=1 "$IOWARDEN_BIN" run --nvme --listen 127.0.0.1:9621 --interval 500ms --device $DEV > $SCRATCH/iowarden-nvme-full.log 2>&1 &
 IW=$!
 for _ in $(seq 600); do python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:9621/snapshot.json")' 2>/dev/null && break; sleep 0.2; done
 in_cg nv-a 0 --name=f0 --rw=randread --bs=4k --iodepth=4 --number_ios=3000

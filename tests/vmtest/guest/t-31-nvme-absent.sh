@@ -5,7 +5,7 @@
 # (t-10 and t-15 check the rest's counts on this kernel).
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
-"$IOWARDEN_BIN" run --listen 127.0.0.1:9632 > $SCRATCH/nvme-absent.log 2>&1 &
+"$IOWARDEN_BIN" run --nvme --listen 127.0.0.1:9632 > $SCRATCH/nvme-absent.log 2>&1 &
 IW=$!
 for _ in $(seq 600); do curl -sf http://127.0.0.1:9632/metrics > $SCRATCH/nvme-absent.prom 2>/dev/null && break; sleep 0.2; done
 kill $IW 2>/dev/null; wait $IW 2>/dev/null

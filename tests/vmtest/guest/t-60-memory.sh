@@ -20,7 +20,8 @@ done
 fio --name=mem --filename=/dev/$DEV --direct=1 --ioengine=libaio --rw=randread --bs=4k --iodepth=8 \
   --time_based --runtime=2 --size=256M --output=/dev/null
 sleep 1
-# The guest runs no other BPF: every map is iowarden's (I/O, nvme, iocost objects).
+# The guest runs no other BPF: every map is iowarden's (the I/O and iocost
+# objects; the nvme object loads only with --nvme).
 bpftool map show -j > $SCRATCH/maps.json
 python3 - $SCRATCH/maps.json > $SCRATCH/mem 2>&1 <<'PY'
 import json, sys
