@@ -172,9 +172,9 @@ boot() {  # line extra-cmdline extra-drive-options scripts expected log [retried
   # removed from code it patched live (a tracepoint's static call or key,
   # flipped as a program attaches or detaches under I/O): "Oops: int3" in
   # kernel text, a panic, no summary line. The emulator's fault, not a
-  # test's (seen on 6.12 in blk_mq_end_request_batch and sched_clock_cpu,
-  # about once in ten full runs): the group boots once more, from its first
-  # script, with the dead guest's log kept beside.
+  # test's (on 6.12, in blk_mq_end_request_batch: at t-48's start and, on
+  # 2026-11-28, at t-18's, in two local CIs): the group boots once more,
+  # from its first script, with the dead guest's log kept beside.
   if [[ -z $summary && -z $retried ]] && grep -q '^\[ *[0-9.]*\] Oops: int3' "$log"; then
     mv "$log" "$log.int3"
     echo "vmtest: [$line] the guest died of TCG's stale breakpoint (Oops: int3, see $log.int3): booting this group once more" >&2
@@ -202,7 +202,8 @@ for line in "${lines[@]}"; do
   done
   # A previous run's logs of this line would lend support-table.sh rows
   # and costs this run did not measure.
-  rm -f "$CACHE/vmtest-$line.log" "$CACHE/vmtest-$line"-*.log "$CACHE/vmtest-$line"*.log.int3
+  rm -f "$CACHE/vmtest-$line.log" "$CACHE/vmtest-$line"-*.log "$CACHE/vmtest-$line.log.int3" \
+    "$CACHE/vmtest-$line"-*.log.int3
   n=0
   for key in "${!group_scripts[@]}"; do
     IFS='|' read -r extra drive <<< "$key"
