@@ -47,6 +47,8 @@ const volatile bool enable_hwq = true;
 const volatile bool enable_hwq_events = false;
 /* Charge every read/write the linear iocost model's cost (a few ns). */
 const volatile bool enable_cost = true;
+/* Tell apart whom each request waited behind on its device (culprits.bpf.h). */
+const volatile bool enable_culprits = false;
 /* Trace only this dev_t (major << 20 | minor); 0 = every device. */
 const volatile __u32 filter_devt = 0;
 /* Number of series slots in use minus one (a power of two minus one). */
@@ -216,33 +218,39 @@ __noinline __u32 series_slot_nocas(__u64 k)
 			  false);
 }
 
+static __always_inline __u64 series_key(__u64 cgid, __u32 dev_idx, __u32 op)
+{
+	return (cgid << IOW_KEY_CGID_SHIFT) | ((__u64)dev_idx << IOW_KEY_DEV_SHIFT) |
+	       ((__u64)op << IOW_KEY_OP_SHIFT) | 1;
+}
+
 /*
  * This CPU's shard of the (cgroup, device, op) series, claiming a slot on
  * first sight; NULL (and a counted drop) when the table has no room. *key
- * receives the series key.
+ * and *slot receive the series key and slot.
  */
 static __always_inline struct iow_series *series_at(__u64 cgid, __u32 dev_idx, __u32 op,
-						    __u32 sh, __u64 *key, const bool cas)
+						    __u32 sh, __u64 *key, __u32 *slot,
+						    const bool cas)
 {
-	__u64 k = (cgid << IOW_KEY_CGID_SHIFT) | ((__u64)dev_idx << IOW_KEY_DEV_SHIFT) |
-		  ((__u64)op << IOW_KEY_OP_SHIFT) | 1;
-	__u32 slot, idx;
+	__u64 k = series_key(cgid, dev_idx, op);
+	__u32 idx;
 
 	*key = k;
-	slot = cas ? series_slot_cas(k) : series_slot_nocas(k);
-	if (slot >= IOW_MAX_SLOTS) {
+	*slot = cas ? series_slot_cas(k) : series_slot_nocas(k);
+	if (*slot >= IOW_MAX_SLOTS) {
 		count_drop(IOW_DROP_SLOT_FULL);
 		return NULL;
 	}
-	idx = slot * (shard_mask + 1) + sh;
+	idx = *slot * (shard_mask + 1) + sh;
 	return bpf_map_lookup_elem(&series, &idx);
 }
 
 /* The request's series (its first bio's cgroup). */
 static __always_inline struct iow_series *series_of(struct request *rq, __u32 dev_idx, __u32 sh,
-						     __u64 *key, const bool cas)
+						     __u64 *key, __u32 *slot, const bool cas)
 {
-	return series_at(rq_cgroup_id(rq), dev_idx, rq_op(rq), sh, key, cas);
+	return series_at(rq_cgroup_id(rq), dev_idx, rq_op(rq), sh, key, slot, cas);
 }
 
 /* Microseconds in a nanosecond count. Below 2^32 ns (4.3 s) without a
@@ -321,6 +329,7 @@ static __always_inline __u32 traced_dev(struct request *rq, const bool cas)
 #include "stamps.bpf.h"
 #include "cost.bpf.h"
 #include "held.bpf.h"
+#include "culprits.bpf.h"
 
 /* Attached only with --hwq-events. */
 static __always_inline int on_insert(__u64 *ctx, const bool cas)
@@ -346,6 +355,13 @@ static __always_inline int on_issue(__u64 *ctx, const bool cas)
 
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
+	if (enable_culprits && cas) {
+		__u64 ident = flight_ident(rq, dev);
+
+		flight_issue(dev, series_slot_cas(series_key(rq_cgroup_id(rq), dev, rq_op(rq))),
+			     ident);
+		flight_note_rq(ident, rq);
+	}
 	if (enable_hwq_events) {
 		struct iow_hwq_stats *h = hwq_of(rq, dev, shard());
 
@@ -400,14 +416,14 @@ static __always_inline int on_complete(__u64 *ctx, const bool cas)
 {
 	struct request *rq = (struct request *)ctx[0];
 	__u32 nr_bytes = (__u32)ctx[2];
-	__u32 dev = traced_dev(rq, cas), class = IOW_COST_CLASSES, rand = 0, sh;
+	__u32 dev = traced_dev(rq, cas), class = IOW_COST_CLASSES, rand = 0, sh, slot;
 	struct iow_series *s;
 	__u64 key, cost = 0, now, issued, start, held, io_max;
 
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
 	sh = shard();
-	s = series_of(rq, dev, sh, &key, cas);
+	s = series_of(rq, dev, sh, &key, &slot, cas);
 	if (!s)
 		return 0;
 	/* A request may complete in parts; it is one I/O when the last part
@@ -423,6 +439,8 @@ static __always_inline int on_complete(__u64 *ctx, const bool cas)
 	issued = issue_time(rq, dev);
 	if (issued > now)
 		issued = 0;
+	if (enable_culprits && cas)
+		flight_complete(dev, slot, flight_ident(rq, dev), now);
 	if (enable_hwq)
 		count_hwq_completion(hwq_of(rq, dev, sh), issued, now);
 	if (class < IOW_COST_CLASSES && issued)
@@ -445,16 +463,18 @@ static __always_inline int on_complete(__u64 *ctx, const bool cas)
 static __always_inline int on_requeue(__u64 *ctx, const bool cas)
 {
 	struct request *rq = rq_arg(ctx);
-	__u32 dev = traced_dev(rq, cas), sh;
+	__u32 dev = traced_dev(rq, cas), sh, slot;
 	struct iow_series *s;
 	__u64 key;
 
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
 	sh = shard();
-	s = series_of(rq, dev, sh, &key, cas);
+	s = series_of(rq, dev, sh, &key, &slot, cas);
 	if (s)
 		add(&s->requeued, 1);
+	if (s && enable_culprits && cas && flight_counted(flight_ident(rq, dev)))
+		flight_leave(dev, slot);
 	if (enable_hwq) {
 		struct iow_hwq_stats *h = hwq_of(rq, dev, sh);
 
@@ -469,13 +489,13 @@ static __always_inline int on_requeue(__u64 *ctx, const bool cas)
 static __always_inline int on_merge(__u64 *ctx, const bool cas)
 {
 	struct request *rq = rq_arg(ctx);
-	__u32 dev = traced_dev(rq, cas);
+	__u32 dev = traced_dev(rq, cas), slot;
 	struct iow_series *s;
 	__u64 key;
 
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
-	s = series_of(rq, dev, shard(), &key, cas);
+	s = series_of(rq, dev, shard(), &key, &slot, cas);
 	if (s)
 		add(&s->merged, 1);
 	return 0;
@@ -496,14 +516,14 @@ static __always_inline int on_bio_complete(__u64 *ctx, const bool cas)
 	struct bio *bio = (struct bio *)ctx[1];
 	__u64 key, mask, submitted, now, svc, io_max;
 	struct iow_series *s;
-	__u32 dev;
+	__u32 dev, slot;
 
 	if (!q || q->mq_ops || !bio)
 		return 0;
 	dev = traced_devt(disk_devt(bio_disk(bio)), cas);
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
-	s = series_at(bio_cgroup_id(bio), dev, op_of(bio->bi_opf), shard(), &key, cas);
+	s = series_at(bio_cgroup_id(bio), dev, op_of(bio->bi_opf), shard(), &key, &slot, cas);
 	if (!s)
 		return 0;
 	add(&s->bytes_rand, packed(bio->bi_iter.bi_size, 0));

@@ -57,6 +57,15 @@ enum iow_const {
 	 * whose delays are summed: a pair is released with its cgroup. */
 	IOW_DELAY_TASKS = 4096,
 	IOW_DELAY_SERIES = 4096,
+	/* --culprits: the series in flight on one device at once that are
+	 * told apart (requests of others are not split by culprit, and
+	 * counted in IOW_DROP_CULPRIT_UNTOLD), and the (victim, culprit)
+	 * pairs timed at once. */
+	IOW_FLIGHT_SERIES = 16,
+	IOW_CULPRIT_PAIRS = 8192,
+	/* The culprit of a victim's own service: the device finishing the
+	 * victim's request itself. */
+	IOW_CULPRIT_NONE = IOW_MAX_SLOTS,
 };
 
 /* Index into iow_cost_coefs.lcoef, as blk-iocost.c's LCOEF_*: op * 3 + term. */
@@ -96,7 +105,12 @@ enum iow_drop {
 	IOW_DROP_DEV_FULL = 1,
 	IOW_DROP_NO_ISSUE_STAMP = 2,
 	IOW_DROP_NO_START_STAMP = 3,
-	IOW_NR_DROPS = 4,
+	/* --culprits: requests issued while their device's table of series
+	 * in flight was full (their wait is not split by culprit), and
+	 * charges lost to a full pair table. */
+	IOW_DROP_CULPRIT_UNTOLD = 4,
+	IOW_DROP_CULPRIT_PAIRS_FULL = 5,
+	IOW_NR_DROPS = 6,
 };
 
 /*
@@ -240,6 +254,46 @@ struct iow_delay_key {
 struct iow_delay {
 	__u64 count;
 	__u64 ns;
+};
+
+/*
+ * --culprits: what one device holds (requests issued and not completed),
+ * by series. Each completion charges the span since the device's last one
+ * to every series in flight, times its requests in flight, less the part
+ * before a request's issue (its `debt`, set at issue), and splits it by
+ * processor sharing (culprits.bpf.h flight_share).
+ */
+struct iow_flight {
+	__u64 last_done_ns; /* the device's last completion */
+	/* (series slot + 1) << 32 | requests in flight; 0 = free. An entry
+	 * whose count fell to 0 is taken over by the next series. */
+	__u64 who[IOW_FLIGHT_SERIES];
+	/* Time between the last completion and the issue of each of the
+	 * entry's requests issued since: not spent on the device. */
+	__u64 debt[IOW_FLIGHT_SERIES];
+};
+
+/*
+ * --culprits: the request counted in flight under its identity (device,
+ * hardware queue, tag), direct-mapped as struct iow_stamp. A completion
+ * takes out only a request counted in; an issue finding the entry still
+ * taken takes that request out first (its completion went unseen: the
+ * kernel skips a program that would run nested in itself on a CPU), and
+ * so does flight_sweep, each poll, for a request no longer in flight.
+ */
+struct iow_flight_tag {
+	__u64 ident;
+	__u64 rq;   /* the request's address, for the sweep's look at its state */
+	__u32 slot; /* series slot + 1; 0 = none */
+	__u32 pad;
+};
+
+/* A victim series and a series whose requests shared the device with its
+ * own (series slots; culprit IOW_CULPRIT_NONE: the victim's own share, its
+ * service). The value: nanoseconds times requests. */
+struct iow_culprit_key {
+	__u32 victim;
+	__u32 culprit;
 };
 
 struct iow_enums {

@@ -287,6 +287,7 @@ fn dashboards_query_a_real_prometheus() {
             &dev.name(),
             "--bpf-stats",
             "--locks",
+            "--culprits",
             // The per-stage panels (queue, device) need all three histograms;
             // the own limits' part the throttle counter (the shipped flags'
             // fallback, io.max's hold or 0: tests/defaults.rs).
@@ -504,6 +505,30 @@ fn dashboards_query_a_real_prometheus() {
         rows,
         vec![(a.rel.clone(), b.rel.clone())],
         "who hurts whom: {r}"
+    );
+
+    // The measured one (--culprits): of the 4k reader's device time, the
+    // largest part is behind the 64k writer.
+    let measured = d
+        .iter()
+        .flat_map(queries)
+        .find(|q| q.panel.starts_with("Who hurts whom, measured") && q.ref_id == "A")
+        .expect("who hurts whom, measured");
+    let r = prom.instant(&substitute(&measured.expr, &vars));
+    let largest = r["data"]["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["metric"]["victim"] == a.rel.as_str())
+        .max_by(|x, y| {
+            let v = |s: &&Value| s["value"][1].as_str().unwrap().parse::<f64>().unwrap();
+            v(x).total_cmp(&v(y))
+        })
+        .map(|s| s["metric"]["culprit"].as_str().unwrap_or("").to_string());
+    assert_eq!(
+        largest,
+        Some(b.rel.clone()),
+        "who hurts whom, measured: {r}"
     );
 
     // The pod's cgroup is attributed from its path, names from --pod-map.

@@ -31,6 +31,7 @@ const OPTION_OF_FAMILY: &[(&str, &str)] = &[
     ("iowarden_lock_", "--locks"),
     ("iowarden_bpf_program_run", "--bpf-stats"),
     ("iowarden_nvme_", "--nvme"),
+    ("iowarden_culprit_", "--culprits"),
 ];
 
 /// The option that chooses the exported latency stages.

@@ -13,6 +13,7 @@ mod bench;
 mod bpf_selftest;
 mod churn;
 mod cost;
+mod culprits;
 mod dashboards;
 mod deb;
 mod defaults;

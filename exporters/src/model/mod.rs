@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 mod core;
 pub mod cost;
+pub mod culprits;
 pub mod delay;
 pub mod diskstats;
 pub mod io;
@@ -31,6 +32,7 @@ mod delta_tests;
 
 pub use self::core::*;
 pub use cost::{CostClass, DeviceCostModel, LinearModel};
+pub use culprits::CulpritSeries;
 pub use delay::TaskDelay;
 pub use diskstats::KernelDiskStats;
 pub use io::{DropCounters, IoSeries};
@@ -107,6 +109,10 @@ pub struct Snapshot {
     /// their I/Os (where the kernel lets them be timed).
     #[serde(default)]
     pub task_delays: Vec<TaskDelay>,
+    /// Whom each cgroup's requests waited behind on the device
+    /// (`--culprits`; empty without).
+    #[serde(default)]
+    pub culprits: Vec<CulpritSeries>,
 }
 
 impl Snapshot {
@@ -158,6 +164,7 @@ impl Snapshot {
             volumes: self.volumes.clone(),
             limits: self.limits.clone(),
             task_delays: delta_by_key(&self.task_delays, &prev.task_delays, TaskDelay::key),
+            culprits: delta_by_key(&self.culprits, &prev.culprits, CulpritSeries::key),
         }
     }
 
@@ -187,6 +194,7 @@ impl Snapshot {
             volumes: self.volumes.clone(),
             limits: self.limits.clone(),
             task_delays: self.task_delays.clone(),
+            culprits: self.culprits.clone(),
         }
     }
 }

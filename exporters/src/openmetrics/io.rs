@@ -185,6 +185,8 @@ pub(crate) fn encode_drops(enc: &mut DescriptorEncoder, drops: &DropCounters) ->
         ("device_table_full", drops.device_table_full),
         ("no_issue_stamp", drops.no_issue_stamp),
         ("no_start_stamp", drops.no_start_stamp),
+        ("culprit_untold", drops.culprit_untold),
+        ("culprit_pairs_full", drops.culprit_pairs_full),
     ]
     .iter()
     .map(|(r, v)| (vec![("reason".to_string(), r.to_string())], *v as f64))

@@ -14,6 +14,7 @@ use prometheus_client::registry::Registry;
 use crate::model::{SelfMetrics, Snapshot, Stage};
 
 mod cost;
+mod culprits;
 mod diskstats;
 mod family;
 mod io;
@@ -68,6 +69,7 @@ fn encode_families(enc: &mut DescriptorEncoder, input: &Input) -> std::fmt::Resu
     io::encode_latency(enc, snap, &opts.stages, opts.classic)?;
     io::encode_volumes(enc, &snap.volumes)?;
     io::encode_task_delays(enc, &snap.task_delays)?;
+    culprits::encode(enc, &snap.culprits)?;
     queues::encode_hw_queues(enc, &snap.queues)?;
     diskstats::encode(enc, &snap.kernel_diskstats)?;
     runtime::encode_probes(enc, &snap.probes)?;

@@ -239,6 +239,14 @@ pub(super) fn snapshot(lower_bounds: Vec<f64>) -> Snapshot {
             delays: 1,
             seconds: 1e-3,
         }],
+        culprits: vec![CulpritSeries {
+            device: nvme(),
+            victim: cgroup("/kubepods.slice/pod-a"),
+            op: Op::Read,
+            culprit: Some(cgroup("/kubepods.slice/pod-b")),
+            culprit_op: Some(Op::Write),
+            seconds: 4e-3,
+        }],
         ..Default::default()
     }
 }

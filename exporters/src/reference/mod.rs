@@ -65,6 +65,15 @@ const DOMAINS: &[Domain] = &[
                delayed a task of the cgroup on its way back to user space, between its I/Os.",
     },
     Domain {
+        title: "Culprits (whom requests waited behind on the device)",
+        prefixes: &["iowarden_culprit_"],
+        when: "With `--culprits` (one more program per request, block_rq_issue; BPF \
+               compare-and-swap, Linux 5.12+): per (device, victim, op), a series for \
+               each cgroup and op whose requests shared the device with the victim's, \
+               one for its own queue and one for its service (`culprit=\"none\"`); see \
+               docs/culprits.md.",
+    },
+    Domain {
         title: "Volumes (device-mapper, md)",
         prefixes: &["iowarden_volume_"],
         when: "When I/O went through a bio-based device (LVM, dm-crypt, dm-linear, md): one \
@@ -364,6 +373,7 @@ mod tests {
             of::<TunerSlo>(),
             of::<ModelParam>(),
             of::<TaskDelay>(),
+            of::<CulpritSeries>(),
         ]
         .concat()
     }

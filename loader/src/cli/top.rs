@@ -8,7 +8,8 @@ use anyhow::Result;
 use clap::Args;
 
 use iowarden::duration::{parse_duration, parse_interval};
-use iowarden::views::top::{render, render_panels, rows, NoisyNeighbourDetector};
+use iowarden::views::culprits;
+use iowarden::views::top::{render, render_panels, rows, NoisyNeighbourDetector, Row};
 use iowarden_exporters::{Snapshot, Stage};
 
 use super::trace::{start_monitor, stop_flag, TraceArgs};
@@ -102,10 +103,10 @@ fn run_tui<F: FnMut() -> Result<Snapshot>>(
             let delta = cur.delta_since(&prev);
             prev = cur;
             let r = rows(&delta, opts.device.as_deref());
-            last = det.observe(&r);
+            last = verdict(&mut det, &r, &delta, opts.device.as_deref());
             if !st.paused {
                 shown = r;
-                panels = render_panels(&delta, opts.device.as_deref());
+                panels = all_panels(&delta, opts.device.as_deref());
                 dirty = true;
             }
         }
@@ -153,9 +154,9 @@ fn run_plain<F: FnMut() -> Result<Snapshot>>(
         let cur = next()?;
         let delta = cur.delta_since(&prev);
         let rows = rows(&delta, opts.device.as_deref());
-        let panels = render_panels(&delta, opts.device.as_deref());
+        let panels = all_panels(&delta, opts.device.as_deref());
         prev = cur;
-        last = det.observe(&rows);
+        last = verdict(&mut det, &rows, &delta, opts.device.as_deref());
         let mut out = std::io::stdout().lock();
         let now = chrono_free_time();
         write!(
@@ -171,6 +172,24 @@ fn run_plain<F: FnMut() -> Result<Snapshot>>(
         culprit: det.culprit().map(str::to_string),
         last_verdict: last,
     })
+}
+
+/// The measured account's verdict where `--culprits` shows a victim
+/// mostly behind others, else the one inferred from shares and p99s (the
+/// detector sees every window either way, for its baselines).
+fn verdict(
+    det: &mut NoisyNeighbourDetector,
+    rows: &[Row],
+    delta: &Snapshot,
+    device: Option<&str>,
+) -> String {
+    let inferred = det.observe(rows);
+    culprits::verdict(delta, device).unwrap_or(inferred)
+}
+
+/// The panels under the table, the culprits' first.
+fn all_panels(delta: &Snapshot, device: Option<&str>) -> String {
+    culprits::render_panel(delta, device, 5) + &render_panels(delta, device)
 }
 
 fn chrono_free_time() -> String {

@@ -51,6 +51,14 @@ pub struct TraceArgs {
     /// Do not charge requests the linear iocost model's cost
     #[arg(long)]
     pub no_cost: bool,
+    /// Split each cgroup's device time by whom it waited behind: the
+    /// cgroups whose requests shared the device with its own
+    /// (iowarden_culprit_seconds_total, top's verdict, docs/culprits.md).
+    /// One more BPF program per request (block_rq_issue, ~100 ns) and a
+    /// table of the series in flight per device; BPF compare-and-swap
+    /// (Linux 5.12+)
+    #[arg(long)]
+    pub culprits: bool,
     /// The linear cost model for every device, io.cost.model's keys over
     /// the kernel's SSD defaults, e.g. 'rbps=500000000 rrandiops=20000'
     /// (default: each device's io.cost.model line, else the kernel's
@@ -136,6 +144,7 @@ impl TraceArgs {
                 hwq_events: self.hwq_events,
                 task_delays: self.task_delays,
                 cost: !self.no_cost,
+                culprits: self.culprits,
                 cost_model: self.cost_model,
             },
             probes: self.probes.enabled.clone(),

@@ -1,5 +1,6 @@
 //! What the terminal commands print: pure functions of a Snapshot.
 
+pub mod culprits;
 pub mod keys;
 pub mod limits;
 pub mod locks;

@@ -8,6 +8,7 @@
 pub mod accumulate;
 pub mod bench;
 pub mod capacity;
+pub mod culprits;
 pub mod delay;
 pub mod held;
 pub mod hist;
@@ -19,6 +20,7 @@ pub use programs::Claims;
 use programs::{traced_bio_based, Attach, PROGRAMS};
 
 use std::collections::BTreeSet;
+use std::os::fd::AsFd;
 
 use anyhow::{Context, Result};
 use iowarden_exporters::{BpfProgramStats, ProbeStatus, TableFill};
@@ -72,6 +74,9 @@ pub struct BlockMeasures {
     pub task_delays: bool,
     /// Charge every read/write the linear iocost model's cost.
     pub cost: bool,
+    /// Split each request's device time by whom it waited behind
+    /// (`--culprits`): block_rq_issue on every request.
+    pub culprits: bool,
     /// The model for every device (`--cost-model`); None: each device's own
     /// (see crate::costmodel::devices).
     pub cost_model: Option<crate::costmodel::LinearModel>,
@@ -86,6 +91,7 @@ impl Default for BlockMeasures {
             hwq_events: false,
             task_delays: false,
             cost: true,
+            culprits: false,
             cost_model: None,
         }
     }
@@ -139,6 +145,8 @@ pub struct RawSample {
     pub devs: Vec<(u32, u32)>,
     /// The task delays' table (empty where its programs are not attached).
     pub delays: Vec<delay::RawDelay>,
+    /// The culprits' table (empty without --culprits).
+    pub culprit_pairs: Vec<culprits::RawPair>,
 }
 
 /// The sharded counter arrays, mapped into this process.
@@ -173,6 +181,8 @@ pub struct BlockProbe {
     filter_devt: Option<u32>,
     /// The task delay programs are attached.
     delays: bool,
+    /// The programs charge culprits (--culprits, where the kernel can).
+    culprits: bool,
 }
 
 fn write_cost_coefs(map: &dyn MapCore, idx: u32, lcoef: [u64; 6]) -> Result<()> {
@@ -206,7 +216,7 @@ fn claim_dev(table: &mut [u32], devt: u32) -> Option<u32> {
 
 /// Value of an enumerator in the running kernel's BTF, searching every enum
 /// (QUEUE_FLAG_* live in an anonymous one).
-fn kernel_enum_value(btf: &Btf<'_>, name: &str) -> Option<i64> {
+pub(super) fn kernel_enum_value(btf: &Btf<'_>, name: &str) -> Option<i64> {
     btf.type_by_kind::<Enum<'_>>().find_map(|e| {
         e.iter()
             .find(|m| m.name.is_some_and(|n| n == name))
@@ -222,7 +232,10 @@ impl BlockProbe {
     /// [`BlockProbe::probes`]; a missing required one is an error.
     pub fn start(cfg: &BlockConfig) -> Result<BlockProbe> {
         let claims = Claims::probe();
-        let (skel, mut probes) = Self::load(cfg, claims)?;
+        let btf = Btf::from_vmlinux().ok();
+        let sweeps = btf.as_ref().is_some_and(culprits::can_sweep);
+        let (culprits, culprit_status) = culprits::plan(cfg.measure.culprits, claims, sweeps);
+        let (skel, mut probes) = Self::load(cfg, claims, culprits)?;
         let counters = Counters::map(&skel, cfg.capacity)?;
         let mut probe = BlockProbe {
             skel,
@@ -234,11 +247,13 @@ impl BlockProbe {
             claims,
             filter_devt: cfg.filter_devt,
             delays: false,
+            culprits,
         };
         for &(prog, _, when) in PROGRAMS {
             let wanted = match when {
                 Attach::Required | Attach::Optional => true,
-                Attach::HwqEvents | Attach::IssueStamps => cfg.measure.hwq_events,
+                Attach::HwqEvents => cfg.measure.hwq_events,
+                Attach::IssueStamps => cfg.measure.hwq_events || culprits,
                 Attach::BioBased => traced_bio_based(cfg.filter_devt),
             };
             if wanted && !probes.iter().any(|p| p.name == prog) {
@@ -252,6 +267,7 @@ impl BlockProbe {
             probes.push(probe.attach_delays());
         }
         probes.extend(Self::switched_off(cfg));
+        probes.extend(culprit_status);
         if claims == Claims::MapInsert {
             if let Some(p) = probes.iter_mut().find(|p| p.name == "block_rq_complete") {
                 p.reason = "series claimed through a hash map: the kernel's BPF has no \
@@ -269,6 +285,7 @@ impl BlockProbe {
     fn load(
         cfg: &BlockConfig,
         claims: Claims,
+        culprits: bool,
     ) -> Result<(IowardenSkel<'static>, Vec<ProbeStatus>)> {
         let btf = Btf::from_vmlinux().context(
             "cannot read kernel BTF (/sys/kernel/btf/vmlinux): iowarden needs a kernel built with CONFIG_DEBUG_INFO_BTF=y",
@@ -279,9 +296,11 @@ impl BlockProbe {
         let held = held::plan(&btf);
         let delays = delay::plan(&btf, cfg.measure.task_delays);
         Self::configure(&mut open, cfg, &btf, claims)?;
+        Self::configure_culprits(&mut open, culprits)?;
         let preclaimed = Self::preclaim_devices(&mut open, cfg)?;
+        let sweep = culprits && culprits::can_sweep(&btf);
         let mut probes =
-            Self::select_programs(&mut open, &btf, claims, held.is_ok(), delays.is_ok())?;
+            Self::select_programs(&mut open, &btf, claims, held.is_ok(), delays.is_ok(), sweep)?;
         match held {
             Ok(func) => Self::aim_held(&mut open, func)?,
             Err(status) => probes.push(status),
@@ -356,6 +375,21 @@ impl BlockProbe {
         Ok(())
     }
 
+    /// The culprits' switch, and their tables at one entry each when off.
+    fn configure_culprits(open: &mut OpenSkelT, on: bool) -> Result<()> {
+        open.maps
+            .rodata_data
+            .as_deref_mut()
+            .context("BPF object has no .rodata")?
+            .enable_culprits = on;
+        if !on {
+            open.maps.flight.set_max_entries(1)?;
+            open.maps.flight_tags.set_max_entries(1)?;
+            open.maps.culprit_ns.set_max_entries(1)?;
+        }
+        Ok(())
+    }
+
     /// Claims the device entries of the devices with their own cost model.
     fn preclaim_devices(open: &mut OpenSkelT, cfg: &BlockConfig) -> Result<Vec<(u32, [u64; 6])>> {
         let bss = open
@@ -414,6 +448,9 @@ impl BlockProbe {
         }
         if self.delays {
             out.delays = delay::read(&self.skel.maps.task_delays)?;
+        }
+        if self.culprits {
+            out.culprit_pairs = culprits::read(&self.skel.maps.culprit_ns)?;
         }
         if let Some(v) = self
             .skel
@@ -482,6 +519,24 @@ impl BlockProbe {
         Ok(())
     }
 
+    /// Deletes the culprits' pairs that name any of `slots` (before the
+    /// slots are released).
+    pub fn release_culprit_pairs(&self, pairs: &[culprits::RawPair], slots: &BTreeSet<u32>) {
+        culprits::release(&self.skel.maps.culprit_ns, pairs, slots);
+    }
+
+    /// Starts the culprits' sweep where it is loaded (None elsewhere): it
+    /// takes out the requests counted in flight whose completion went
+    /// unseen. Without it they are taken out as their tags are reused.
+    pub fn start_sweeper(&self) -> Result<Option<culprits::Sweeper>> {
+        let prog = &self.skel.progs.flight_sweep;
+        if !self.culprits || !prog.autoload() {
+            return Ok(None);
+        }
+        let fd = prog.as_fd().try_clone_to_owned()?;
+        Ok(Some(culprits::Sweeper::start(fd)))
+    }
+
     /// Deletes the task delays of cgroups that are gone.
     pub fn release_delays(&self, raw: &mut Vec<delay::RawDelay>, gone: &BTreeSet<u64>) {
         delay::release(&self.skel.maps.task_delays, raw, gone);
@@ -514,13 +569,19 @@ impl BlockProbe {
         let Ok(t) = self.tables() else {
             return Vec::new();
         };
-        vec![
+        let mut v = vec![
             table_fill(
                 "series",
                 slots_in_use(&t.slot_key[..self.cap.slots as usize]),
                 self.cap.slots as u64,
             ),
             table_fill("devices", slots_in_use(&t.dev_devt), MAX_DEVS as u64),
-        ]
+        ];
+        if self.culprits {
+            let pairs = self.skel.maps.culprit_ns.keys().count() as u64;
+            let cap = self.skel.maps.culprit_ns.max_entries() as u64;
+            v.push(table_fill("culprit_pairs", pairs, cap));
+        }
+        v
     }
 }

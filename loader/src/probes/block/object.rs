@@ -8,6 +8,7 @@ use anyhow::Result;
 use iowarden_exporters::{BpfProgramStats, DeviceRef, ProbeStatus, Snapshot, TableFill};
 
 use super::accumulate::{Accumulator, SeriesKey};
+use super::culprits::{CulpritTotals, RawPair, Sweeper};
 use super::delay::{self, RawDelay};
 use super::latency_watch::LatencyWatch;
 use super::{BlockConfig, BlockProbe, RawSample};
@@ -29,8 +30,14 @@ pub struct Block {
     last_series: Vec<(u32, u64)>,
     /// The task delays' table at the last read.
     last_delays: Vec<RawDelay>,
+    /// Whom requests waited behind (--culprits), and its table at the
+    /// last read.
+    culprits: CulpritTotals,
+    last_pairs: Vec<RawPair>,
     /// The series table was found full once (said in the log once).
     said_table_full: bool,
+    /// Takes out requests whose completion went unseen (--culprits).
+    sweeper: Option<Sweeper>,
 }
 
 impl Block {
@@ -51,13 +58,17 @@ impl Block {
                 })
                 .collect();
         }
+        let probe = BlockProbe::start(&cfg)?;
         Ok(Block {
-            probe: BlockProbe::start(&cfg)?,
+            sweeper: probe.start_sweeper()?,
+            probe,
             acc: Accumulator::new(cfg.measure.hwq_events, cfg.measure.stage_histograms),
             costs,
             latency: cfg.measure.latency.then(LatencyWatch::default),
             last_series: Vec::new(),
             last_delays: Vec::new(),
+            culprits: CulpritTotals::default(),
+            last_pairs: Vec::new(),
             said_table_full: false,
         })
     }
@@ -109,8 +120,15 @@ impl Probe for Block {
     /// Adds the read to the totals; attaches the issue stamps and gives new
     /// devices their cost model where needed.
     fn read(&mut self, names: &mut HostNames) -> Result<()> {
+        if let Some(e) = self.sweeper.as_ref().and_then(|s| s.failure()) {
+            crate::say!(
+                "iowarden: {e}: a request whose completion the kernel did not deliver counts \
+                 as in flight (--culprits) until its tag is reused"
+            );
+        }
         let raw = self.probe.read()?;
         self.acc.add(&raw);
+        self.culprits.add(&raw.culprit_pairs, &raw);
         for line in self.probe.attach_if_needed()? {
             crate::say!("iowarden: {line}");
         }
@@ -118,6 +136,7 @@ impl Probe for Block {
         self.say_if_table_full(&raw);
         self.last_series = raw.series.iter().map(|s| (s.slot, s.key)).collect();
         self.last_delays = raw.delays;
+        self.last_pairs = raw.culprit_pairs;
         Ok(())
     }
 
@@ -136,7 +155,18 @@ impl Probe for Block {
 
     fn release(&mut self, gone: &BTreeSet<u64>) -> Result<()> {
         let of_gone = |key: u64| gone.contains(&SeriesKey::decode(key).cgroup_id);
-        for &(slot, key) in self.last_series.iter().filter(|(_, k)| of_gone(*k)) {
+        let released: Vec<(u32, u64)> = self
+            .last_series
+            .iter()
+            .copied()
+            .filter(|&(_, k)| of_gone(k))
+            .collect();
+        let slots: BTreeSet<u32> = released.iter().map(|&(s, _)| s).collect();
+        let keys: BTreeSet<u64> = released.iter().map(|&(_, k)| k).collect();
+        // Before the slots: a slot claimed again must find no pairs of old.
+        self.probe.release_culprit_pairs(&self.last_pairs, &slots);
+        self.culprits.forget(&slots, &keys);
+        for &(slot, key) in &released {
             self.probe.release_slot(slot)?;
             self.acc.forget(slot, key);
         }
@@ -157,6 +187,9 @@ impl Probe for Block {
             &|id| cgroup_ref(resolver, id),
             names.devices,
         );
+        snap.culprits = self
+            .culprits
+            .fill(&|id| cgroup_ref(resolver, id), names.devices);
         let mut disks: BTreeSet<&str> = snap.io.iter().map(|s| s.device.name.as_str()).collect();
         disks.extend(snap.queues.iter().map(|q| q.device.name.as_str()));
         snap.cpu_queue_map = disks.iter().flat_map(|d| cpu_queue_map(d)).collect();

@@ -8,7 +8,7 @@ use iowarden_exporters::ProbeStatus;
 use libbpf_rs::btf::Btf;
 use libbpf_rs::skel::{OpenSkel, Skel};
 
-use super::{delay, held, BlockProbe, OpenSkelT};
+use super::{culprits, delay, held, BlockProbe, OpenSkelT};
 use crate::probes::{status, tracepoint_available};
 
 /// When a program is attached.
@@ -94,8 +94,12 @@ impl BlockProbe {
         claims: Claims,
         held: bool,
         delays: bool,
+        sweep: bool,
     ) -> Result<Vec<ProbeStatus>> {
         let mut wanted = Vec::new();
+        if sweep {
+            wanted.push(culprits::SWEEP.to_string());
+        }
         if held {
             wanted.push(held::PROGRAM.to_string());
         } else {

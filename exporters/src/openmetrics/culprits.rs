@@ -1,0 +1,28 @@
+//! OpenMetrics for whom each cgroup's requests waited behind on the device.
+
+use prometheus_client::encoding::DescriptorEncoder;
+
+use super::family::{encode_families, labels, Labels};
+use crate::model::CulpritSeries;
+
+pub(crate) fn encode(enc: &mut DescriptorEncoder, culprits: &[CulpritSeries]) -> std::fmt::Result {
+    let records: Vec<(Labels, &CulpritSeries)> = culprits
+        .iter()
+        .map(|c| {
+            let l = labels(&[
+                ("device", c.device.name.clone()),
+                ("victim", c.victim.path.clone()),
+                ("op", c.op.as_str().into()),
+                (
+                    "culprit",
+                    c.culprit
+                        .as_ref()
+                        .map_or_else(|| "none".into(), |p| p.path.clone()),
+                ),
+                ("culprit_op", c.culprit_op.map_or("", |o| o.as_str()).into()),
+            ]);
+            (l, c)
+        })
+        .collect();
+    encode_families(enc, &records)
+}

@@ -1,0 +1,97 @@
+# vmtest-checks: 7
+# vmtest-kernels: 6.1 6.12
+# --culprits on NVMe: a QD1 4 KiB reader (the victim) alone, beside a
+# 128 KiB sequential writer at QD16, beside the writer and a QD32 4 KiB
+# random reader, and alone under its own io.max (riops=100), each in a
+# cgroup of its own. Alone, nothing of its device time is behind others;
+# beside the writer, at least 80 % of its wait is behind it and at most
+# 10 % behind the idle reader; beside both, at least 80 % behind the two,
+# split within 0.1 of their shares of the device time; its service and its
+# waits tile its device time within 5 %; under its io.max, its own limits
+# hold at least 80 % of its time; the family is exported.
+. "$(dirname "$0")/lib.sh"
+[ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
+MM=$(cat /sys/block/$DEV/dev)
+echo +io > $CG/cgroup.subtree_control
+mkdir -p $CG/cu-v $CG/cu-w $CG/cu-r
+"$IOWARDEN_BIN" run --culprits --listen 127.0.0.1:9622 --interval 500ms --device $DEV > $SCRATCH/iowarden-culprits.log 2>&1 &
+IW=$!
+for _ in $(seq 600); do python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:9622/snapshot.json")' 2>/dev/null && break; kill -0 $IW 2>/dev/null || break; sleep 0.2; done
+kill -0 $IW 2>/dev/null || { echo "iowarden run --culprits exited:"; tail -40 $SCRATCH/iowarden-culprits.log; }
+snap() { sleep 1.2; python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9622/snapshot.json").read().decode())' > $SCRATCH/cu-$1.json; }
+# cgroup secs fio-args...
+in_cg() { local c=$1 s=$2; shift 2; bash -c "echo \$\$ > $CG/$c/cgroup.procs; exec fio --name=$c --filename=/dev/$DEV --direct=1 --time_based --runtime=$s --output=/dev/null $*"; }
+victim() { in_cg cu-v 3 --ioengine=psync --rw=randread --bs=4k --size=256M; }
+# The neighbours in the background: $W and $R (a bare `wait` would wait for the daemon too).
+writer() { in_cg cu-w 5 --ioengine=libaio --rw=write --bs=128k --iodepth=16 --offset=1G --size=512M & W=$!; }
+reader() { in_cg cu-r 5 --ioengine=libaio --rw=randread --bs=4k --iodepth=32 --offset=512M --size=256M & R=$!; }
+snap 0
+victim; snap 1
+writer; sleep 0.5; victim; wait $W; snap 2
+writer; reader; sleep 0.5; victim; wait $W $R; snap 3
+echo "$MM riops=100" > $CG/cu-v/io.max
+victim; snap 4
+echo "$MM rbps=max wbps=max riops=max wiops=max" > $CG/cu-v/io.max
+python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9622/metrics").read().decode())' > $SCRATCH/cu-metrics.txt
+python3 - $SCRATCH > $SCRATCH/culprits-check 2>&1 <<'PY'
+import json, sys
+scratch = sys.argv[1]
+S = [json.load(open(f"{scratch}/cu-{i}.json")) for i in range(5)]
+def delta(a, b, key, fields):
+    old = {key(x): x for x in a}
+    return [{**x, **{f: x[f] - old.get(key(x), {}).get(f, 0) for f in fields}} for x in b]
+def window(i):
+    c = delta(S[i - 1]["culprits"], S[i]["culprits"],
+              lambda x: (x["victim"]["path"], x["op"], (x["culprit"] or {}).get("path"), x["culprit_op"]), ["seconds"])
+    io = {}
+    for s0, s1 in ((S[i - 1], S[i]),):
+        old = {(x["cgroup"]["path"], x["op"]): x for x in s0["io"] if x["device"]["name"] == "nvme0n1"}
+        for x in s1["io"]:
+            if x["device"]["name"] != "nvme0n1":
+                continue
+            o = old.get((x["cgroup"]["path"], x["op"]))
+            lat = lambda y, st: y["latency"][st]["sum_seconds"] if y else 0.0
+            e = io.setdefault(x["cgroup"]["path"], [0.0, 0.0, 0.0])
+            for j, st in enumerate(("throttle", "queue", "device")):
+                e[j] += lat(x, st) - lat(o, st)
+    by = {}
+    for x in c:
+        if x["victim"]["path"] == "/cu-v" and x["device"]["name"] == "nvme0n1":
+            k = (x["culprit"] or {}).get("path", "")
+            by[k] = by.get(k, 0.0) + x["seconds"]
+    return by, io
+def line(ok, name, text):
+    print("OK" if ok else "BAD", name, text)
+for i, phase in ((1, "alone"), (2, "writer"), (3, "both")):
+    by, io = window(i)
+    dev = io.get("/cu-v", [0, 0, 0])[2]
+    own = by.get("/cu-v", 0.0)
+    others = sum(s for k, s in by.items() if k not in ("", "/cu-v"))
+    excess = others + own
+    said = f"victim device time {dev:.3f} s, account {by}, device time {({k: round(v[2], 3) for k, v in io.items()})}"
+    if phase == "alone":
+        line(dev > 0 and others <= 0.01 * dev, "alone", said)
+        continue
+    tile = by.get("", 0.0) + others
+    share = lambda k: by.get(k, 0.0) / excess if excess else 0.0
+    if phase == "writer":
+        line(share("/cu-w") >= 0.8 and share("/cu-r") <= 0.1, "writer", said)
+    else:
+        dw, dr = io.get("/cu-w", [0, 0, 0])[2], io.get("/cu-r", [0, 0, 0])[2]
+        split = by.get("/cu-w", 0.0) / max(by.get("/cu-w", 0.0) + by.get("/cu-r", 0.0), 1e-12)
+        occ = dw / max(dw + dr, 1e-12)
+        line(share("/cu-w") + share("/cu-r") >= 0.8 and abs(split - occ) <= 0.1, "both",
+             f"writer's part {split:.3f} of the two, its part of their device time {occ:.3f}; {said}")
+    line(dev > 0 and abs(tile - dev) <= 0.05 * dev, f"tile-{phase}", f"service and waits behind others {tile:.3f} s; {said}")
+by, io = window(4)
+t, q, d = io.get("/cu-v", [0, 0, 0])
+line(t + q + d > 0 and t >= 0.8 * (t + q + d), "iomax", f"held {t:.3f} s, queued {q:.3f} s, device {d:.3f} s")
+PY
+cat $SCRATCH/culprits-check
+for n in alone writer both tile-writer tile-both iomax; do
+  ok "culprits: $n" "grep -q '^OK $n ' $SCRATCH/culprits-check"
+done
+ok "culprits: the family is exported, the victim behind the writer" \
+  "grep -q '^iowarden_culprit_seconds_total{device=\"$DEV\",victim=\"/cu-v\",op=\"read\",culprit=\"/cu-w\",culprit_op=\"write\"}' $SCRATCH/cu-metrics.txt"
+kill $IW; wait $IW 2>/dev/null
+rmdir $CG/cu-v $CG/cu-w $CG/cu-r
