@@ -44,16 +44,14 @@ struct {
  * own for life). */
 static __always_inline __u64 flight_ident(struct request *rq, __u32 dev)
 {
-	__u32 q = rq->mq_hctx ? rq->mq_hctx->queue_num : 0;
 	int sched_tag = rq->internal_tag;
-	__u64 tag = sched_tag >= 0 ? (1ULL << 31) | (__u32)sched_tag : (__u32)rq->tag;
 
-	return ((__u64)dev << 48) | ((__u64)(q & 0xffff) << 32) | tag;
+	return ident_of(rq, dev, sched_tag >= 0 ? (1U << 31) | (__u32)sched_tag : (__u32)rq->tag);
 }
 
 static __always_inline struct iow_flight_tag *flight_tag(__u64 ident)
 {
-	__u32 idx = (hash64(ident) >> 32) & (IOW_STAMP_SLOTS - 1);
+	__u32 idx = ident_index(ident);
 
 	return bpf_map_lookup_elem(&flight_tags, &idx);
 }

@@ -17,17 +17,30 @@ struct {
 	__type(value, struct iow_stamp);
 } issue_stamps SEC(".maps");
 
-/* A request in flight is identified by (device, hardware queue, driver tag). */
-static __always_inline __u64 rq_ident(struct request *rq, __u32 dev_idx)
+/* (device, hardware queue, tag) packed in one word. */
+static __always_inline __u64 ident_of(struct request *rq, __u32 dev_idx, __u32 tag)
 {
 	__u32 q = rq->mq_hctx ? rq->mq_hctx->queue_num : 0;
 
-	return ((__u64)dev_idx << 48) | ((__u64)(q & 0xffff) << 32) | (__u32)rq->tag;
+	return ((__u64)dev_idx << 48) | ((__u64)(q & 0xffff) << 32) | tag;
+}
+
+/* A request in flight is identified by (device, hardware queue, driver tag). */
+static __always_inline __u64 rq_ident(struct request *rq, __u32 dev_idx)
+{
+	return ident_of(rq, dev_idx, rq->tag);
+}
+
+/* The entry of an identity in a direct-mapped table of IOW_STAMP_SLOTS
+ * (issue_stamps, and culprits.bpf.h's flight_tags). */
+static __always_inline __u32 ident_index(__u64 ident)
+{
+	return (hash64(ident) >> 32) & (IOW_STAMP_SLOTS - 1);
 }
 
 static __always_inline struct iow_stamp *stamp_slot(__u64 ident)
 {
-	__u32 idx = (hash64(ident) >> 32) & (IOW_STAMP_SLOTS - 1);
+	__u32 idx = ident_index(ident);
 
 	return bpf_map_lookup_elem(&issue_stamps, &idx);
 }

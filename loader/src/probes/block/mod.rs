@@ -226,16 +226,21 @@ pub(super) fn kernel_enum_value(btf: &Btf<'_>, name: &str) -> Option<i64> {
 
 type OpenSkelT = crate::skel::OpenIowardenSkel<'static>;
 
+/// What BlockProbe::load gives: the loaded object, the statuses of the
+/// programs left out, and culprits::plan's answer.
+type Loaded = (
+    IowardenSkel<'static>,
+    Vec<ProbeStatus>,
+    (bool, Option<ProbeStatus>),
+);
+
 impl BlockProbe {
     /// Opens, configures, loads and attaches the programs. Optional
     /// tracepoints missing from the kernel are skipped and reported in
     /// [`BlockProbe::probes`]; a missing required one is an error.
     pub fn start(cfg: &BlockConfig) -> Result<BlockProbe> {
         let claims = Claims::probe();
-        let btf = Btf::from_vmlinux().ok();
-        let sweeps = btf.as_ref().is_some_and(culprits::can_sweep);
-        let (culprits, culprit_status) = culprits::plan(cfg.measure.culprits, claims, sweeps);
-        let (skel, mut probes) = Self::load(cfg, claims, culprits)?;
+        let (skel, mut probes, (culprits, culprit_status)) = Self::load(cfg, claims)?;
         let counters = Counters::map(&skel, cfg.capacity)?;
         let mut probe = BlockProbe {
             skel,
@@ -281,12 +286,9 @@ impl BlockProbe {
 
     /// Opens, configures and loads the object, and gives the default cost
     /// model and the preclaimed devices their coefficients. Returns the
-    /// statuses of the programs left out.
-    fn load(
-        cfg: &BlockConfig,
-        claims: Claims,
-        culprits: bool,
-    ) -> Result<(IowardenSkel<'static>, Vec<ProbeStatus>)> {
+    /// statuses of the programs left out, and whether the programs charge
+    /// culprits with its status (culprits::plan).
+    fn load(cfg: &BlockConfig, claims: Claims) -> Result<Loaded> {
         let btf = Btf::from_vmlinux().context(
             "cannot read kernel BTF (/sys/kernel/btf/vmlinux): iowarden needs a kernel built with CONFIG_DEBUG_INFO_BTF=y",
         )?;
@@ -295,10 +297,12 @@ impl BlockProbe {
             .context("opening the BPF object")?;
         let held = held::plan(&btf);
         let delays = delay::plan(&btf, cfg.measure.task_delays);
+        let sweeps = culprits::can_sweep(&btf);
+        let (culprits, culprit_status) = culprits::plan(cfg.measure.culprits, claims, sweeps);
         Self::configure(&mut open, cfg, &btf, claims)?;
         Self::configure_culprits(&mut open, culprits)?;
         let preclaimed = Self::preclaim_devices(&mut open, cfg)?;
-        let sweep = culprits && culprits::can_sweep(&btf);
+        let sweep = culprits && sweeps;
         let mut probes =
             Self::select_programs(&mut open, &btf, claims, held.is_ok(), delays.is_ok(), sweep)?;
         match held {
@@ -314,7 +318,7 @@ impl BlockProbe {
         for &(idx, lcoef) in preclaimed.iter().chain([&(COST_DEFAULT, default)]) {
             write_cost_coefs(&skel.maps.cost_coefs, idx, lcoef)?;
         }
-        Ok((skel, probes))
+        Ok((skel, probes, (culprits, culprit_status)))
     }
 
     /// The statuses of what the options switched off.
