@@ -38,6 +38,17 @@ struct {
 	__type(value, struct iow_flight_tag);
 } flight_tags SEC(".maps");
 
+/* Requests found still counted in flight when their identity was issued
+ * again: their completion went undelivered (the kernel now and then runs
+ * no program for a softirq run's completions), and others of that run
+ * may still be counted. The sweeper polls it to sweep at once. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} flight_stale SEC(".maps");
+
 /* A request's identity from issue to completion, requeues included: its
  * scheduler tag where it has one (the driver tag is given back on requeue,
  * before the requeue event, and taken anew), else its driver tag (then its
@@ -151,8 +162,14 @@ __noinline int flight_issue(__u32 dev, __u32 slot, __u64 ident)
 	/* Whoever clears a taken entry (this, a completion, the sweep) takes
 	 * its request out: once. */
 	stale = __sync_lock_test_and_set(&t->slot, 0);
-	if (stale)
-		flight_leave(dev, stale - 1);
+	if (stale) {
+		__u32 zero = 0;
+		__u64 *n = bpf_map_lookup_elem(&flight_stale, &zero);
+
+		flight_leave(t->ident >> 48, stale - 1);
+		if (n)
+			__sync_fetch_and_add(n, 1);
+	}
 	now = bpf_ktime_get_ns();
 	last = f->last_done_ns;
 	if (!flight_enter(f, slot, now > last ? now - last : 0)) {

@@ -218,8 +218,10 @@ fn check(phase: Phase, window: &Snapshot, x: &Experiment) {
     // Its service and its waits behind others tile its device time
     // (requests at the window's edges are charged on either side of it).
     // A request whose completion the kernel did not deliver to BPF counts
-    // in flight until the next sweep (0.1 s): for the victim, that moves
-    // time into its own queue only, which is why that part is left out.
+    // in flight until its tag's next issue asks for a sweep (within 10 ms)
+    // or the periodic sweep (0.1 s) takes it out: alone, the victim's own
+    // such request is charged mostly as its own queue, which is why that
+    // part is left out.
     let own_queue = a.behind(v);
     let parts: f64 = a.by_culprit.iter().map(|(_, s)| s).sum::<f64>() - own_queue;
     assert!(

@@ -38,13 +38,19 @@ pub fn can_sweep(btf: &Btf<'_>) -> bool {
     super::kernel_enum_value(btf, "BPF_FUNC_loop").is_some()
 }
 
-/// How often the sweep runs: a request whose completion the kernel did
-/// not deliver counts as in flight for at most about this long.
+/// How often the sweep runs at the least: a request whose completion the
+/// kernel did not deliver counts as in flight for at most about this long.
 pub const SWEEP_EVERY: Duration = Duration::from_millis(100);
 
-/// Runs the sweep program every [`SWEEP_EVERY`] on a thread of its own
-/// (a poll is too seldom: a request wrongly in flight is charged time),
-/// until dropped. The first failure is kept for the log.
+/// How often the sweeper looks for requests found stale at their tag's
+/// reissue (the flight_stale count): undelivered completions come in a
+/// softirq run's batch, and the rest of the batch is swept this soon.
+pub const STALE_POLL_EVERY: Duration = Duration::from_millis(10);
+
+/// Runs the sweep program every [`SWEEP_EVERY`], and within
+/// [`STALE_POLL_EVERY`] of an issue finding a stale request, on a thread
+/// of its own (a poll is too seldom: a request wrongly in flight is
+/// charged time), until dropped. The first failure is kept for the log.
 pub struct Sweeper {
     stop: Arc<AtomicBool>,
     failed: Arc<Mutex<Option<String>>>,
@@ -52,17 +58,14 @@ pub struct Sweeper {
 }
 
 impl Sweeper {
-    pub fn start(prog: OwnedFd) -> Sweeper {
+    /// `prog`: the sweep program; `stale`: the flight_stale map.
+    pub fn start(prog: OwnedFd, stale: OwnedFd) -> Sweeper {
         let stop = Arc::new(AtomicBool::new(false));
         let failed = Arc::new(Mutex::new(None));
         let (s, f) = (Arc::clone(&stop), Arc::clone(&failed));
         let thread = std::thread::spawn(move || {
-            while !s.load(Ordering::Relaxed) {
-                if let Err(e) = run_once(&prog) {
-                    f.lock().unwrap().get_or_insert(e);
-                    return;
-                }
-                std::thread::sleep(SWEEP_EVERY);
+            if let Err(e) = sweep_until(&s, &prog, &stale) {
+                f.lock().unwrap().get_or_insert(e);
             }
         });
         Sweeper {
@@ -84,6 +87,43 @@ impl Drop for Sweeper {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+/// Sweeps when the stale count moved or [`SWEEP_EVERY`] passed, until `stop`.
+fn sweep_until(stop: &AtomicBool, prog: &OwnedFd, stale: &OwnedFd) -> Result<(), String> {
+    let polls_per_sweep = (SWEEP_EVERY.as_millis() / STALE_POLL_EVERY.as_millis()) as u32;
+    let (mut seen, mut polls) = (None, 0);
+    while !stop.load(Ordering::Relaxed) {
+        let now = stale_count(stale)?;
+        if seen != Some(now) || polls >= polls_per_sweep {
+            run_once(prog)?;
+            (seen, polls) = (Some(now), 0);
+        }
+        polls += 1;
+        std::thread::sleep(STALE_POLL_EVERY);
+    }
+    Ok(())
+}
+
+/// The flight_stale map's one count.
+fn stale_count(map: &OwnedFd) -> Result<u64, String> {
+    let (key, mut value) = (0u32, 0u64);
+    // SAFETY: a one-entry array map of u32 keys and u64 values, held open
+    // by this thread; both buffers are of those sizes.
+    let ret = unsafe {
+        libbpf_rs::libbpf_sys::bpf_map_lookup_elem(
+            map.as_raw_fd(),
+            &key as *const u32 as *const _,
+            &mut value as *mut u64 as *mut _,
+        )
+    };
+    match ret {
+        0 => Ok(value),
+        e => Err(format!(
+            "reading flight_stale: {}",
+            std::io::Error::from_raw_os_error(-e)
+        )),
     }
 }
 

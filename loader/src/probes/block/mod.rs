@@ -538,7 +538,8 @@ impl BlockProbe {
             return Ok(None);
         }
         let fd = prog.as_fd().try_clone_to_owned()?;
-        Ok(Some(culprits::Sweeper::start(fd)))
+        let stale = self.skel.maps.flight_stale.as_fd().try_clone_to_owned()?;
+        Ok(Some(culprits::Sweeper::start(fd, stale)))
     }
 
     /// Deletes the task delays of cgroups that are gone.
