@@ -138,6 +138,15 @@ pub(crate) fn pod<T: Copy + Default>(b: &[u8]) -> T {
     unsafe { std::ptr::read_unaligned(b.as_ptr() as *const T) }
 }
 
+/// A skeleton value's bytes, as a map key or value.
+///
+/// # Safety
+/// `T` has no padding bytes: the skeleton's types spell theirs out as
+/// fields, which `..Default::default()` zeroes.
+pub(crate) unsafe fn pod_bytes<T: Copy>(v: &T) -> &[u8] {
+    std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>())
+}
+
 /// A cgroup id as the snapshot names it: its path on the hierarchy, or
 /// "(unattributed)" for requests that carry no cgroup.
 pub fn cgroup_ref(resolver: &CgroupResolver, id: u64) -> CgroupRef {

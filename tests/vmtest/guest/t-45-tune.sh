@@ -184,7 +184,14 @@ while kill -0 $PH 2>/dev/null; do
   # full length only serves a search that converges late.
   if [ "$conv_n" != none ] && [ $(( $(date +%s) - phase_start )) -ge $((TUNED_RAMP + 40)) ]; then
     read _ _ live_steady _ <<< "$(python3 "$(dirname "$0")/tuner_windows.py" steady $T/polls.jsonl $T/decisions.jsonl)"
-    [ "${live_steady:-0}" -ge $((STEADY_PERIODS + 2)) ] && pkill -INT -f -- '--name=tuned-'
+    # The periods judged so far are the ones the checks judge: the tuner
+    # goes on deciding while fio winds down (its LC reads cut short, as
+    # once at 963 reads and p99 124 % of the SLO, a decrease that ended
+    # the steady state after the stop).
+    if [ "${live_steady:-0}" -ge $((STEADY_PERIODS + 2)) ] && [ ! -e $T/decisions-judged.jsonl ]; then
+      cp $T/decisions.jsonl $T/decisions-judged.jsonl
+      pkill -INT -f -- '--name=tuned-'
+    fi
   fi
   sleep 1
 done
@@ -196,7 +203,9 @@ during_qos=$(qos)
 kill -TERM $TP; wait $TP; trc=$?
 grep -E '^iowarden tune:' $T/tune.log | sed 's/^/  /' | cut -c1-230
 # The LC cgroup's read p99 over the steady state, from iowarden's histograms.
-read iw_p99 iw_n steady_n steady_w fio_p99 fio_n same_p99 same_n same_lo same_hi <<< "$(python3 "$(dirname "$0")/tuner_windows.py" steady $T/polls.jsonl $T/decisions.jsonl $T/tuned-lc_lat.1.log 2> $T/fio-parts)"
+# (Every decision where the phase ran its full length.)
+[ -e $T/decisions-judged.jsonl ] || cp $T/decisions.jsonl $T/decisions-judged.jsonl
+read iw_p99 iw_n steady_n steady_w fio_p99 fio_n same_p99 same_n same_lo same_hi <<< "$(python3 "$(dirname "$0")/tuner_windows.py" steady $T/polls.jsonl $T/decisions-judged.jsonl $T/tuned-lc_lat.1.log 2> $T/fio-parts)"
 echo "  (c) fio's parts over the steady state: $(tr '\n' ' ' < $T/fio-parts)"
 [ -n "$RQ" ] && kill $RQ 2>/dev/null; grep -v '^ *[0-9]* -> [0-9]* *: 0 ' $T/runqlat.txt | sed 's/^/  runqlat: /'
 echo "  (c) tuned:              LC p99 ${c_p99} ms (iowarden: ${iw_p99} ms over $iw_n reads), LC ${c_lc} MB/s, hog ${c_hog} MB/s, total ${c_tot} MB/s; qos then: $during_qos"

@@ -20,7 +20,7 @@ use libbpf_rs::{MapCore, MapFlags};
 use super::accumulate::SeriesKey;
 use super::{Claims, RawSample};
 use crate::host::devices::DeviceNames;
-use crate::probes::{pod, status};
+use crate::probes::{pod, pod_bytes, status};
 use crate::skel::types::{iow_const, iow_culprit_key};
 
 /// The status's name.
@@ -206,13 +206,8 @@ pub fn release(map: &dyn MapCore, pairs: &[RawPair], slots: &BTreeSet<u32>) {
             victim: p.victim,
             culprit: p.culprit,
         };
-        // SAFETY: plain-old-data skeleton type viewed as bytes.
-        let bytes = unsafe {
-            std::slice::from_raw_parts(
-                &key as *const iow_culprit_key as *const u8,
-                std::mem::size_of::<iow_culprit_key>(),
-            )
-        };
+        // SAFETY: a skeleton type, its padding spelled out and zeroed.
+        let bytes = unsafe { pod_bytes(&key) };
         let _ = map.delete(bytes);
     }
 }

@@ -15,7 +15,7 @@ use libbpf_rs::{MapCore, MapFlags};
 
 use crate::host::devices::DeviceNames;
 use crate::probes::features::{fexit_attaches, fexit_refusal, struct_has_member};
-use crate::probes::{pod, status};
+use crate::probes::{pod, pod_bytes, status};
 use crate::skel::types::{iow_delay, iow_delay_key};
 
 /// The status's name, and the programs.
@@ -106,13 +106,8 @@ pub fn release(map: &dyn MapCore, raw: &mut Vec<RawDelay>, gone: &BTreeSet<u64>)
             devt: d.devt,
             ..Default::default()
         };
-        // SAFETY: plain-old-data skeleton type viewed as bytes.
-        let bytes = unsafe {
-            std::slice::from_raw_parts(
-                &key as *const iow_delay_key as *const u8,
-                std::mem::size_of::<iow_delay_key>(),
-            )
-        };
+        // SAFETY: a skeleton type, its padding spelled out and zeroed.
+        let bytes = unsafe { pod_bytes(&key) };
         let _ = map.delete(bytes);
         false
     });

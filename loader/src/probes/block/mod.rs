@@ -31,7 +31,9 @@ use libbpf_rs::{Link, MapCore, MapFlags};
 
 use crate::probes::block::capacity::Capacity;
 use crate::probes::mapped::MappedArray;
-use crate::probes::{attached_prog_stats_as, open_object, slots_in_use, status, table_fill};
+use crate::probes::{
+    attached_prog_stats_as, open_object, pod_bytes, slots_in_use, status, table_fill,
+};
 use crate::skel::types::{
     iow_const, iow_cost_class, iow_cost_coefs, iow_drops, iow_hwq_stats, iow_series, iow_tables,
 };
@@ -191,13 +193,8 @@ fn write_cost_coefs(map: &dyn MapCore, idx: u32, lcoef: [u64; 6]) -> Result<()> 
         valid: 1,
         ..Default::default()
     };
-    // SAFETY: plain-old-data skeleton type viewed as bytes.
-    let bytes = unsafe {
-        std::slice::from_raw_parts(
-            &v as *const iow_cost_coefs as *const u8,
-            std::mem::size_of::<iow_cost_coefs>(),
-        )
-    };
+    // SAFETY: a skeleton type, its padding spelled out and zeroed.
+    let bytes = unsafe { pod_bytes(&v) };
     map.update(&idx.to_ne_bytes(), bytes, MapFlags::ANY)?;
     Ok(())
 }
