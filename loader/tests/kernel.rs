@@ -29,9 +29,8 @@ fn within(a: u64, b: u64, frac: f64) -> bool {
     (a as f64 - b as f64).abs() <= frac * b as f64
 }
 
-/// The kernel's own count of a device's requests, independent of BPF:
-/// /sys/block/<dev>/stat (reads completed + merged, writes completed + merged).
-/// The kernel's /sys/block stat of a phase: requests completed and bios
+/// The kernel's own count of a device's requests, independent of BPF, in
+/// /sys/block/<dev>/stat of a phase: requests completed and bios
 /// merged into a request (a request, one of fio's I/Os or several).
 #[derive(Clone, Copy, Debug)]
 struct Counted {
