@@ -59,7 +59,7 @@ pub struct Sweeper {
 
 impl Sweeper {
     /// `prog`: the sweep program; `stale`: the flight_stale map.
-    pub fn start(prog: OwnedFd, stale: OwnedFd) -> Sweeper {
+    pub fn start(prog: OwnedFd, stale: libbpf_rs::MapHandle) -> Sweeper {
         let stop = Arc::new(AtomicBool::new(false));
         let failed = Arc::new(Mutex::new(None));
         let (s, f) = (Arc::clone(&stop), Arc::clone(&failed));
@@ -91,7 +91,11 @@ impl Drop for Sweeper {
 }
 
 /// Sweeps when the stale count moved or [`SWEEP_EVERY`] passed, until `stop`.
-fn sweep_until(stop: &AtomicBool, prog: &OwnedFd, stale: &OwnedFd) -> Result<(), String> {
+fn sweep_until(
+    stop: &AtomicBool,
+    prog: &OwnedFd,
+    stale: &libbpf_rs::MapHandle,
+) -> Result<(), String> {
     let polls_per_sweep = (SWEEP_EVERY.as_millis() / STALE_POLL_EVERY.as_millis()) as u32;
     let (mut seen, mut polls) = (None, 0);
     while !stop.load(Ordering::Relaxed) {
@@ -107,23 +111,10 @@ fn sweep_until(stop: &AtomicBool, prog: &OwnedFd, stale: &OwnedFd) -> Result<(),
 }
 
 /// The flight_stale map's one count.
-fn stale_count(map: &OwnedFd) -> Result<u64, String> {
-    let (key, mut value) = (0u32, 0u64);
-    // SAFETY: a one-entry array map of u32 keys and u64 values, held open
-    // by this thread; both buffers are of those sizes.
-    let ret = unsafe {
-        libbpf_rs::libbpf_sys::bpf_map_lookup_elem(
-            map.as_raw_fd(),
-            &key as *const u32 as *const _,
-            &mut value as *mut u64 as *mut _,
-        )
-    };
-    match ret {
-        0 => Ok(value),
-        e => Err(format!(
-            "reading flight_stale: {}",
-            std::io::Error::from_raw_os_error(-e)
-        )),
+fn stale_count(map: &libbpf_rs::MapHandle) -> Result<u64, String> {
+    match map.lookup(&0u32.to_ne_bytes(), MapFlags::ANY) {
+        Ok(v) => Ok(v.map_or(0, |v| pod(&v))),
+        Err(e) => Err(format!("reading flight_stale: {e}")),
     }
 }
 

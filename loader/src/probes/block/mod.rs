@@ -535,7 +535,7 @@ impl BlockProbe {
             return Ok(None);
         }
         let fd = prog.as_fd().try_clone_to_owned()?;
-        let stale = self.skel.maps.flight_stale.as_fd().try_clone_to_owned()?;
+        let stale = libbpf_rs::MapHandle::try_from(&self.skel.maps.flight_stale)?;
         Ok(Some(culprits::Sweeper::start(fd, stale)))
     }
 
