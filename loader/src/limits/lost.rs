@@ -89,14 +89,33 @@ pub fn lost_knobs(
     }
     for k in knobs {
         let Some(devnum) = &k.devnum else { continue };
-        if let Some(d) = devices.iter().find(|d| &d.devnum == devnum) {
+        if let Some(known_as) = name_now(k, devnum, seen, devices) {
             lost.seen.push(SeenKnob {
                 knob: k.clone(),
-                known_as: d.known_as.clone(),
+                known_as,
             });
         }
     }
     lost
+}
+
+/// The name to remember a knob set on `devnum` by: its device's, or the
+/// one remembered while the device is unnamed or unlisted (a volume being
+/// removed still lists its knobs for a moment; its number can come back
+/// as another volume's).
+fn name_now(
+    k: &LimitKnob,
+    devnum: &str,
+    seen: &[SeenKnob],
+    devices: &[DeviceFacts],
+) -> Option<String> {
+    match devices.iter().find(|d| d.devnum == devnum) {
+        Some(d) if !d.known_as.is_empty() => Some(d.known_as.clone()),
+        _ => seen
+            .iter()
+            .find(|s| same_knob(k, &s.knob, devnum))
+            .map(|s| s.known_as.clone()),
+    }
 }
 
 #[cfg(test)]
@@ -178,6 +197,31 @@ mod tests {
         let seen = lost_knobs(&[], &[limit("/a", "253:0")], &was, |_| true).seen;
         let gone = lost_knobs(&seen, &[], &[], |c| c != "/a");
         assert!(gone.verdicts.is_empty() && gone.seen.is_empty(), "{gone:?}");
+    }
+
+    #[test]
+    fn a_limit_read_while_its_volume_is_removed_keeps_its_name() {
+        // t-18's race: the poll between the volume's dm name going and its
+        // knob going (or its disk unlisted), then its number re-used by
+        // another volume.
+        let was = [dev("dm-4", "253:4", "iow-gone")];
+        let removing = [dev("dm-4", "253:4", "")];
+        let knob = [limit("/a", "253:4")];
+        for during in [&removing[..], &[]] {
+            let seen = lost_knobs(&[], &knob, &was, |_| true).seen;
+            let seen = lost_knobs(&seen, &knob, during, |_| true).seen;
+            let reused = [dev("dm-4", "253:4", "iow-lost")];
+            let lost = lost_knobs(&seen, &[], &reused, |_| true);
+            assert_eq!(lost.verdicts.len(), 1, "{lost:?}");
+            let v = &lost.verdicts[0];
+            assert_eq!(
+                (v.reason, v.device.as_str()),
+                (LimitReason::NoDevice, "iow-gone")
+            );
+        }
+        // Never seen named: not remembered by a name it never had.
+        let unnamed = lost_knobs(&[], &knob, &removing, |_| true);
+        assert!(unnamed.seen.is_empty(), "{unnamed:?}");
     }
 
     #[test]

@@ -21,7 +21,8 @@ pub struct DeviceFacts {
     pub devnum: String,
     pub name: String,
     /// The name that outlives its number: a device-mapper volume's dm
-    /// name (LVM's vg-lv), else the kernel's name.
+    /// name (LVM's vg-lv), else the kernel's name; "" for a volume read
+    /// while it is created or removed (no dm name yet, or any more).
     pub known_as: String,
     /// The active I/O scheduler ("none", "mq-deadline", "bfq", ...; "" for
     /// a bio-based volume).

@@ -175,6 +175,17 @@ fn root_writeback_by_disk() -> HashMap<String, Vec<RootWriteback>> {
     by_disk
 }
 
+/// The name a disk outlives its number by: a device-mapper volume's dm
+/// name, "" while it has none (read as it is created or removed), else the
+/// kernel's name.
+fn known_as(name: &str) -> String {
+    match std::fs::read_to_string(format!("/sys/block/{name}/dm/name")) {
+        Ok(n) => n.trim().to_string(),
+        Err(_) if name.starts_with("dm-") => String::new(),
+        Err(_) => name.to_string(),
+    }
+}
+
 /// Every whole disk with its scheduler, iocost state (io.cost.qos of the
 /// v2 root, if any) and mounts without cgroup writeback.
 pub fn devices(cgroup2_root: Option<&Path>) -> Vec<DeviceFacts> {
@@ -187,10 +198,9 @@ pub fn devices(cgroup2_root: Option<&Path>) -> Vec<DeviceFacts> {
         .map(|(name, ma, mi)| {
             let devnum = format!("{ma}:{mi}");
             let iocost = qos.get(&devnum).map(|l| l.contains("enable=1"));
-            let dm_name = std::fs::read_to_string(format!("/sys/block/{name}/dm/name"));
             DeviceFacts {
                 scheduler: scheduler(&name),
-                known_as: dm_name.map_or_else(|_| name.clone(), |n| n.trim().to_string()),
+                known_as: known_as(&name),
                 devnum,
                 root_writeback: root_writeback.remove(&name).unwrap_or_default(),
                 name,

@@ -11,9 +11,10 @@
 # beside a weight-900 hog. iowarden's total (submission to completion) must
 # equal fio's latency, mean and p99, within 10 % or 0.5 ms, whichever is
 # larger (p99: or fio's inside iowarden's p99 bucket, the histogram's
-# resolution); under io.max the time io.max held the I/O is most of it,
+# resolution; under a limit fio's mean may exceed it by up to 1 ms, its
+# wake-ups, below); under io.max the time io.max held the I/O is most of it,
 # under iocost the throttle stage is, and no io.max hold is counted. Under
-# wbt (a writer's fdatasync beside buffered writeback and a reader, below)
+# wbt (a writer's fdatasync beside O_DSYNC writers and a reader, below)
 # the throttle stage holds wbt's wait, and fio's mean exceeds iowarden's
 # total by no more than the floor measured without wbt under the same
 # load. The
@@ -54,28 +55,30 @@ reader th-v 200 512M
 kill $H; wait $H 2>/dev/null
 iocost_off $MM
 # wbt: a writer's fdatasync (4 KiB buffered writes, each written back by
-# its own task at once) beside a hog's buffered sequential writes, which
-# the flusher writes back, and a QD1 reader whose latency is above wbt's
-# 1 µs target (in every window: at 100 µs an emulated read now and then
-# came in below it and wbt scaled back up), so wbt scales the writes in
-# flight down to one. The
+# its own task at once) beside a hog of four O_DSYNC writers (256 KiB
+# buffered writes, each written back by its writer before its next: always
+# writes waiting, and every 100 ms window has the write completions wbt
+# needs to judge it) and a QD1 reader whose latency is above wbt's 1 µs
+# target (in every window: at 100 µs an emulated read now and then came in
+# below it and wbt scaled back up), so wbt scales the writes in flight down
+# to one and the writer's writes wait behind the hog's. (A hog written back by the
+# flusher came and went: wbt scaled back up in windows without writes, and
+# one CI run held the writer 21 % of its time against 63 % in others.) The
 # writer runs twice under the same load: with wbt off (th-b0: the floor
-# of this setup, fio's fdatasync path and its wake-ups beside two busy
-# processes, printed) and on (th-b). Each writer on a dm volume of its
+# of this setup, fio's fdatasync path and its wake-ups beside the hog
+# and the reader, printed) and on (th-b). Each writer on a dm volume of its
 # own (one bdev inode per cgroup: its writeback is charged to it);
 # write-through, so fdatasync issues no flush. wbt is re-enabled by
 # writing its target (iocost disabled it). The hog and the reader run at
 # nice 19: on two vCPUs the writer's wake-ups would otherwise wait.
 WC=$(cat /sys/block/$DEV/queue/write_cache); WBT=$(cat /sys/block/$DEV/queue/wbt_lat_usec)
 echo "write through" > /sys/block/$DEV/queue/write_cache
-DBB=$(cat /proc/sys/vm/dirty_background_bytes); DB=$(cat /proc/sys/vm/dirty_bytes)
-echo 4194304 > /proc/sys/vm/dirty_background_bytes; echo 16777216 > /proc/sys/vm/dirty_bytes
 modprobe dm-mod
 dmsetup create --noudevsync iow-wbt-w0 --table "0 65536 linear /dev/$DEV 3604480"
 dmsetup create --noudevsync iow-wbt-w --table "0 65536 linear /dev/$DEV 3670016"
 dmsetup create --noudevsync iow-wbt-h --table "0 262144 linear /dev/$DEV 3735552"
-bash -c "echo \$\$ > $CG/th-bh/cgroup.procs; exec nice -n 19 fio --name=wbhog --filename=/dev/mapper/iow-wbt-h --direct=0 --ioengine=psync --rw=write --bs=1M \
-  --size=128M --time_based --runtime=60 --output=/dev/null" & H=$!
+bash -c "echo \$\$ > $CG/th-bh/cgroup.procs; exec nice -n 19 fio --name=wbhog --filename=/dev/mapper/iow-wbt-h --direct=0 --ioengine=psync --rw=write --bs=256k \
+  --sync=dsync --numjobs=4 --offset_increment=32M --size=32M --time_based --runtime=60 --output=/dev/null" & H=$!
 bash -c "echo \$\$ > $CG/th-br/cgroup.procs; exec nice -n 19 fio --name=wbreader --filename=/dev/$DEV --direct=1 --ioengine=psync --rw=randread --bs=4k \
   --offset=0 --size=256M --time_based --runtime=60 --output=/dev/null" & RD=$!
 wbt_writer() { # cgroup volume
@@ -91,7 +94,6 @@ wbt_writer th-b iow-wbt-w
 kill $H $RD; wait $H $RD 2>/dev/null
 sync; dmsetup remove --noudevsync iow-wbt-w0; dmsetup remove --noudevsync iow-wbt-w; dmsetup remove --noudevsync iow-wbt-h
 echo "$WC" > /sys/block/$DEV/queue/write_cache; echo "$WBT" > /sys/block/$DEV/queue/wbt_lat_usec
-echo "$DBB" > /proc/sys/vm/dirty_background_bytes; echo "$DB" > /proc/sys/vm/dirty_bytes
 sleep 2.5   # a poll after the last completions
 python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9616/snapshot.json").read().decode())' > $SCRATCH/th-snap.json
 python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9616/metrics").read().decode())' > $SCRATCH/th-metrics.txt
@@ -135,12 +137,24 @@ for name in ("th-f", "th-m", "th-w", "th-v", "th-b0", "th-b"):
           f"held {ms(held)} (io.max {ms(iomax)}); fio mean {ms(fmean)} p99 {ms(fp99)}")
 floor = res["th-f"][3] - res["th-f"][0]
 print(f"floor: fio's latency less iowarden's with no limit: {ms(floor)} per read (fio's syscall path under TCG)")
+# fio's latency adds what no block-layer probe sees: its syscall before the
+# bio exists and its wake-up after the completion. Under a limit the
+# wake-up is the larger part: traced in th-w's setup (bpftrace, 6.1, 1200
+# writes), 0.09 ms from the syscall to the bio and 0.30 ms from the
+# completion to the syscall's return per write, up to 4 ms where the vCPU
+# had halted (the long holds leave it idle), while with no limit fio's
+# mean exceeds iowarden's by 0.06 ms. So under a limit fio's mean may
+# exceed iowarden's by up to 1 ms (0.64 ms in one CI run), 10 % if larger,
+# and never fall below it by more than 10 % or 0.5 ms.
+def mean_ok(name, mean, fmean):
+    above = 0.0005 if name == "th-f" else 0.001
+    return -max(0.1 * fmean, 0.0005) <= fmean - mean <= max(0.1 * fmean, above)
 for name, what in (("th-f", "no limit"), ("th-m", "io.max riops=200"), ("th-w", "io.max wbps=800KiB/s"), ("th-v", "iocost weight 100 beside a hog")):
     mean, p99, bucket, fmean, fp99, held, iomax, n = res[name]
     # With no limit fio's tail is its own wake-ups under TCG (the floor's
     # tail, up to ms at p99): the mean only there.
     p99_ok = name == "th-f" or near(p99, fp99) or bucket[0] <= fp99 < bucket[1]
-    print(("OK" if n >= 200 and near(mean, fmean) and p99_ok else "BAD"), "latency", name, what)
+    print(("OK" if n >= 200 and mean_ok(name, mean, fmean) and p99_ok else "BAD"), "latency", name, what)
 mean, _, _, fmean, _, held, iomax, _ = res["th-m"]
 print(("OK" if iomax >= 0.6 * fmean and held >= iomax else "BAD"), "io.max held", f"{ms(iomax)} of fio's {ms(fmean)}")
 mean, _, _, fmean, _, held, iomax, _ = res["th-w"]
@@ -159,7 +173,8 @@ b0, b = res["th-b0"], res["th-b"]
 floor_b0, floor_b = b0[3] - b0[0], b[3] - b[0]
 print(f"wbt floor: fio's fdatasync less iowarden's total: {ms(floor_b0)} without wbt, {ms(floor_b)} with (p99: fio {ms(b[4])}, iowarden {ms(b[1])})")
 print(("OK" if b[7] >= 200 and floor_b - floor_b0 <= max(0.1 * b[3], 0.0005) else "BAD"), "wbt latency", f"fio {ms(b[3])} = iowarden {ms(b[0])} + {ms(floor_b)}; floor without wbt {ms(floor_b0)}")
-# (6.1 and 6.12 on 2026-11-28: 63-64 % held; without wbt 0-1 %.)
+# (6.1 and 6.12 on 2026-11-29, 5 runs each: 87-92 % held; without wbt
+# 0.000-0.017 ms.)
 print(("OK" if b[5] >= 0.3 * b[0] and b0[5] <= 0.2 * b[5] and b[6] == 0 else "BAD"), "wbt held", f"{ms(b[5])} of iowarden's {ms(b[0])} (without wbt {ms(b0[5])}), io.max {ms(b[6])}")
 exported = {}
 for line in open(f"{scratch}/th-metrics.txt"):
