@@ -20,6 +20,7 @@ mod defaults;
 mod deploy;
 mod diskstats;
 mod fallbacks;
+mod fidelity;
 mod fleet;
 mod fresh;
 mod image;

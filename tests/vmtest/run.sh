@@ -128,6 +128,14 @@ img=$CACHE/nvme.img
 # the emulation serves reads from the host page cache so fast that large
 # requests are hardly ever in flight, and no controller sees contention.
 [[ -f $img ]] || truncate -s 2G "$img"
+# A guest one of whose vCPUs stopped: RCU reports it stalled having taken
+# no timer tick at all ("(0 ticks this GP)"), again every 63 s. In a local
+# CI on 2026-11-29 a 6.1 guest's CPU 1 stopped so as t-17 began (iowarden
+# attaching, as with the int3 below) and the run waited out its 1200 s. Two
+# such reports (~84 s stopped) end the guest.
+vcpu_stopped() {  # log
+  [[ $(grep -cE '^\[ *[0-9.]+\] rcu:[[:space:]]+[0-9]+-[^:]*: \(0 ticks this GP\)' "$1" 2>/dev/null) -ge 2 ]]
+}
 # One guest boot per kernel line, command line and NVMe drive: a script
 # may ask for more in its lines 2-4, for the command line ("# vmtest-append:
 # possible_cpus=192") or QEMU's drive options ("# vmtest-drive:
@@ -150,16 +158,40 @@ boot() {  # line extra-cmdline extra-drive-options scripts expected log [retried
   # branch in sched_clock_cpu live, and TCG runs the other vCPU's stale
   # int3 ("Oops: int3" in sched_clock_cpu+0x9 on both vCPUs, a panic in
   # interrupt: how those 6.12 guests died).
-  timeout --kill-after=10 "$TIMEOUT" vng --verbose --run "$kernel" "${accel[@]}" --cpus 2 --memory 2G \
-    --append "cgroup_no_v1=all loglevel=4 tsc=reliable $extra" \
-    --qemu-opts="$qaccel -drive file=$img,if=none,id=nvm,format=raw,$drive_opts -device nvme,serial=iowarden,drive=nvm,max_ioqpairs=4" \
-    --exec "IOWARDEN_BIN=$IOWARDEN_BIN VMTEST_KERNEL_LINE=$line VMTEST_LIST='$list' VMTEST_DRIVE='$drive_opts' VMTEST_RUNQLAT=${VMTEST_RUNQLAT:-0} $TOP/tests/vmtest/guest/run-all.sh" 2>&1 | cat > "$log"
-  rc=${PIPESTATUS[0]}
+  # In the background, watched: a stopped vCPU ends it (TERM to timeout,
+  # which passes it to QEMU's process group).
+  (
+    timeout --kill-after=10 "$TIMEOUT" vng --verbose --run "$kernel" "${accel[@]}" --cpus 2 --memory 2G \
+      --append "cgroup_no_v1=all loglevel=4 tsc=reliable $extra" \
+      --qemu-opts="$qaccel -drive file=$img,if=none,id=nvm,format=raw,$drive_opts -device nvme,serial=iowarden,drive=nvm,max_ioqpairs=4" \
+      --exec "IOWARDEN_BIN=$IOWARDEN_BIN VMTEST_KERNEL_LINE=$line VMTEST_LIST='$list' VMTEST_DRIVE='$drive_opts' VMTEST_RUNQLAT=${VMTEST_RUNQLAT:-0} $TOP/tests/vmtest/guest/run-all.sh" 2>&1 | cat > "$log"
+    exit "${PIPESTATUS[0]}"
+  ) &
+  local guest=$! stopped=
+  while kill -0 "$guest" 2>/dev/null; do
+    if vcpu_stopped "$log"; then
+      stopped=1
+      pkill -TERM -P "$guest" -x timeout
+      break
+    fi
+    sleep 5
+  done
+  wait "$guest"; rc=$?
   set -e
   grep -E 'PASS|FAIL|^  |^(OK|BAD) |passed, |guest:' "$log" || true
   grep -q 'fallback to 9p' "$log" && echo "vmtest: [$line] virtiofsd did not start: the guest's root was 9p (much slower); see $log" >&2
   echo "vmtest: [$line] boot + tests took $(( $(date +%s) - start )) s"
   took[$line]=$(( ${took[$line]:-0} + $(date +%s) - start ))
+  if [[ -n $stopped ]]; then
+    if [[ -z $retried ]]; then
+      mv "$log" "$log.stall"
+      echo "vmtest: [$line] a vCPU stopped (RCU stall reports with no tick taken, see $log.stall): the guest was ended; booting this group once more" >&2
+      boot "$line" "$extra" "$drive" "$list" "$want" "$log" retried
+      return
+    fi
+    echo "vmtest: [$line] a vCPU stopped again (see $log)" >&2
+    return 1
+  fi
   if [[ $rc -eq 124 || $rc -eq 137 ]]; then
     echo "vmtest: [$line] the guest did not finish within ${TIMEOUT}s and was killed (see $log)" >&2
     return 1
@@ -202,8 +234,8 @@ for line in "${lines[@]}"; do
   done
   # A previous run's logs of this line would lend support-table.sh rows
   # and costs this run did not measure.
-  rm -f "$CACHE/vmtest-$line.log" "$CACHE/vmtest-$line"-*.log "$CACHE/vmtest-$line.log.int3" \
-    "$CACHE/vmtest-$line"-*.log.int3
+  rm -f "$CACHE/vmtest-$line.log" "$CACHE/vmtest-$line"-*.log "$CACHE/vmtest-$line".log.{int3,stall} \
+    "$CACHE/vmtest-$line"-*.log.{int3,stall}
   n=0
   for key in "${!group_scripts[@]}"; do
     IFS='|' read -r extra drive <<< "$key"
