@@ -8,7 +8,6 @@ use std::process::Command;
 
 use fixtures::*;
 use iowarden_exporters::{IoSeries, Op, Snapshot};
-use serde_json::Value;
 
 const MODEL: &str =
     "rbps=200000000 rseqiops=20000 rrandiops=5000 wbps=100000000 wseqiops=10000 wrandiops=4000";
@@ -27,8 +26,7 @@ fn vtime(seconds: f64) -> u64 {
 }
 
 fn fio(cg: &Cgroup, dev: &str, rw: &str, bs: &str, ios: u64, size: &str) -> (u64, u64) {
-    let out = succeed(&mut cg.command("fio", &fio_args(dev, rw, bs, 1, ios, "0", size)));
-    let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let j = fio_json(&mut cg.command("fio", &fio_args(dev, rw, bs, 1, ios, "0", size)));
     let r = &j["jobs"][0]["read"];
     (
         r["total_ios"].as_u64().unwrap(),

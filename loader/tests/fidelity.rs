@@ -85,13 +85,10 @@ fn per_cgroup_fidelity_against_fio() {
     let daemon = Daemon::start(19617, &["--device", &top.name()]);
     let undelivered = Undelivered::start(daemon.child.id());
     let k0 = diskstats(&top.name());
-    let fa = a
-        .command(
-            "fio",
-            &fio_args(&top.path, "randread", "4k", 4, 3000, "0", "64M"),
-        )
-        .output();
-    let fa = fio_json(fa.unwrap());
+    let fa = fio_json(&mut a.command(
+        "fio",
+        &fio_args(&top.path, "randread", "4k", 4, 3000, "0", "64M"),
+    ));
     let k1 = diskstats(&top.name());
     let fb = b.command(
         "fio",
@@ -99,9 +96,9 @@ fn per_cgroup_fidelity_against_fio() {
     );
     let fb = std::thread::spawn(move || {
         let mut fb = fb;
-        fb.output()
+        fio_json(&mut fb)
     });
-    let fb = fio_json(fb.join().unwrap().unwrap());
+    let fb = fb.join().unwrap();
     let k2 = diskstats(&top.name());
 
     // I/O from the root cgroup on the same device.

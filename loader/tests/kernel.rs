@@ -19,7 +19,7 @@ fn block_layer_latency_is_within_what_fio_sees() {
     let mut args = fio_args(&dev.path, "randread", "4k", 1, 2000, "0", "256M");
     args[3] = "--ioengine=psync".into();
     args.retain(|a| a != "--userspace_reap=1"); // a libaio option
-    let f = fio_json(a.command("fio", &args).output().unwrap());
+    let f = fio_json(&mut a.command("fio", &args));
     let job = &f["jobs"][0]["read"];
     let fio_ios = job["total_ios"].as_u64().unwrap();
     // Polled until the reads are in (the daemon polls every 500 ms; the

@@ -130,7 +130,7 @@ img=$CACHE/nvme.img
 [[ -f $img ]] || truncate -s 2G "$img"
 # A guest one of whose vCPUs stopped: RCU reports it stalled having taken
 # no timer tick at all ("(0 ticks this GP)"), again every 63 s. In a local
-# CI on 2026-11-29 a 6.1 guest's CPU 1 stopped so as t-17 began (iowarden
+# CI on 2026-11-29 a 6.1 guest's CPU 1 stopped as t-17 began (iowarden
 # attaching, as with the int3 below) and the run waited out its 1200 s. Two
 # such reports (~84 s stopped) end the guest.
 vcpu_stopped() {  # log
