@@ -101,10 +101,10 @@ __noinline int charge_culprit(__u32 victim, __u32 culprit, __u64 ns)
  * Counts a request of series `slot` in on the device's table: its entry
  * (looked for from the slot's hash), or the first free or idle one, taken
  * over. A series may hold two entries: what they are charged adds up the
- * same. `debt`: the time since the device's last completion. False when
- * every entry is busy with other series.
+ * same. `debt`: the time since the device's last completion. The entry's
+ * index; -1 when every entry is busy with other series.
  */
-static __always_inline bool flight_enter(struct iow_flight *f, __u32 slot, __u64 debt)
+static __always_inline int flight_enter(struct iow_flight *f, __u32 slot, __u64 debt)
 {
 	__u32 start = hash64(slot) >> 60;
 
@@ -125,9 +125,9 @@ static __always_inline bool flight_enter(struct iow_flight *f, __u32 slot, __u64
 			__sync_fetch_and_add(&f->debt[i], debt);
 		else
 			f->debt[i] = debt;
-		return true;
+		return i;
 	}
-	return false;
+	return -1;
 }
 
 /* Takes a request of series `slot` out of the device's table. */
@@ -147,48 +147,113 @@ __noinline int flight_leave(__u32 dev, __u32 slot)
 	return 0;
 }
 
-/* A request of series `slot` is issued, under `ident` (flight_ident()).
+/* Takes out the request counted in under `t` (once, whoever clears it:
+ * an issue, a completion, the sweep), and tells the sweeper. */
+static __always_inline void flight_heal(struct iow_flight_tag *t)
+{
+	__u32 zero = 0, stale = __sync_lock_test_and_set(&t->slot, 0);
+	__u64 *n;
+
+	if (!stale)
+		return;
+	flight_leave(t->ident >> 48, stale - 1);
+	n = bpf_map_lookup_elem(&flight_stale, &zero);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+}
+
+/* mq_rq_state's MQ_RQ_IN_FLIGHT (include/linux/blk-mq.h; 1 since 4.16). */
+#define IOW_MQ_RQ_IN_FLIGHT 1
+
+/*
+ * Whether the request counted in under `t` is done, its completion unseen.
+ * block_rq_issue fires before the kernel marks the request in flight, so
+ * its state alone cannot tell a request being issued (on another CPU) from
+ * one done: a request with data is done when it is not in flight and its
+ * first bio is no longer the one it was issued with (the completion clears
+ * it; a requeued or completing request keeps it). One without data is done
+ * when `looked` (the sweep's) found it not in flight before too.
+ */
+static __always_inline bool flight_gone(struct iow_flight_tag *t, bool looked)
+{
+	int state = IOW_MQ_RQ_IN_FLIGHT;
+	__u64 rq = t->rq, bio = t->bio;
+
+	if (!rq)
+		return false;
+	bpf_probe_read_kernel(&state, sizeof(state),
+			      (void *)(rq + bpf_core_field_offset(struct request, state)));
+	if (state == IOW_MQ_RQ_IN_FLIGHT)
+		return false;
+	if (!bio)
+		return looked && __sync_lock_test_and_set(&t->looked, 1);
+	bpf_probe_read_kernel(&bio, sizeof(bio),
+			      (void *)(rq + bpf_core_field_offset(struct request, bio)));
+	return bio != t->bio;
+}
+
+/* A request of series `slot` is issued, under `ident` (flight_ident()):
+ * counted in on the device's table. Its entry's index; -1 when not counted.
  * Global, as the functions below: the verifier checks each loop once,
  * apart from the programs. */
-__noinline int flight_issue(__u32 dev, __u32 slot, __u64 ident)
+__noinline int flight_count_in(__u32 dev, __u32 slot, __u64 ident)
 {
 	struct iow_flight *f = bpf_map_lookup_elem(&flight, &dev);
 	struct iow_flight_tag *t = flight_tag(ident);
-	__u32 stale;
-	__u64 now, last;
+	__u64 now, done;
+	int i;
 
 	if (!f || !t || slot >= IOW_MAX_SLOTS)
-		return 0;
-	/* Whoever clears a taken entry (this, a completion, the sweep) takes
-	 * its request out: once. */
-	stale = __sync_lock_test_and_set(&t->slot, 0);
-	if (stale) {
-		__u32 zero = 0;
-		__u64 *n = bpf_map_lookup_elem(&flight_stale, &zero);
-
-		flight_leave(t->ident >> 48, stale - 1);
-		if (n)
-			__sync_fetch_and_add(n, 1);
-	}
+		return -1;
+	/* Its tag's previous request still counted: its completion went
+	 * unseen. */
+	flight_heal(t);
 	now = bpf_ktime_get_ns();
-	last = f->last_done_ns;
-	if (!flight_enter(f, slot, now > last ? now - last : 0)) {
+	done = f->last_done_ns;
+	i = flight_enter(f, slot, now > done ? now - done : 0);
+	if (i < 0)
 		count_drop(IOW_DROP_CULPRIT_UNTOLD);
+	return i;
+}
+
+/* Entry i's series `slot` has its request `ident` counted in: the
+ * series' previous request, still counted but done, is taken out now, not
+ * when its tag comes back (under a scheduler, after every other tag of its
+ * depth) or the sweep runs. */
+__noinline int flight_take_prev(__u32 dev, __u32 i, __u32 slot, __u64 ident)
+{
+	struct iow_flight *f = bpf_map_lookup_elem(&flight, &dev);
+	struct iow_flight_tag *p;
+	__u64 prev;
+
+	if (!f || i >= IOW_FLIGHT_SERIES)
 		return 0;
-	}
-	t->ident = ident;
-	t->slot = slot + 1;
+	prev = __sync_lock_test_and_set(&f->last[i], ident);
+	if (!prev || prev == ident)
+		return 0;
+	p = flight_tag(prev);
+	if (p && p->ident == prev && p->slot == slot + 1 && flight_gone(p, false))
+		flight_heal(p);
 	return 0;
 }
 
-/* Notes the address of the request flight_issue() counted in under
- * `ident`, for flight_sweep. */
-static __always_inline void flight_note_rq(__u64 ident, struct request *rq)
+/* A request of series `slot` is issued: counted in under its identity,
+ * with what flight_gone() reads written before the slot that lets it
+ * look (inline: a global function takes no pointer to the request). */
+static __always_inline void flight_issue(__u32 dev, __u32 slot, struct request *rq)
 {
+	__u64 ident = flight_ident(rq, dev);
 	struct iow_flight_tag *t = flight_tag(ident);
+	int i = flight_count_in(dev, slot, ident);
 
-	if (t && t->ident == ident)
-		t->rq = (__u64)rq;
+	if (!t || i < 0)
+		return;
+	t->rq = (__u64)rq;
+	t->bio = (__u64)rq->bio;
+	t->looked = 0;
+	t->ident = ident;
+	__sync_lock_test_and_set(&t->slot, slot + 1);
+	flight_take_prev(dev, i, slot, ident);
 }
 
 /* Whether the request under `ident` was counted in (and no longer is). */
@@ -273,22 +338,14 @@ __noinline int flight_complete(__u32 dev, __u32 slot, __u64 ident, __u64 now)
 	return charged;
 }
 
-/* mq_rq_state's MQ_RQ_IN_FLIGHT (include/linux/blk-mq.h; 1 since 4.16). */
-#define IOW_MQ_RQ_IN_FLIGHT 1
-
 /* Takes out the request counted in under entry i if it is no longer in
  * flight (its completion went unseen). */
 static long flight_sweep_one(__u64 i, void *unused)
 {
 	__u32 idx = i, stale;
 	struct iow_flight_tag *t = bpf_map_lookup_elem(&flight_tags, &idx);
-	int state = IOW_MQ_RQ_IN_FLIGHT;
 
-	if (!t || !t->slot || !t->rq)
-		return 0;
-	bpf_probe_read_kernel(&state, sizeof(state),
-			      (void *)(t->rq + bpf_core_field_offset(struct request, state)));
-	if (state == IOW_MQ_RQ_IN_FLIGHT)
+	if (!t || !t->slot || !flight_gone(t, true))
 		return 0;
 	stale = __sync_lock_test_and_set(&t->slot, 0);
 	if (stale)

@@ -356,11 +356,9 @@ static __always_inline int on_issue(__u64 *ctx, const bool cas)
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
 	if (enable_culprits && cas) {
-		__u64 ident = flight_ident(rq, dev);
+		__u32 slot = series_slot_cas(series_key(rq_cgroup_id(rq), dev, rq_op(rq)));
 
-		flight_issue(dev, series_slot_cas(series_key(rq_cgroup_id(rq), dev, rq_op(rq))),
-			     ident);
-		flight_note_rq(ident, rq);
+		flight_issue(dev, slot, rq);
 	}
 	if (enable_hwq_events) {
 		struct iow_hwq_stats *h = hwq_of(rq, dev, shard());

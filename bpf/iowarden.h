@@ -271,6 +271,10 @@ struct iow_flight {
 	/* Time between the last completion and the issue of each of the
 	 * entry's requests issued since: not spent on the device. */
 	__u64 debt[IOW_FLIGHT_SERIES];
+	/* The identity of the entry's latest request counted in: its next
+	 * issue takes it out if it is no longer in flight (a QD1 series'
+	 * undelivered completion, where its tag comes back late). */
+	__u64 last[IOW_FLIGHT_SERIES];
 };
 
 /*
@@ -283,9 +287,10 @@ struct iow_flight {
  */
 struct iow_flight_tag {
 	__u64 ident;
-	__u64 rq;   /* the request's address, for the sweep's look at its state */
-	__u32 slot; /* series slot + 1; 0 = none */
-	__u32 pad;
+	__u64 rq;     /* the request's address, for a look at its state */
+	__u64 bio;    /* its first bio at issue (culprits.bpf.h flight_gone) */
+	__u32 slot;   /* series slot + 1; 0 = none */
+	__u32 looked; /* 1: a sweep found it (without data) not in flight */
 };
 
 /* A victim series and a series whose requests shared the device with its

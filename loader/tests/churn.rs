@@ -85,17 +85,7 @@ fn read_4k(dev: &str, offset: u64) {
 /// reach the backing disk (a hole would be read as zeros without I/O).
 fn filled_loop() -> LoopDev {
     let dev = LoopDev::file(64);
-    let st = std::process::Command::new("dd")
-        .args([
-            "if=/dev/zero",
-            &format!("of={}", dev.path),
-            "bs=1M",
-            "count=64",
-        ])
-        .args(["oflag=direct", "status=none"])
-        .status()
-        .unwrap();
-    assert!(st.success());
+    dev.fill(64);
     dev
 }
 

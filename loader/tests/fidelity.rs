@@ -68,20 +68,8 @@ fn per_cgroup_fidelity_against_fio() {
     let a = Cgroup::new("iowarden-test-a");
     let b = Cgroup::new("iowarden-test-b");
 
-    // Reads of a sparse file's holes never reach the disk: give A's region
-    // real blocks so its reads cost what reads cost.
-    let st = Command::new("dd")
-        .args([
-            "if=/dev/urandom",
-            &format!("of={}", top.path),
-            "bs=1M",
-            "count=64",
-            "oflag=direct",
-            "status=none",
-        ])
-        .status()
-        .unwrap();
-    assert!(st.success());
+    // Real blocks under A's region, so its reads cost what reads cost.
+    top.fill(64);
     let daemon = Daemon::start(19617, &["--device", &top.name()]);
     let undelivered = Undelivered::start(daemon.child.id());
     let k0 = diskstats(&top.name());

@@ -132,18 +132,7 @@ fn missing_tracepoints_degrade_or_fail_clearly() {
         .unwrap();
     // Once its programs are loaded: well inside its 4 s.
     let undelivered = Undelivered::start(snapshot.id());
-    let st = Command::new("dd")
-        .args([
-            &format!("if={}", dev.path),
-            "of=/dev/null",
-            "bs=4k",
-            "count=100",
-            "iflag=direct",
-            "status=none",
-        ])
-        .status()
-        .unwrap();
-    assert!(st.success());
+    dev.read_direct(100);
     let out = snapshot.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
@@ -198,16 +187,8 @@ fn queues_without_issue_stamps_get_the_issue_program() {
         &["--device", &dev.name(), "--histogram-stages", "all"],
         &[("IOWARDEN_IGNORE_KERNEL_ISSUE_STAMPS", "1")],
     );
-    let read = |n: usize| {
-        let st = Command::new("dd")
-            .args([&format!("if={}", dev.path), "of=/dev/null", "bs=4k"])
-            .args([&format!("count={n}"), "iflag=direct", "status=none"])
-            .status()
-            .unwrap();
-        assert!(st.success());
-    };
     // Until it is attached, requests have no issue stamp.
-    read(10);
+    dev.read_direct(10);
     wait_until(
         "block_rq_issue never attached",
         Duration::from_secs(30),
@@ -223,7 +204,7 @@ fn queues_without_issue_stamps_get_the_issue_program() {
     let undelivered = Undelivered::start(daemon.child.id());
     let before = daemon.settled();
     let (ios0, lat0) = device_samples(&before);
-    read(500);
+    dev.read_direct(500);
     let after = daemon.settled();
     let (ios1, lat1) = device_samples(&after);
     println!(
@@ -259,12 +240,7 @@ fn stage_histograms_are_counted_only_when_exported() {
     let fleet = Daemon::start_ephemeral(&["--device", &dev.name()], &[]).0;
     let all =
         Daemon::start_ephemeral(&["--device", &dev.name(), "--histogram-stages", "all"], &[]).0;
-    let st = Command::new("dd")
-        .args([&format!("if={}", dev.path), "of=/dev/null", "bs=4k"])
-        .args(["count=300", "iflag=direct", "status=none"])
-        .status()
-        .unwrap();
-    assert!(st.success());
+    dev.read_direct(300);
     let reads = |d: &Daemon| -> iowarden_exporters::StageHistograms {
         let s = d.settled();
         let mut h = iowarden_exporters::StageHistograms::default();
