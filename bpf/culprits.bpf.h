@@ -73,11 +73,11 @@ static __always_inline struct iow_flight_tag *flight_tag(__u64 ident)
 #define IOW_WHO_COUNT(w) ((w) & 0xffffffffULL)
 #define IOW_WHO_TAG(slot) ((__u64)(slot) + 1)
 
-/* Adds ns to (victim, culprit): 1 when added. Global: the verifier
- * checks it once. */
-__noinline int charge_culprit(__u32 victim, __u32 culprit, __u64 ns)
+/* Adds ns to (victim, culprit) in `stage` (enum iow_stage): 1 when added.
+ * Global: the verifier checks it once. */
+__noinline int charge_culprit(__u32 victim, __u32 culprit, __u32 stage, __u64 ns)
 {
-	struct iow_culprit_key k = {.victim = victim, .culprit = culprit};
+	struct iow_culprit_key k = {.victim = victim, .culprit = culprit, .stage = stage};
 	__u64 *v;
 
 	if (!ns)
@@ -98,20 +98,21 @@ __noinline int charge_culprit(__u32 victim, __u32 culprit, __u64 ns)
 }
 
 /*
- * Counts a request of series `slot` in on the device's table: its entry
- * (looked for from the slot's hash), or the first free or idle one, taken
- * over. A series may hold two entries: what they are charged adds up the
- * same. `debt`: the time since the device's last completion. The entry's
- * index; -1 when every entry is busy with other series.
+ * Counts a request of series `slot` in on a device's table of series
+ * (struct iow_flight's or iow_queued's who and debt): its entry (looked
+ * for from the slot's hash), or the first free or idle one, taken over. A
+ * series may hold two entries: what they are charged adds up the same.
+ * `debt`: the time since the table's last charge. The entry's index; -1
+ * when every entry is busy with other series.
  */
-static __always_inline int flight_enter(struct iow_flight *f, __u32 slot, __u64 debt)
+static __always_inline int series_enter(__u64 *who, __u64 *debt, __u32 slot, __u64 d)
 {
 	__u32 start = hash64(slot) >> 60;
 
 #pragma unroll
 	for (int j = 0; j < IOW_FLIGHT_SERIES; j++) {
 		__u32 i = (start + j) & (IOW_FLIGHT_SERIES - 1);
-		__u64 w = f->who[i], want;
+		__u64 w = who[i], want;
 		bool ours = (w >> 32) == IOW_WHO_TAG(slot);
 
 		if (!ours && IOW_WHO_COUNT(w))
@@ -119,15 +120,29 @@ static __always_inline int flight_enter(struct iow_flight *f, __u32 slot, __u64 
 		/* An idle entry changes hands with its count at 0: one swap
 		 * of the whole word, so no count lands on a stale series. */
 		want = ours ? w + 1 : (IOW_WHO_TAG(slot) << 32) | 1;
-		if (__sync_val_compare_and_swap(&f->who[i], w, want) != w)
+		if (__sync_val_compare_and_swap(&who[i], w, want) != w)
 			continue;
 		if (ours)
-			__sync_fetch_and_add(&f->debt[i], debt);
+			__sync_fetch_and_add(&debt[i], d);
 		else
-			f->debt[i] = debt;
+			debt[i] = d;
 		return i;
 	}
 	return -1;
+}
+
+/* Takes a request of series `slot` out of a device's table of series. */
+static __always_inline void series_leave(__u64 *who, __u32 slot)
+{
+#pragma unroll
+	for (int i = 0; i < IOW_FLIGHT_SERIES; i++) {
+		__u64 w = who[i];
+
+		if ((w >> 32) == IOW_WHO_TAG(slot) && IOW_WHO_COUNT(w)) {
+			__sync_fetch_and_add(&who[i], -1);
+			return;
+		}
+	}
 }
 
 /* Takes a request of series `slot` out of the device's table. */
@@ -135,15 +150,8 @@ __noinline int flight_leave(__u32 dev, __u32 slot)
 {
 	struct iow_flight *f = bpf_map_lookup_elem(&flight, &dev);
 
-#pragma unroll
-	for (int i = 0; f && i < IOW_FLIGHT_SERIES; i++) {
-		__u64 w = f->who[i];
-
-		if ((w >> 32) == IOW_WHO_TAG(slot) && IOW_WHO_COUNT(w)) {
-			__sync_fetch_and_add(&f->who[i], -1);
-			return 0;
-		}
-	}
+	if (f)
+		series_leave(f->who, slot);
 	return 0;
 }
 
@@ -210,7 +218,7 @@ __noinline int flight_count_in(__u32 dev, __u32 slot, __u64 ident)
 	flight_heal(t);
 	now = bpf_ktime_get_ns();
 	done = f->last_done_ns;
-	i = flight_enter(f, slot, now > done ? now - done : 0);
+	i = series_enter(f->who, f->debt, slot, now > done ? now - done : 0);
 	if (i < 0)
 		count_drop(IOW_DROP_CULPRIT_UNTOLD);
 	return i;
@@ -237,12 +245,11 @@ __noinline int flight_take_prev(__u32 dev, __u32 i, __u32 slot, __u64 ident)
 	return 0;
 }
 
-/* A request of series `slot` is issued: counted in under its identity,
+/* A request of series `slot` is issued under `ident`: counted in,
  * with what flight_gone() reads written before the slot that lets it
  * look (inline: a global function takes no pointer to the request). */
-static __always_inline void flight_issue(__u32 dev, __u32 slot, struct request *rq)
+static __always_inline void flight_issue(__u32 dev, __u32 slot, __u64 ident, struct request *rq)
 {
-	__u64 ident = flight_ident(rq, dev);
 	struct iow_flight_tag *t = flight_tag(ident);
 	int i = flight_count_in(dev, slot, ident);
 
@@ -284,7 +291,7 @@ __noinline int flight_share(__u32 at, __u64 total, __u64 all)
 	victim = (__u32)(w >> 32) - 1;
 	if (!IOW_WHO_COUNT(w) || victim >= IOW_MAX_SLOTS)
 		return 0;
-	charge_culprit(victim, IOW_CULPRIT_NONE, total / all);
+	charge_culprit(victim, IOW_CULPRIT_NONE, IOW_STAGE_DEVICE, total / all);
 #pragma unroll
 	for (__u32 c = 0; c < IOW_FLIGHT_SERIES; c++) {
 		__u64 wc = f->who[c], n = IOW_WHO_COUNT(wc);
@@ -293,7 +300,7 @@ __noinline int flight_share(__u32 at, __u64 total, __u64 all)
 		if (c == i)
 			n = n ? n - 1 : 0;
 		if (n && culprit < IOW_MAX_SLOTS)
-			charged += charge_culprit(victim, culprit, total * n / all);
+			charged += charge_culprit(victim, culprit, IOW_STAGE_DEVICE, total * n / all);
 	}
 	return charged;
 }

@@ -95,4 +95,27 @@ static __always_inline __u64 held_before(struct request *rq, __u64 start, __u64 
 	return held + *io_max;
 }
 
+/*
+ * blk-throttle's entry point returned: true when it queued the bio to
+ * dispatch later (io.max). __blk_throtl_bio(bio) from 5.18 (called only
+ * for cgroups with limits), blk_throtl_bio(bio) before (every bio): the
+ * loader sets the target. fexit, not a tracepoint: there is none there;
+ * loaded only where the kernel lets fexit attach.
+ */
+SEC("fexit/__blk_throtl_bio")
+int BPF_PROG(throtl_held, struct bio *bio, bool queued)
+{
+	struct iow_held_bio h;
+	__u64 k = (__u64)bio;
+
+	if (!queued)
+		return 0;
+	h.since_ns = bpf_ktime_get_ns();
+	h.blkg = (__u64)bio->bi_blkg;
+	bpf_map_update_elem(&held_bios, &k, &h, BPF_ANY);
+	if (!tables.held_bios_seen)
+		tables.held_bios_seen = 1;
+	return 0;
+}
+
 #endif /* IOWARDEN_HELD_BPF_H */

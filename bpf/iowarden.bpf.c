@@ -16,7 +16,8 @@
  * before iocost, io.latency and wbt make its submitter wait. blk-throttle's
  * hold is timed by a fexit program on its entry point, where the kernel
  * allows fexit (no tracepoint is there). block_rq_issue is attached only
- * where a queue does not stamp requests itself, or for --hwq-events.
+ * where a queue does not stamp requests itself, or for --hwq-events or
+ * --culprits (with block_rq_insert).
  *
  * Counters live in arrays split in a few shards by CPU: memory is series x
  * shards, never series x CPUs. Where CPUs share a shard the adds are
@@ -330,15 +331,21 @@ static __always_inline __u32 traced_dev(struct request *rq, const bool cas)
 #include "cost.bpf.h"
 #include "held.bpf.h"
 #include "culprits.bpf.h"
+#include "queued.bpf.h"
 
-/* Attached only with --hwq-events. */
+/* Attached with --hwq-events or --culprits (the queue stage). */
 static __always_inline int on_insert(__u64 *ctx, const bool cas)
 {
 	struct request *rq = rq_arg(ctx);
 	__u32 dev = traced_dev(rq, cas);
 	struct iow_hwq_stats *h;
 
-	if (dev >= IOW_MAX_DEVS || !enable_hwq_events)
+	if (dev >= IOW_MAX_DEVS)
+		return 0;
+	if (enable_culprits && cas && in_scheduler(rq))
+		queued_insert(dev, series_slot_cas(series_key(rq_cgroup_id(rq), dev, rq_op(rq))),
+			      flight_ident(rq, dev));
+	if (!enable_hwq_events)
 		return 0;
 	h = hwq_of(rq, dev, shard());
 	if (h)
@@ -358,7 +365,11 @@ static __always_inline int on_issue(__u64 *ctx, const bool cas)
 	if (enable_culprits && cas) {
 		__u32 slot = series_slot_cas(series_key(rq_cgroup_id(rq), dev, rq_op(rq)));
 
-		flight_issue(dev, slot, rq);
+		__u64 ident = flight_ident(rq, dev);
+
+		if (in_scheduler(rq))
+			queued_issue(dev, slot, ident);
+		flight_issue(dev, slot, ident, rq);
 	}
 	if (enable_hwq_events) {
 		struct iow_hwq_stats *h = hwq_of(rq, dev, shard());
@@ -496,6 +507,8 @@ static __always_inline int on_merge(__u64 *ctx, const bool cas)
 	s = series_of(rq, dev, shard(), &key, &slot, cas);
 	if (s)
 		add(&s->merged, 1);
+	if (enable_culprits && cas)
+		queued_merge(flight_ident(rq, dev));
 	return 0;
 }
 
@@ -564,29 +577,6 @@ IOW_PROGRAM(block_rq_merge, on_merge)
 IOW_PROGRAM(block_rq_insert, on_insert)
 IOW_PROGRAM(block_rq_issue, on_issue)
 IOW_PROGRAM(block_bio_complete, on_bio_complete)
-
-/*
- * blk-throttle's entry point returned: true when it queued the bio to
- * dispatch later (io.max). __blk_throtl_bio(bio) from 5.18 (called only
- * for cgroups with limits), blk_throtl_bio(bio) before (every bio): the
- * loader sets the target. fexit, not a tracepoint: there is none there;
- * loaded only where the kernel lets fexit attach.
- */
-SEC("fexit/__blk_throtl_bio")
-int BPF_PROG(throtl_held, struct bio *bio, bool queued)
-{
-	struct iow_held_bio h;
-	__u64 k = (__u64)bio;
-
-	if (!queued)
-		return 0;
-	h.since_ns = bpf_ktime_get_ns();
-	h.blkg = (__u64)bio->bi_blkg;
-	bpf_map_update_elem(&held_bios, &k, &h, BPF_ANY);
-	if (!tables.held_bios_seen)
-		tables.held_bios_seen = 1;
-	return 0;
-}
 
 /* The delays io.latency and iocost put on tasks (fentry/fexit). */
 #include "delay.bpf.h"

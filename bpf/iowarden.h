@@ -278,6 +278,20 @@ struct iow_flight {
 };
 
 /*
+ * --culprits: what one device's I/O scheduler holds (requests inserted and
+ * not yet issued), by series. Each issue charges the span since the
+ * device's last issue to every series queued, times its requests queued,
+ * less the part before a request's insert (its `debt`), as a wait behind
+ * the series holding the device meanwhile (queued.bpf.h queued_share).
+ */
+struct iow_queued {
+	__u64 last_issue_ns; /* the device's last issue */
+	__u64 last_slot;     /* its series slot + 1; 0 = none yet */
+	__u64 who[IOW_FLIGHT_SERIES];  /* as struct iow_flight's */
+	__u64 debt[IOW_FLIGHT_SERIES]; /* since the last issue, by entry */
+};
+
+/*
  * --culprits: the request counted in flight under its identity (device,
  * hardware queue, tag), direct-mapped as struct iow_stamp. A completion
  * takes out only a request counted in; an issue finding the entry still
@@ -291,14 +305,20 @@ struct iow_flight_tag {
 	__u64 bio;    /* its first bio at issue (culprits.bpf.h flight_gone) */
 	__u32 slot;   /* series slot + 1; 0 = none */
 	__u32 looked; /* 1: a sweep found it (without data) not in flight */
+	/* Counted in its device's struct iow_queued (since block_rq_insert):
+	 * series slot + 1 (0 = not), and that device. */
+	__u32 queued;
+	__u32 queued_dev;
 };
 
 /* A victim series and a series whose requests shared the device with its
- * own (series slots; culprit IOW_CULPRIT_NONE: the victim's own share, its
- * service). The value: nanoseconds times requests. */
+ * own, or went ahead of them out of the scheduler (series slots; culprit
+ * IOW_CULPRIT_NONE: the victim's own share of the device, its service).
+ * The value: nanoseconds times requests. */
 struct iow_culprit_key {
 	__u32 victim;
 	__u32 culprit;
+	__u32 stage; /* enum iow_stage: where it waited (device or queue) */
 };
 
 struct iow_enums {

@@ -143,8 +143,8 @@ def device_share_rows(d, s, dev):
 
 
 def measured_culprits(d, dev):
-    """Who hurts whom as iowarden measures it (--culprits): each victim's device time by
-    whose requests shared the device with it, as parts of that time."""
+    """Who hurts whom as iowarden measures it (--culprits): each victim's time on the device
+    and in the I/O scheduler by whose requests went with or ahead of it, as parts of that time."""
     by = "instance, device, victim, culprit"
     behind = (f"sum by ({by}) (rate(iowarden_culprit_seconds_total"
               f"{{{dev[1:-1]}, culprit!=\"none\"}}[{RATE}]))")
@@ -153,16 +153,17 @@ def measured_culprits(d, dev):
     title, description = needs(
         "--culprits", "Who hurts whom, measured",
         "Per device and victim cgroup, every cgroup whose requests shared the device with the victim's "
-        "(culprit; the victim itself: behind its own requests): the part of the victim's device time "
-        "spent behind it (processor sharing: n of the culprit's among N requests on the device, n/N of "
-        "the time), and how many of the victim's requests waited behind it on average. "
-        "docs/culprits.md.")
+        "or went ahead of them out of the I/O scheduler (culprit; the victim itself: behind its own "
+        "requests): the part of the victim's time on the device and in the scheduler spent behind it "
+        "(on the device, processor sharing: n of the culprit's among N requests on it, n/N of the "
+        "time; in the scheduler, the time it issued the culprit's requests), and how many of the "
+        "victim's requests waited behind it on average. docs/culprits.md.")
     d.table(title, description,
             [target(f"{behind} / on (instance, device, victim) group_left () {total}",
                     instant=True, fmt="table"),
              target(behind, instant=True, fmt="table")],
             w=24, h=7,
-            rename={"Value #A": "part of the victim's device time",
+            rename={"Value #A": "part of the victim's device and scheduler time",
                     "Value #B": "victim's requests behind it (mean)"})
 
 

@@ -4,17 +4,24 @@
 # biolatency (libbpf-tools, the peer), each under the same fio load (4 KiB
 # random reads at QD16 beside a QD1 reader, 8 s): the kernel's bpf_stats
 # per program (run time over runs) and their sum per completed request. As
-# root, from the repository, after `make build`.
-# Usage: overhead/culprits-cost.sh [ROUNDS]
+# root, from the repository, after `make build`. SCHED names an I/O
+# scheduler for the loop device (none, mq-deadline, bfq; under one,
+# --culprits splits the queue stage too); unset, whatever the loop device
+# has (a loop device keeps the scheduler set last). The first line says
+# which.
+# Usage: [SCHED=none] overhead/culprits-cost.sh [ROUNDS]
 set -euo pipefail
 BIN=${IOWARDEN_BIN:-target/release/iowarden}
 ROUNDS=${1:-3}
+SCHED=${SCHED:-}
 IMG=$(mktemp /var/tmp/iowarden-culprits-cost-XXXXXX.img)
 OUT=$(mktemp)
 dd if=/dev/urandom of="$IMG" bs=1M count=1024 status=none
 LOOP=$(losetup -f --show --direct-io=on "$IMG")
 was=$(sysctl -n kernel.bpf_stats_enabled)
 trap 'losetup -d "$LOOP"; rm -f "$IMG" "$OUT" "$OUT.progs"; sysctl -qw kernel.bpf_stats_enabled=$was' EXIT
+[ -z "$SCHED" ] || echo "$SCHED" > "/sys/block/$(basename "$LOOP")/queue/scheduler"
+echo "# scheduler: $(cat "/sys/block/$(basename "$LOOP")/queue/scheduler")"
 sysctl -qw kernel.bpf_stats_enabled=1
 for round in $(seq "$ROUNDS"); do
   for mode in default culprits biolatency; do

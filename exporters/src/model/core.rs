@@ -45,7 +45,7 @@ impl Op {
 }
 
 /// Latency stage of a request.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
 pub enum Stage {
     /// From the submission of the request's first bio to the allocation of

@@ -13,6 +13,7 @@ pub(crate) fn encode(enc: &mut DescriptorEncoder, culprits: &[CulpritSeries]) ->
                 ("device", c.device.name.clone()),
                 ("victim", c.victim.path.clone()),
                 ("op", c.op.as_str().into()),
+                ("stage", c.stage.as_str().into()),
                 (
                     "culprit",
                     c.culprit

@@ -245,6 +245,7 @@ pub(super) fn snapshot(lower_bounds: Vec<f64>) -> Snapshot {
             op: Op::Read,
             culprit: Some(cgroup("/kubepods.slice/pod-b")),
             culprit_op: Some(Op::Write),
+            stage: Stage::Device,
             seconds: 4e-3,
         }],
         ..Default::default()

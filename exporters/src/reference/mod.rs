@@ -65,11 +65,13 @@ const DOMAINS: &[Domain] = &[
                delayed a task of the cgroup on its way back to user space, between its I/Os.",
     },
     Domain {
-        title: "Culprits (whom requests waited behind on the device)",
+        title: "Culprits (whom requests waited behind)",
         prefixes: &["iowarden_culprit_"],
-        when: "With `--culprits` (one more program per request, block_rq_issue; BPF \
-               compare-and-swap, Linux 5.12+): per (device, victim, op), a series for \
-               each cgroup and op whose requests shared the device with the victim's, \
+        when: "With `--culprits` (two more programs per request, block_rq_issue and \
+               block_rq_insert; BPF compare-and-swap, Linux 5.12+): \
+               per (device, victim, op), a series for each cgroup and op whose requests \
+               shared the device with the victim's (`stage=\"device\"`) or were issued \
+               first by the scheduler while the victim's waited (`stage=\"queue\"`), \
                one for its own queue and one for its service (`culprit=\"none\"`); see \
                docs/culprits.md.",
     },

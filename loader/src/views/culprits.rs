@@ -1,13 +1,15 @@
 //! Whom each cgroup waited behind (`--culprits`): a victim's time in one
-//! window split into what its own limits held (the throttle stage), what
-//! it queued before issue, and its device time, the latter split by whose
+//! window split into what its own limits held (the throttle stage), its
+//! queue stage and its device time. The device time is split by whose
 //! requests shared the device with it (its own: its own queue; none: its
-//! own service). The verdict names the culprit that took most of a
-//! victim's time. Pure functions of a delta snapshot.
+//! own service), the queue stage by whose requests the I/O scheduler
+//! issued meanwhile (the rest, before the scheduler or without one, is
+//! "queued"). The verdict names the culprit that took most of a victim's
+//! time. Pure functions of a delta snapshot.
 
 use std::collections::BTreeMap;
 
-use iowarden_exporters::{Op, Snapshot};
+use iowarden_exporters::{Op, Snapshot, Stage};
 
 /// One part of a victim's time.
 #[derive(Debug, Clone, PartialEq)]
@@ -15,15 +17,17 @@ pub enum Part {
     /// Held by its own limits before a request existed (io.max where
     /// timed, iocost, io.latency, wbt).
     OwnLimits,
-    /// Allocated and not yet issued (the I/O scheduler, tags).
+    /// Allocated and not yet issued, and not split by culprit: before the
+    /// I/O scheduler (plugs, tags), or without one.
     Queued,
-    /// On the device behind another cgroup's requests: their mean size.
+    /// Behind another cgroup's requests, on the device or in the I/O
+    /// scheduler (which issued them first): their mean size.
     Behind {
         cgroup: String,
         op: Op,
         mean_bytes: f64,
     },
-    /// On the device behind its own other requests.
+    /// Behind its own other requests, on the device or in the scheduler.
     OwnQueue,
     /// Its own share of the device.
     Service,
@@ -84,7 +88,12 @@ pub fn accounts(delta: &Snapshot, device: Option<&str>) -> Vec<Account> {
         o.1 += s.latency.queue.sum_seconds;
     }
     let mut parts: BTreeMap<(&str, &str), Vec<(Part, f64)>> = BTreeMap::new();
+    // The part of each victim's queue stage split by culprit.
+    let mut split: BTreeMap<(&str, &str), f64> = BTreeMap::new();
     for c in delta.culprits.iter().filter(|c| on(&c.device.name)) {
+        if c.stage == Stage::Queue {
+            *split.entry((&c.device.name, &c.victim.path)).or_default() += c.seconds;
+        }
         let part = match (&c.culprit, c.culprit_op) {
             (None, _) | (_, None) => Part::Service,
             (Some(p), _) if p.id == c.victim.id => Part::OwnQueue,
@@ -114,8 +123,9 @@ pub fn accounts(delta: &Snapshot, device: Option<&str>) -> Vec<Account> {
         .into_iter()
         .map(|((d, v), mut p)| {
             let (limits, queued) = own.get(&(d, v)).copied().unwrap_or_default();
+            let unsplit = queued - split.get(&(d, v)).copied().unwrap_or_default();
             add(&mut p, Part::OwnLimits, limits);
-            add(&mut p, Part::Queued, queued);
+            add(&mut p, Part::Queued, unsplit.max(0.0));
             p.retain(|(_, s)| *s > 0.0);
             p.sort_by(|a, b| b.1.total_cmp(&a.1));
             Account {
@@ -232,6 +242,16 @@ mod tests {
     }
 
     fn culprit(victim: &CgroupRef, c: Option<&CgroupRef>, op: Op, s: f64) -> CulpritSeries {
+        queued_behind(victim, c, op, s, Stage::Device)
+    }
+
+    fn queued_behind(
+        victim: &CgroupRef,
+        c: Option<&CgroupRef>,
+        op: Op,
+        s: f64,
+        stage: Stage,
+    ) -> CulpritSeries {
         CulpritSeries {
             device: DeviceRef {
                 name: "nvme0n1".into(),
@@ -242,11 +262,23 @@ mod tests {
             op: Op::Read,
             culprit: c.cloned(),
             culprit_op: c.map(|_| op),
+            stage,
             seconds: s,
         }
     }
 
     fn io(c: &CgroupRef, op: Op, ios: u64, bytes: u64, throttle: f64) -> IoSeries {
+        io_queued(c, op, ios, bytes, throttle, 0.0)
+    }
+
+    fn io_queued(
+        c: &CgroupRef,
+        op: Op,
+        ios: u64,
+        bytes: u64,
+        throttle: f64,
+        queue: f64,
+    ) -> IoSeries {
         let mut s = IoSeries {
             cgroup: c.clone(),
             device: DeviceRef {
@@ -260,6 +292,7 @@ mod tests {
             ..Default::default()
         };
         s.latency.throttle.sum_seconds = throttle;
+        s.latency.queue.sum_seconds = queue;
         s
     }
 
@@ -316,5 +349,32 @@ mod tests {
         };
         assert_eq!(verdict(&delta, None), None);
         assert!(render_panel(&delta, None, 5).contains("20% behind /hog's 0 B writes"));
+    }
+
+    #[test]
+    fn the_schedulers_wait_behind_a_culprit_joins_its_device_wait() {
+        let (v, hog) = (cg(1, "/a"), cg(2, "/hog"));
+        let delta = Snapshot {
+            io: vec![
+                // 5 s queued: 4 s behind the hog's writes in the scheduler,
+                // 0.4 s behind its own, the rest before the scheduler.
+                io_queued(&v, Op::Read, 100, 409_600, 0.0, 5.0),
+                io(&hog, Op::Write, 10, 1_310_720, 0.0),
+            ],
+            culprits: vec![
+                queued_behind(&v, Some(&hog), Op::Write, 4.0, Stage::Queue),
+                queued_behind(&v, Some(&v), Op::Read, 0.4, Stage::Queue),
+                culprit(&v, Some(&hog), Op::Write, 3.0),
+                culprit(&v, None, Op::Read, 2.0),
+            ],
+            ..Default::default()
+        };
+        let a = &accounts(&delta, None)[0];
+        assert_eq!(a.seconds, 10.0, "queue stage 5 s and device time 5 s");
+        assert_eq!(
+            line(a),
+            "/a on nvme0n1: 10.00s of request time, 70% behind /hog's 128 KiB writes, \
+             20% its own service, 6% queued before issue, 4% behind its own requests"
+        );
     }
 }

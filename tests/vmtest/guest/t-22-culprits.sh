@@ -1,4 +1,4 @@
-# vmtest-checks: 8
+# vmtest-checks: 9
 # vmtest-kernels: 6.1 6.12
 # --culprits on NVMe: a QD1 4 KiB reader (the victim) alone, beside a
 # 128 KiB sequential writer at QD16, beside the writer and a QD32 4 KiB
@@ -11,7 +11,11 @@
 # hold at least 80 % of its time; beside the writer under iocost weights
 # (iocost holds the writer, most of its time: what the victim still waits
 # for in the device is ~5 % of its time), at least 80 % of that behind the
-# writer and at most 10 % behind the idle reader; the family is exported.
+# writer and at most 10 % behind the idle reader; beside the writer under
+# BFQ (which serves one cgroup's queue at a time: the victim waits in the
+# scheduler, behind the writer's requests it issues first), at least 80 %
+# of its waits in the scheduler and on the device behind the writer and at
+# most 10 % behind the idle reader; the family is exported.
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 MM=$(cat /sys/block/$DEV/dev)
@@ -45,17 +49,25 @@ echo "$MM ctrl=user model=linear rbps=2147483648 rseqiops=20000 rrandiops=20000 
 echo "$MM enable=1 ctrl=user rpct=95 rlat=20000 wpct=95 wlat=20000 min=100 max=100" > $CG/io.cost.qos
 writer; sleep 0.5; victim; wait $W; snap 5
 iocost_off $MM
+echo "default 100" > $CG/cu-v/io.weight
+modprobe bfq 2>/dev/null
+sched=$(sed 's/.*\[\(.*\)\].*/\1/' /sys/block/$DEV/queue/scheduler)
+echo bfq > /sys/block/$DEV/queue/scheduler
+cat /sys/block/$DEV/queue/scheduler > $SCRATCH/cu-sched
+writer; sleep 0.5; victim; wait $W; snap 6
+echo "$sched" > /sys/block/$DEV/queue/scheduler
 python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9622/metrics").read().decode())' > $SCRATCH/cu-metrics.txt
 python3 - $SCRATCH > $SCRATCH/culprits-check 2>&1 <<'PY'
 import json, sys
 scratch = sys.argv[1]
-S = [json.load(open(f"{scratch}/cu-{i}.json")) for i in range(6)]
+S = [json.load(open(f"{scratch}/cu-{i}.json")) for i in range(7)]
 def delta(a, b, key, fields):
     old = {key(x): x for x in a}
     return [{**x, **{f: x[f] - old.get(key(x), {}).get(f, 0) for f in fields}} for x in b]
 def window(i):
     c = delta(S[i - 1]["culprits"], S[i]["culprits"],
-              lambda x: (x["victim"]["path"], x["op"], (x["culprit"] or {}).get("path"), x["culprit_op"]), ["seconds"])
+              lambda x: (x["victim"]["path"], x["op"], x["stage"], (x["culprit"] or {}).get("path"), x["culprit_op"]),
+              ["seconds"])
     io = {}
     for s0, s1 in ((S[i - 1], S[i]),):
         old = {(x["cgroup"]["path"], x["op"]): x for x in s0["io"] if x["device"]["name"] == "nvme0n1"}
@@ -67,16 +79,18 @@ def window(i):
             e = io.setdefault(x["cgroup"]["path"], [0.0, 0.0, 0.0])
             for j, st in enumerate(("throttle", "queue", "device")):
                 e[j] += lat(x, st) - lat(o, st)
-    by = {}
+    # On the device, and in the scheduler (under one).
+    by, queued = {}, {}
     for x in c:
         if x["victim"]["path"] == "/cu-v" and x["device"]["name"] == "nvme0n1":
             k = (x["culprit"] or {}).get("path", "")
-            by[k] = by.get(k, 0.0) + x["seconds"]
-    return by, io
+            part = queued if x["stage"] == "queue" else by
+            part[k] = part.get(k, 0.0) + x["seconds"]
+    return by, queued, io
 def line(ok, name, text):
     print("OK" if ok else "BAD", name, text)
 for i, phase in ((1, "alone"), (2, "writer"), (3, "both"), (5, "iocost")):
-    by, io = window(i)
+    by, _, io = window(i)
     dev = io.get("/cu-v", [0, 0, 0])[2]
     own = by.get("/cu-v", 0.0)
     others = sum(s for k, s in by.items() if k not in ("", "/cu-v"))
@@ -102,15 +116,24 @@ for i, phase in ((1, "alone"), (2, "writer"), (3, "both"), (5, "iocost")):
     # (Not under iocost: the tiling is checked in the phases above.)
     if phase != "iocost":
         line(dev > 0 and abs(tile - dev) <= 0.05 * dev, f"tile-{phase}", f"service and waits behind others {tile:.3f} s; {said}")
-by, io = window(4)
+by, _, io = window(4)
 t, q, d = io.get("/cu-v", [0, 0, 0])
 line(t + q + d > 0 and t >= 0.8 * (t + q + d), "iomax", f"held {t:.3f} s, queued {q:.3f} s, device {d:.3f} s")
+# Under BFQ: its waits on the device and in the scheduler, together.
+by, queued, io = window(6)
+_, q, d = io.get("/cu-v", [0, 0, 0])
+waits = {k: by.get(k, 0.0) + queued.get(k, 0.0) for k in set(by) | set(queued) if k}
+total = sum(waits.values())
+share = lambda k: waits.get(k, 0.0) / total if total else 0.0
+sched = open(f"{scratch}/cu-sched").read().strip()
+line("[bfq]" in sched and total > 0 and share("/cu-w") >= 0.8 and share("/cu-r") <= 0.1, "bfq",
+     f"scheduler {sched}; victim queued {q:.3f} s, device time {d:.3f} s; on the device {by}, in the scheduler {queued}")
 PY
 cat $SCRATCH/culprits-check
-for n in alone writer both tile-writer tile-both iomax iocost; do
+for n in alone writer both tile-writer tile-both iomax iocost bfq; do
   ok "culprits: $n" "grep -q '^OK $n ' $SCRATCH/culprits-check"
 done
 ok "culprits: the family is exported, the victim behind the writer" \
-  "grep -q '^iowarden_culprit_seconds_total{device=\"$DEV\",victim=\"/cu-v\",op=\"read\",culprit=\"/cu-w\",culprit_op=\"write\"}' $SCRATCH/cu-metrics.txt"
+  "grep -q '^iowarden_culprit_seconds_total{device=\"$DEV\",victim=\"/cu-v\",op=\"read\",stage=\"device\",culprit=\"/cu-w\",culprit_op=\"write\"}' $SCRATCH/cu-metrics.txt"
 kill $IW; wait $IW 2>/dev/null
 rmdir $CG/cu-v $CG/cu-w $CG/cu-r

@@ -1,7 +1,7 @@
 //! Whom each request waited behind on its device (`--culprits`,
-//! bpf/culprits.bpf.h). The culprit_ns table holds, per (victim series
-//! slot, culprit series slot), nanoseconds times requests since the pair
-//! was first charged. Each read names the slots by the series keys the
+//! bpf/culprits.bpf.h, queued.bpf.h). The culprit_ns table holds, per
+//! (victim series slot, culprit series slot, stage), nanoseconds times
+//! requests since the pair was first charged. Each read names the slots by the series keys the
 //! same read found in them and adds the changes up; the pairs of a slot
 //! whose cgroup is gone are deleted before the slot is released, so a
 //! reused slot starts its pairs from zero.
@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Result;
-use iowarden_exporters::{CgroupRef, CulpritSeries, ProbeStatus};
+use iowarden_exporters::{CgroupRef, CulpritSeries, ProbeStatus, Stage};
 use libbpf_rs::btf::Btf;
 use libbpf_rs::{MapCore, MapFlags};
 
@@ -21,7 +21,7 @@ use super::accumulate::SeriesKey;
 use super::{Claims, RawSample};
 use crate::host::devices::DeviceNames;
 use crate::probes::{pod, pod_bytes, status};
-use crate::skel::types::{iow_const, iow_culprit_key};
+use crate::skel::types::{iow_const, iow_culprit_key, iow_stage};
 
 /// The status's name.
 pub const STATUS: &str = "culprits";
@@ -163,12 +163,22 @@ pub fn plan(wanted: bool, claims: Claims, sweeps: bool) -> (bool, Option<ProbeSt
     }
 }
 
-/// One (victim, culprit) pair of slots and its nanoseconds since claimed.
+/// One (victim, culprit) pair of slots in one stage (enum iow_stage) and
+/// its nanoseconds since claimed.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RawPair {
     pub victim: u32,
     pub culprit: u32,
+    pub stage: u32,
     pub ns: u64,
+}
+
+/// The stage of a pair's wait: the queue (IOW_STAGE_QUEUE), else the device.
+fn stage_of(raw: u32) -> Stage {
+    match raw {
+        s if s == iow_stage::IOW_STAGE_QUEUE.0 => Stage::Queue,
+        _ => Stage::Device,
+    }
 }
 
 /// Every entry of the culprit_ns table.
@@ -180,6 +190,7 @@ pub fn read(map: &dyn MapCore) -> Result<Vec<RawPair>> {
             out.push(RawPair {
                 victim: key.victim,
                 culprit: key.culprit,
+                stage: key.stage,
                 ns: pod(&v),
             });
         }
@@ -196,6 +207,7 @@ pub fn release(map: &dyn MapCore, pairs: &[RawPair], slots: &BTreeSet<u32>) {
         let key = iow_culprit_key {
             victim: p.victim,
             culprit: p.culprit,
+            stage: p.stage,
         };
         // SAFETY: a skeleton type, its padding spelled out and zeroed.
         let bytes = unsafe { pod_bytes(&key) };
@@ -203,14 +215,15 @@ pub fn release(map: &dyn MapCore, pairs: &[RawPair], slots: &BTreeSet<u32>) {
     }
 }
 
-/// A pair named by series keys: (victim, culprit; None: its service).
-type PairKey = (u64, Option<u64>);
+/// A pair named by series keys: (victim, culprit; None: its service), and
+/// its stage.
+type PairKey = (u64, Option<u64>, Stage);
 
 /// The pairs' nanoseconds since start, by series keys.
 #[derive(Default)]
 pub struct CulpritTotals {
     /// Each slot pair's keys and value at the last read.
-    prev: HashMap<(u32, u32), (PairKey, u64)>,
+    prev: HashMap<(u32, u32, u32), (PairKey, u64)>,
     totals: BTreeMap<PairKey, u64>,
     dev_of_idx: HashMap<u32, u32>,
 }
@@ -231,23 +244,24 @@ impl CulpritTotals {
                     None => continue,
                 },
             };
-            let key = (victim, culprit);
-            let before = match self.prev.get(&(p.victim, p.culprit)) {
+            let key = (victim, culprit, stage_of(p.stage));
+            let slots = (p.victim, p.culprit, p.stage);
+            let before = match self.prev.get(&slots) {
                 // The same pair of series, not one that reused the slots.
                 Some(&(k, ns)) if k == key && ns <= p.ns => ns,
                 _ => 0,
             };
             *self.totals.entry(key).or_default() += p.ns - before;
-            self.prev.insert((p.victim, p.culprit), (key, p.ns));
+            self.prev.insert(slots, (key, p.ns));
         }
     }
 
     /// Forgets the pairs of series whose slots were released.
     pub fn forget(&mut self, slots: &BTreeSet<u32>, keys: &BTreeSet<u64>) {
         self.prev
-            .retain(|(v, c), _| !slots.contains(v) && !slots.contains(c));
+            .retain(|(v, c, _), _| !slots.contains(v) && !slots.contains(c));
         self.totals
-            .retain(|(v, c), _| !keys.contains(v) && c.is_none_or(|c| !keys.contains(&c)));
+            .retain(|(v, c, _), _| !keys.contains(v) && c.is_none_or(|c| !keys.contains(&c)));
     }
 
     /// The snapshot's records, by device, victim and culprit.
@@ -259,7 +273,7 @@ impl CulpritTotals {
         let mut out: Vec<CulpritSeries> = self
             .totals
             .iter()
-            .filter_map(|(&(victim, culprit), &ns)| {
+            .filter_map(|(&(victim, culprit, stage), &ns)| {
                 let v = SeriesKey::decode(victim);
                 let devt = *self.dev_of_idx.get(&v.dev_idx)?;
                 let c = culprit.map(SeriesKey::decode);
@@ -269,6 +283,7 @@ impl CulpritTotals {
                     op: v.op,
                     culprit: c.map(|c| cgroup(c.cgroup_id)),
                     culprit_op: c.map(|c| c.op),
+                    stage,
                     seconds: ns as f64 / 1e9,
                 })
             })
@@ -309,6 +324,7 @@ mod tests {
         RawPair {
             victim,
             culprit,
+            stage: iow_stage::IOW_STAGE_DEVICE.0,
             ns,
         }
     }
@@ -354,5 +370,36 @@ mod tests {
             &sample(&[(1, key(10, 0)), (2, key(30, 1))]),
         );
         assert_eq!(seconds(&t), [(10, Some(30), 2e-6)]);
+    }
+
+    #[test]
+    fn a_pairs_two_stages_are_two_records() {
+        let raw = sample(&[(1, key(10, 0)), (2, key(20, 1))]);
+        let queued = RawPair {
+            stage: iow_stage::IOW_STAGE_QUEUE.0,
+            ..pair(1, 2, 4_000)
+        };
+        let mut t = CulpritTotals::default();
+        t.add(&[pair(1, 2, 3_000), queued], &raw);
+        t.add(
+            &[
+                pair(1, 2, 5_000),
+                RawPair {
+                    ns: 6_000,
+                    ..queued
+                },
+            ],
+            &raw,
+        );
+        let cgroup = |id| CgroupRef {
+            id,
+            path: format!("/c{id}"),
+        };
+        let stages: Vec<(Stage, f64)> = t
+            .fill(&cgroup, &mut DeviceNames::default())
+            .iter()
+            .map(|c| (c.stage, c.seconds))
+            .collect();
+        assert_eq!(stages, [(Stage::Queue, 6e-6), (Stage::Device, 5e-6)]);
     }
 }

@@ -254,8 +254,7 @@ impl BlockProbe {
         for &(prog, _, when) in PROGRAMS {
             let wanted = match when {
                 Attach::Required | Attach::Optional => true,
-                Attach::HwqEvents => cfg.measure.hwq_events,
-                Attach::IssueStamps => cfg.measure.hwq_events || culprits,
+                Attach::Inserts | Attach::IssueStamps => cfg.measure.hwq_events || culprits,
                 Attach::BioBased => traced_bio_based(cfg.filter_devt),
             };
             if wanted && !probes.iter().any(|p| p.name == prog) {
@@ -386,6 +385,7 @@ impl BlockProbe {
         if !on {
             open.maps.flight.set_max_entries(1)?;
             open.maps.flight_tags.set_max_entries(1)?;
+            open.maps.queued.set_max_entries(1)?;
             open.maps.culprit_ns.set_max_entries(1)?;
         }
         Ok(())

@@ -18,10 +18,10 @@ pub(super) enum Attach {
     Required,
     /// Always, where the kernel has the tracepoint.
     Optional,
-    /// With --hwq-events.
-    HwqEvents,
-    /// With --hwq-events, or once a traced queue turns out not to stamp
-    /// io_start_time_ns (tables.need_issue_stamps).
+    /// With --hwq-events or --culprits (the queue stage's split).
+    Inserts,
+    /// With --hwq-events or --culprits, or once a traced queue turns out
+    /// not to stamp io_start_time_ns (tables.need_issue_stamps).
     IssueStamps,
     /// While a traced bio-based disk (device-mapper, md) exists: the
     /// program runs for every bio of every device.
@@ -60,7 +60,7 @@ pub(super) const PROGRAMS: &[(&str, &str, Attach)] = &[
     ("block_rq_complete", "block_rq_complete", Attach::Required),
     ("block_rq_requeue", "block_rq_requeue", Attach::Optional),
     ("block_rq_merge", "block_rq_merge", Attach::Optional),
-    ("block_rq_insert", "block_rq_insert", Attach::HwqEvents),
+    ("block_rq_insert", "block_rq_insert", Attach::Inserts),
     ("block_rq_issue", "block_rq_issue", Attach::IssueStamps),
     ("block_bio_complete", "block_bio_complete", Attach::BioBased),
 ];
