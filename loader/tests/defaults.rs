@@ -12,7 +12,7 @@
 //! not export, `--locks`, `--bpf-stats`) and its title says so ("(needs
 //! --option …)"). Metrics this host cannot produce (iocost, NVMe, tuner) are
 //! skipped as in dashboards.rs.
-//! Needs root (BPF, loop devices, cgroups); run under the kernel lock.
+//! Needs root (BPF, loop devices, cgroups).
 
 use crate::fixtures;
 use crate::panels;

@@ -3,7 +3,7 @@
 //! the device (as the daemon exports them) equal iowarden's requests and
 //! bytes, but for the completions the kernel did not deliver to BPF
 //! (fixtures/undelivered.rs), and no more.
-//! Needs root (BPF, loop devices, cgroups); run under the kernel lock.
+//! Needs root (BPF, loop devices, cgroups).
 
 use crate::fixtures;
 

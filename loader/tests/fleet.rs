@@ -9,7 +9,7 @@
 //! a rule that lets the classic node hide the native one gets wrong. On the
 //! receiver, the dashboards' latency and throughput queries and the per-node
 //! and per-cluster recording rules must return data from both.
-//! Needs root (BPF, loop devices, cgroups); run under the kernel lock.
+//! Needs root (BPF, loop devices, cgroups).
 
 use crate::fixtures;
 use crate::promserver;

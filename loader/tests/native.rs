@@ -3,7 +3,7 @@
 //! and one without (it gets OpenMetrics text), both scraping the same
 //! iowarden while fio reads from a loop device in a cgroup. The quantiles
 //! each computes with histogram_quantile must agree within one bucket.
-//! Needs root (BPF, loop devices, cgroups); run under the kernel lock.
+//! Needs root (BPF, loop devices, cgroups).
 
 use crate::fixtures;
 use crate::promserver;
@@ -205,6 +205,9 @@ fn bad_exposition_options_are_refused_at_start() {
 
 /// --max-cgroups K: `iowarden_cgroups_folded` counts the cgroups with I/O
 /// summed into "other", and the log says so once, when folding starts.
+/// With --culprits, the culprit family names only the top K and "other"
+/// (the three cgroups read side by side, so each waits behind the others),
+/// and its series add up to the snapshot's.
 #[test]
 fn folded_cgroups_are_counted_and_logged_once() {
     let dev = LoopDev::file(64);
@@ -219,22 +222,32 @@ fn folded_cgroups_are_counted_and_logged_once() {
     let (daemon, log) = Daemon::start_logged(
         port,
         "200ms",
-        &["--device", &dev.name(), "--max-cgroups", "1"],
+        &["--device", &dev.name(), "--max-cgroups", "1", "--culprits"],
         &[],
     );
-    for (i, cg) in cgroups.iter().enumerate() {
-        let reads = format!("count={}", 20 * (i + 1));
-        succeed(&mut cg.command(
-            "dd",
-            &[
-                format!("if={}", dev.path),
-                "of=/dev/null".into(),
-                "bs=4k".into(),
-                reads,
-                "iflag=direct".into(),
-                "status=none".into(),
-            ],
-        ));
+    let readers: Vec<std::process::Child> = cgroups
+        .iter()
+        .enumerate()
+        .map(|(i, cg)| {
+            let reads = format!("count={}", 1000 * (i + 1));
+            cg.command(
+                "dd",
+                &[
+                    format!("if={}", dev.path),
+                    "of=/dev/null".into(),
+                    "bs=4k".into(),
+                    reads,
+                    "iflag=direct".into(),
+                    "status=none".into(),
+                ],
+            )
+            .spawn()
+            .expect("dd")
+        })
+        .collect();
+    for r in readers {
+        let out = r.wait_with_output().expect("dd");
+        assert!(out.status.success(), "dd: {out:?}");
     }
     let snap = daemon.settled();
     // Polls after the I/O: folding has started and goes on.
@@ -260,4 +273,39 @@ fn folded_cgroups_are_counted_and_logged_once() {
         .collect();
     assert_eq!(said.len(), 1, "log lines about folding: {said:?}");
     assert!(said[0].contains("--max-cgroups 1"), "{said:?}");
+    assert_culprits_folded(&daemon.get("/metrics").unwrap(), &daemon.snapshot());
+}
+
+/// The culprit series of a --max-cgroups 1 scrape: victims and culprits
+/// are the top cgroup or "other" (culprit "none" too), "other" is among
+/// them, and their seconds add up to the (uncapped) snapshot's.
+fn assert_culprits_folded(metrics: &str, snap: &iowarden_exporters::Snapshot) {
+    let label = |line: &str, name: &str| -> String {
+        let from = line.find(&format!("{name}=\"")).expect(name) + name.len() + 2;
+        line[from..].split('"').next().unwrap().to_string()
+    };
+    let series: Vec<(String, String, f64)> = metrics
+        .lines()
+        .filter(|l| l.starts_with("iowarden_culprit_seconds_total{"))
+        .map(|l| {
+            let value = l.rsplit(' ').next().unwrap().parse().unwrap();
+            (label(l, "victim"), label(l, "culprit"), value)
+        })
+        .collect();
+    let named: std::collections::BTreeSet<&str> = series
+        .iter()
+        .flat_map(|(v, c, _)| [v.as_str(), c.as_str()])
+        .filter(|n| !["other", "none"].contains(n))
+        .collect();
+    assert_eq!(named.len(), 1, "one cgroup named besides other: {series:?}");
+    assert!(
+        series.iter().any(|(v, c, _)| v == "other" && c != "none"),
+        "a folded victim waited behind another: {series:?}"
+    );
+    let exported: f64 = series.iter().map(|s| s.2).sum();
+    let uncapped: f64 = snap.culprits.iter().map(|c| c.seconds).sum();
+    assert!(
+        uncapped > 0.0 && (exported - uncapped).abs() <= 1e-6 * uncapped,
+        "culprit seconds exported {exported}, in the snapshot {uncapped}"
+    );
 }

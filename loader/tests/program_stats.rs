@@ -8,7 +8,7 @@
 //! (block_rq_issue and block_rq_insert are loaded but attached only when
 //! needed: until then they do not run.)
 //! The nvme object is the guest's (t-01 prints its time per read).
-//! Needs root (BPF, loop devices); run under the kernel lock.
+//! Needs root (BPF, loop devices).
 
 use crate::fixtures;
 

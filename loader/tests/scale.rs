@@ -5,7 +5,7 @@
 //! classic and native. Checks docs/fleet.md's series formula on what
 //! Prometheus stored, the classic lines per (cgroup, device, op), the native
 //! scrape size, and that --max-cgroups keeps the totals.
-//! Needs root (BPF, loop devices, cgroups); run under the kernel lock.
+//! Needs root (BPF, loop devices, cgroups).
 
 use crate::fixtures;
 use crate::promserver;

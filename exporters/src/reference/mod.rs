@@ -72,8 +72,9 @@ const DOMAINS: &[Domain] = &[
                per (device, victim, op), a series for each cgroup and op whose requests \
                shared the device with the victim's (`stage=\"device\"`) or were issued \
                first by the scheduler while the victim's waited (`stage=\"queue\"`), \
-               one for its own queue and one for its service (`culprit=\"none\"`); see \
-               docs/culprits.md.",
+               one for its own queue and one for its service (`culprit=\"none\"`); \
+               `--max-cgroups N` names a victim or culprit beyond the N busiest \
+               `other`; see docs/culprits.md.",
     },
     Domain {
         title: "Volumes (device-mapper, md)",

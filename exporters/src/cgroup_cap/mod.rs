@@ -9,6 +9,10 @@
 //! leaving it hands its count over to "other" (which jumps by that much
 //! while the cgroup's series ends: sum(rate()) over a window holding that
 //! moment counts it twice).
+//!
+//! The culprit family follows the same top K (culprits.rs).
+
+mod culprits;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::num::NonZeroUsize;
@@ -30,6 +34,7 @@ pub struct CgroupCap {
     retired: BTreeMap<(DeviceRef, Op), IoSeries>,
     /// Cgroups of the last snapshot outside the top K.
     folded: usize,
+    culprits: culprits::CulpritFold,
 }
 
 impl CgroupCap {
@@ -39,6 +44,7 @@ impl CgroupCap {
             credited: HashMap::new(),
             retired: BTreeMap::new(),
             folded: 0,
+            culprits: culprits::CulpritFold::default(),
         }
     }
 
@@ -95,7 +101,9 @@ impl CgroupCap {
             })
             .collect();
         io.extend(self.other().into_values());
-        snap.with_io(io)
+        let mut capped = snap.with_io(io);
+        capped.culprits = self.culprits.apply(&snap.culprits, &top);
+        capped
     }
 
     /// The "other" series per (device, op): the credit of removed series
