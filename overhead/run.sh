@@ -24,8 +24,13 @@
 # MODE=cost: what charging the linear cost model costs. iowarden with
 # --no-cost against iowarden (cost on, the default), interleaved: IOPS and
 # kernel-measured ns per I/O of the block_rq_* programs.
+#
+# MODE=culprits: what --culprits costs (overhead/culprits-cost.sh: iowarden
+# without and with it and biolatency, REPS rounds; SCHED picks the loop
+# device's I/O scheduler).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+[[ ${MODE:-} == culprits ]] && exec overhead/culprits-cost.sh "${REPS:-3}"
 IOWARDEN=${IOWARDEN:-target/release/iowarden}
 REPS=${REPS:-5}; RUNTIME=${RUNTIME:-6}; IODEPTH=${IODEPTH:-16}
 # The report below reads them from its environment.
