@@ -30,7 +30,7 @@ lint: deps
 # Needs root. Ends with the time each stage took.
 test:
 	@scripts/stages.sh 'deps=$(MAKE) -s test-deps' 'build=$(MAKE) build' 'lint=$(MAKE) lint' \
-	  'fuzz=$(MAKE) fuzz-check' 'host tests=$(CARGO) test --release --locked --workspace -- --test-threads=1' \
+	  'fuzz=$(MAKE) fuzz-check' 'host tests=CARGO=$(CARGO) scripts/host-tests.sh' \
 	  'guest tests=$(MAKE) vmtest'
 
 # Guest kernels under QEMU (emulated multi-queue NVMe, pure cgroup v2): the
