@@ -95,6 +95,17 @@ impl Experiment {
         }
     }
 
+    /// Runs each phase for 3 s and checks the daemon's window over it.
+    fn run_each(&self, daemon: &Daemon, phases: &[Phase], check: impl Fn(Phase, &Snapshot)) {
+        let mut before = daemon.settled();
+        for &phase in phases {
+            self.run(phase, 3);
+            let after = daemon.settled();
+            check(phase, &after.delta_since(&before));
+            before = after;
+        }
+    }
+
     /// Runs one phase: the victim for `secs`, its neighbours beside it.
     fn run(&self, phase: Phase, secs: u32) {
         let dev = &self.dev.path;
@@ -353,14 +364,11 @@ fn culprits_named_under_mq_deadline() {
     let x = Experiment::new();
     let daemon = Daemon::start(19652, &["--device", &x.dev.name(), "--culprits"]);
     use_scheduler(&x, "mq-deadline");
-    let mut before = daemon.settled();
-    for phase in [Phase::Both, Phase::Writer, Phase::Alone, Phase::Reader] {
-        x.run(phase, 3);
-        let after = daemon.settled();
+    let phases = [Phase::Both, Phase::Writer, Phase::Alone, Phase::Reader];
+    x.run_each(&daemon, &phases, |phase, window| {
         eprint!("mq-deadline: ");
-        check(phase, &after.delta_since(&before), &x);
-        before = after;
-    }
+        check(phase, window, &x);
+    });
 }
 
 /// The account under BFQ (each phase once): the victim's waits in the
@@ -370,21 +378,19 @@ fn culprits_named_under_bfq() {
     let x = Experiment::new();
     let daemon = Daemon::start(19653, &["--device", &x.dev.name(), "--culprits"]);
     use_scheduler(&x, "bfq");
-    let mut before = daemon.settled();
-    for phase in [Phase::Writer, Phase::Both, Phase::Alone, Phase::Reader] {
-        x.run(phase, 3);
-        let after = daemon.settled();
+    let phases = [Phase::Writer, Phase::Both, Phase::Alone, Phase::Reader];
+    x.run_each(&daemon, &phases, |phase, window| {
         eprint!("bfq: ");
-        check_waits(phase, &after.delta_since(&before), &x);
-        before = after;
-    }
+        check_waits(phase, window, &x);
+    });
 }
 
 #[test]
 fn culprits_named_in_known_experiments() {
     let x = Experiment::new();
     let daemon = Daemon::start(19651, &["--device", &x.dev.name(), "--culprits"]);
-    // No scheduler (a loop device's default is mq-deadline, tested below).
+    // No scheduler (a loop device's default is mq-deadline, tested in
+    // culprits_named_under_mq_deadline).
     use_scheduler(&x, "none");
     // Every phase twice, in an order fixed here but shuffled once.
     let order = [
@@ -397,13 +403,7 @@ fn culprits_named_in_known_experiments() {
         Phase::Writer,
         Phase::Both,
     ];
-    let mut before = daemon.settled();
-    for phase in order {
-        x.run(phase, 3);
-        let after = daemon.settled();
-        check(phase, &after.delta_since(&before), &x);
-        before = after;
-    }
+    x.run_each(&daemon, &order, |phase, window| check(phase, window, &x));
     // top's verdict, measured: the victim behind the writer's writes.
     let top = Command::new(BIN)
         .args(["top", "--device", &x.dev.name(), "--culprits"])

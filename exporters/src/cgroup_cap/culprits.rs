@@ -63,14 +63,8 @@ impl CulpritFold {
     /// gave where it is.
     fn retire_vanished(&mut self, series: &[CulpritSeries]) {
         let present: HashSet<CulpritKey> = series.iter().map(CulpritSeries::key).collect();
-        let gone: Vec<CulpritKey> = self
-            .given
-            .keys()
-            .filter(|k| !present.contains(k))
-            .copied()
-            .collect();
-        for k in gone {
-            for g in self.given.remove(&k).expect("listed key").into_values() {
+        for given in super::take_absent(&mut self.given, &present) {
+            for g in given.into_values() {
                 add(&mut self.retired, g);
             }
         }

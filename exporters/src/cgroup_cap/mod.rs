@@ -15,6 +15,7 @@
 mod culprits;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::Hash;
 use std::num::NonZeroUsize;
 
 use crate::model::{
@@ -123,20 +124,26 @@ impl CgroupCap {
     /// removed) into the per-(device, op) remainder, so "other" keeps it.
     fn retire_vanished(&mut self, snap: &Snapshot) {
         let present: HashSet<SeriesKey> = snap.io.iter().map(IoSeries::key).collect();
-        let gone: Vec<SeriesKey> = self
-            .credited
-            .keys()
-            .filter(|k| !present.contains(k))
-            .copied()
-            .collect();
-        for k in gone {
-            let c = self.credited.remove(&k).expect("listed key");
+        for c in take_absent(&mut self.credited, &present) {
             self.retired
                 .entry((c.device.clone(), c.op))
                 .or_insert_with(|| empty_other(&c.device, c.op))
                 .add(&c);
         }
     }
+}
+
+/// Takes out of `map` the entries whose key is not in `present` (series
+/// gone from the snapshot).
+fn take_absent<K: Eq + Hash + Copy, V>(map: &mut HashMap<K, V>, present: &HashSet<K>) -> Vec<V> {
+    let gone: Vec<K> = map
+        .keys()
+        .filter(|k| !present.contains(k))
+        .copied()
+        .collect();
+    gone.into_iter()
+        .map(|k| map.remove(&k).expect("listed key"))
+        .collect()
 }
 
 fn empty_other(device: &DeviceRef, op: Op) -> IoSeries {
