@@ -85,6 +85,9 @@ stop_bg() {  # bpftrace has been seen to hang on SIGTERM: SIGKILL after 5 s
 
 # bpftool here cannot name a program's process: iowarden's programs are the
 # only "tracing" (tp_btf) ones on block_rq_*, bpftrace's the "tracepoint" ones.
+# recursion_misses: runs the kernel skipped because the program was already
+# running on that CPU (bpftool leaves the field out while it is 0): events
+# lost, and time not counted.
 prog_stats() {  # "run_time_ns run_cnt details" summed over programs of BPF type $1 named $2* (block_rq_)
   bpftool prog show -j | python3 -c '
 import json,sys
@@ -92,11 +95,11 @@ kind=sys.argv[1]; prefix=sys.argv[2]; t=c=0; per=[]
 for p in json.load(sys.stdin):
     if p.get("type")==kind and p.get("name","").startswith(prefix):
         rt, rc = p.get("run_time_ns",0), p.get("run_cnt",0)
-        t+=rt; c+=rc; per.append((p.get("name","?"), rt, rc))
+        t+=rt; c+=rc; per.append((p.get("name","?"), rt, rc, p.get("recursion_misses",0)))
 print(t, c, json.dumps(per).replace(" ", ""))' "$1" "${2:-block_rq_}"
 }
 
-measured_fio() {  # fio IOPS, BPF ns per fio I/O of the programs of BPF type $1, and per program "name=ns_per_run/runs_per_io"
+measured_fio() {  # fio IOPS, BPF ns per fio I/O of the programs of BPF type $1, and per program "name=ns_per_run/runs_per_io/recursion_misses"
   sysctl -qw kernel.bpf_stats_enabled=1
   read -r t0 _ p0 < <(prog_stats "$1")
   read -r iops ios < <(fio_iops)
@@ -104,12 +107,13 @@ measured_fio() {  # fio IOPS, BPF ns per fio I/O of the programs of BPF type $1,
   sysctl -qw kernel.bpf_stats_enabled=0
   python3 -c '
 import json, sys
-p0 = {n: (t, c) for n, t, c in json.loads(sys.argv[1])}
+p0 = {n: (t, c, r) for n, t, c, r in json.loads(sys.argv[1])}
 ios = float(sys.argv[3]); tot = 0; per = []
-for n, t, c in json.loads(sys.argv[2]):
-    dt, dc = t - p0.get(n, (0, 0))[0], c - p0.get(n, (0, 0))[1]
+for n, t, c, r in json.loads(sys.argv[2]):
+    t0, c0, r0 = p0.get(n, (0, 0, 0))
+    dt, dc = t - t0, c - c0
     tot += dt
-    if dc: per.append("%s=%.0f/%.2f" % (n, dt / dc, dc / ios))
+    if dc: per.append("%s=%.0f/%.2f/%d" % (n, dt / dc, dc / ios, r - r0))
 print(sys.argv[4], tot / ios, " ".join(per))' "$p0" "$p1" "$ios" "$iops"
 }
 
@@ -251,13 +255,16 @@ import statistics as st, sys, os, collections, json
 f = lambda a: [float(x) for x in a.split()]
 none, iow, ioa, bio, btr, nsio, nsia, nsbio, nsbt = (f(a) for a in sys.argv[1:10])
 m = lambda v: st.median(v) if v else float("nan")
-def per_prog(lines):  # median ns per run and runs per fio I/O, by program
+misses = collections.Counter()  # recursion misses by tool and program, every round
+def per_prog(lines, tool=None):  # median ns per run and runs per fio I/O, by program
     ns, runs = collections.defaultdict(list), collections.defaultdict(list)
     for line in lines.splitlines():
         for item in line.split():
             name, rest = item.split("=")
-            a, b = rest.split("/")
+            a, b, missed = rest.split("/")
             ns[name].append(float(a)); runs[name].append(float(b))
+            if tool:
+                misses[f"{tool} {name}"] += int(missed)
     return {n: (m(ns[n]), m(runs[n])) for n in sorted(ns)}
 print(f"\nloop device, 4 KiB randread QD{os.environ['IODEPTH']}, {os.environ['RUNTIME']} s per run, medians of {len(none)} interleaved rounds")
 print(f"  IOPS: none {m(none):.0f}; iowarden {m(iow):.0f} ({m(iow)/m(none):.3f}); --shards 1 {m(ioa):.0f} ({m(ioa)/m(none):.3f}); "
@@ -281,7 +288,7 @@ summary = {"date": os.popen("date -u +%F").read().strip(), "rounds": len(none),
            "floor_ns_per_run": floor, "shards": json.loads(sys.argv[14])}
 for name, key, lines in (("iowarden", "iowarden", sys.argv[10]), ("iowarden --shards 1", "shards1", sys.argv[12]),
                          ("biolatency", "biolatency", sys.argv[11])):
-    per = per_prog(lines)
+    per = per_prog(lines, key)
     ios, body = above_floor(per)
     print(f"  {name} per program: " + ", ".join(
         f"{p} {ns:.0f} ns ({body[p]:.0f} above the floor) x {r:.2f} runs" for p, (ns, r) in per.items()) +
@@ -290,5 +297,11 @@ for name, key, lines in (("iowarden", "iowarden", sys.argv[10]), ("iowarden --sh
     summary[f"{key}_per_program"] = {p: {"ns_per_run": ns, "above_floor": body[p], "runs_per_io": r}
                                      for p, (ns, r) in per.items()}
 print("  (target: iowarden <= 1/3 of biolatency on both paths)")
+summary["recursion_misses"] = dict(misses)
+print("  recursion misses (runs the kernel skipped, their events lost): " +
+      (", ".join(f"{k} {v}" for k, v in sorted(misses.items()) if v) or "none"))
 print("bench-summary " + json.dumps(summary, sort_keys=True))
+lost = {k: v for k, v in misses.items() if v and not k.startswith("biolatency")}
+if lost:
+    sys.exit(f"iowarden's programs missed runs (their figures leave those out): {lost}")
 PY

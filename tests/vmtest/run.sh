@@ -4,10 +4,16 @@
 # The guest sees the host's root read-only (virtio-fs); scratch goes to /run.
 #   KERNELS='6.1 5.10 6.12'   Debian kernel lines to run (kernel.sh fetches
 #                             them); each script says on which it runs
-#                             ("# vmtest-kernels: 6.1" in its lines 2-4;
+#                             ("# vmtest-kernels: 6.1" in its lines 2-5;
 #                             none: every line)
 #   KERNEL=/path/to/bzImage   one kernel of your own instead: every script
-#   VMTEST_TIMEOUT=1200       seconds before a hung guest is killed
+#   VMTEST_TIMEOUT=1500       seconds before a hung guest is killed
+#   VMTEST_JOBS=2             guests booted at once (each with its own NVMe
+#                             image): a guest leaves about half of this
+#                             machine's two cores idle, waiting on its
+#                             throttled device, fio and the tuner's periods;
+#                             1 for a measurement script (m-*), which must
+#                             have the machine to itself
 #   IOWARDEN_BIN=...          the binary the guest tests run
 #   VMTEST_ONLY='40-*'        run only the guest tests t-<glob>.sh
 #   VMTEST_ONLY='m-47-model'  run a measurement script (guest/m-*.sh: proofs too
@@ -23,18 +29,19 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 TOP=$PWD
 CACHE=${VMTEST_CACHE:-/var/cache/iowarden-vmtest}
-TIMEOUT=${VMTEST_TIMEOUT:-1200}
+TIMEOUT=${VMTEST_TIMEOUT:-1500}
 export IOWARDEN_BIN=${IOWARDEN_BIN:-$TOP/target/release/iowarden}
 
-# header SCRIPT checks|kernels|append|drive: a "# vmtest-KEY: value" line
-# (checks: line 1; the others: lines 2-4).
+# header SCRIPT checks|kernels|append|drive|beside: a "# vmtest-KEY: value"
+# line (checks: line 1; the others: lines 2-5).
 header() {
   case $2 in
     checks) sed -n '1s/^# vmtest-checks: \([0-9][0-9]*\)$/\1/p' "$1" ;;
-    kernels) sed -n '2,4s/^# vmtest-kernels: \([0-9. ]*\)$/\1/p' "$1" ;;
-    append) sed -n '2,4s/^# vmtest-append: \(.*\)$/\1/p' "$1" ;;
+    kernels) sed -n '2,5s/^# vmtest-kernels: \([0-9. ]*\)$/\1/p' "$1" ;;
+    append) sed -n '2,5s/^# vmtest-append: \(.*\)$/\1/p' "$1" ;;
     drive) if [[ -n ${VMTEST_DRIVE:-} ]]; then echo "$VMTEST_DRIVE"; else
-      sed -n '2,4s/^# vmtest-drive: \([a-z0-9.=,-]*\)$/\1/p' "$1"; fi ;;
+      sed -n '2,5s/^# vmtest-drive: \([a-z0-9.=,-]*\)$/\1/p' "$1"; fi ;;
+    beside) sed -n '2,5s/^# vmtest-beside: \(yes\)$/\1/p' "$1" ;;
   esac
 }
 
@@ -48,6 +55,8 @@ else
   only=${only#t-}
   pattern=tests/vmtest/guest/t-$only.sh
 fi
+JOBS=${VMTEST_JOBS:-2}
+[[ $only == m-* ]] && JOBS=${VMTEST_JOBS:-1}
 selected=()
 for t in $pattern; do [[ -f $t ]] && selected+=("$t"); done
 if ((${#selected[@]} == 0)); then
@@ -62,6 +71,7 @@ if [[ -n ${KERNEL:-} ]]; then
 else
   read -r -a lines <<< "${KERNELS:-6.1 5.10 6.12}"
 fi
+[[ $JOBS =~ ^[1-9][0-9]*$ ]] || { echo "vmtest: VMTEST_JOBS='$JOBS' is not a positive number of guests" >&2; exit 1; }
 for l in "${lines[@]}"; do
   [[ $l == custom || $l == 5.10 || $l == 6.1 || $l == 6.12 ]] ||
     { echo "vmtest: unknown kernel line '$l' in KERNELS (use 5.10, 6.1, 6.12)" >&2; exit 1; }
@@ -123,11 +133,16 @@ if [[ -w /dev/kvm ]] && grep -qE '^kvm_(intel|amd) ' /proc/modules 2>/dev/null; 
   accel=(); qaccel=""
 fi
 
-img=$CACHE/nvme.img
 # The NVMe device is throttled to 256 MiB/s, like a modest SSD: unthrottled,
 # the emulation serves reads from the host page cache so fast that large
 # requests are hardly ever in flight, and no controller sees contention.
-[[ -f $img ]] || truncate -s 2G "$img"
+# One image per guest running at once: nvme.img, nvme-1.img, ...
+nvme_image() {  # worker
+  local img=$CACHE/nvme.img
+  (($1 == 0)) || img=$CACHE/nvme-$1.img
+  [[ -f $img ]] || truncate -s 2G "$img"
+  echo "$img"
+}
 # A guest one of whose vCPUs stopped: RCU reports it stalled having taken
 # no timer tick at all ("(0 ticks this GP)"), again every 63 s. In a local
 # CI on 2026-11-29 a 6.1 guest's CPU 1 stopped as t-17 began (iowarden
@@ -137,12 +152,14 @@ vcpu_stopped() {  # log
   [[ $(grep -cE '^\[ *[0-9.]+\] rcu:[[:space:]]+[0-9]+-[^:]*: \(0 ticks this GP\)' "$1" 2>/dev/null) -ge 2 ]]
 }
 # One guest boot per kernel line, command line and NVMe drive: a script
-# may ask for more in its lines 2-4, for the command line ("# vmtest-append:
+# may ask for more in its lines 2-5, for the command line ("# vmtest-append:
 # possible_cpus=192") or QEMU's drive options ("# vmtest-drive:
 # throttling.iops-total=2000"; a throttling.bps-total there replaces the
 # default), and runs in a guest of its own with them.
-boot() {  # line extra-cmdline extra-drive-options scripts expected log [retried]
-  local line=$1 extra=$2 drive=$3 list=$4 want=$5 log=$6 retried=${7:-} rc summary start kernel=${image[$1]}
+# Runs in a worker (below): adds its time to $job_took, returns non-zero
+# when the group did not pass.
+boot() {  # line extra-cmdline extra-drive-options scripts expected log image [retried]
+  local line=$1 extra=$2 drive=$3 list=$4 want=$5 log=$6 img=$7 retried=${8:-} rc summary start kernel=${image[$1]}
   local drive_opts=throttling.bps-total=268435456
   [[ $drive == *throttling.bps-total=* ]] && drive_opts=""
   drive_opts=$drive_opts${drive_opts:+${drive:+,}}$drive
@@ -181,12 +198,12 @@ boot() {  # line extra-cmdline extra-drive-options scripts expected log [retried
   grep -E 'PASS|FAIL|^  |^(OK|BAD) |passed, |guest:' "$log" || true
   grep -q 'fallback to 9p' "$log" && echo "vmtest: [$line] virtiofsd did not start: the guest's root was 9p (much slower); see $log" >&2
   echo "vmtest: [$line] boot + tests took $(( $(date +%s) - start )) s"
-  took[$line]=$(( ${took[$line]:-0} + $(date +%s) - start ))
+  job_took=$(( job_took + $(date +%s) - start ))
   if [[ -n $stopped ]]; then
     if [[ -z $retried ]]; then
       mv "$log" "$log.stall"
       echo "vmtest: [$line] a vCPU stopped (RCU stall reports with no tick taken, see $log.stall): the guest was ended; booting this group once more" >&2
-      boot "$line" "$extra" "$drive" "$list" "$want" "$log" retried
+      boot "$line" "$extra" "$drive" "$list" "$want" "$log" "$img" retried
       return
     fi
     echo "vmtest: [$line] a vCPU stopped again (see $log)" >&2
@@ -210,7 +227,7 @@ boot() {  # line extra-cmdline extra-drive-options scripts expected log [retried
   if [[ -z $summary && -z $retried ]] && grep -q '^\[ *[0-9.]*\] Oops: int3' "$log"; then
     mv "$log" "$log.int3"
     echo "vmtest: [$line] the guest died of TCG's stale breakpoint (Oops: int3, see $log.int3): booting this group once more" >&2
-    boot "$line" "$extra" "$drive" "$list" "$want" "$log" retried
+    boot "$line" "$extra" "$drive" "$list" "$want" "$log" "$img" retried
     return
   fi
   if [[ $summary != "$want passed, 0 failed, $want expected" ]]; then
@@ -221,16 +238,18 @@ boot() {  # line extra-cmdline extra-drive-options scripts expected log [retried
     fi
     return 1
   fi
-  ran[$line]+="$list"
-  passed[$line]=$(( ${passed[$line]:-0} + want ))
 }
-declare -A ran passed took
+
+# Every guest boot of the run, a job each: kernel line, command line,
+# drive options, scripts, checks, log.
+jobs=()
 for line in "${lines[@]}"; do
-  declare -A group_scripts=() group_checks=()
+  declare -A group_scripts=() group_checks=() group_alone=()
   for t in $(scripts_for "$line"); do
     key="$(header "$t" append)|$(header "$t" drive)"   # never empty: bash keys cannot be
     group_scripts[$key]+="$(basename "$t") "
     group_checks[$key]=$(( ${group_checks[$key]:-0} + $(header "$t" checks) ))
+    [[ -n $(header "$t" beside) ]] || group_alone[$key]=1
   done
   # A previous run's logs of this line would lend support-table.sh rows
   # and costs this run did not measure.
@@ -238,15 +257,105 @@ for line in "${lines[@]}"; do
     "$CACHE/vmtest-$line"-*.log.{int3,stall}
   n=0
   for key in "${!group_scripts[@]}"; do
-    IFS='|' read -r extra drive <<< "$key"
     log=$CACHE/vmtest-$line.log
     ((n == 0)) || log=$CACHE/vmtest-$line-$n.log
-    boot "$line" "$extra" "$drive" "${group_scripts[$key]}" "${group_checks[$key]}" "$log"
+    beside=yes; [[ -n ${group_alone[$key]:-} ]] && beside=no
+    jobs+=("$line|$key|${group_scripts[$key]}|${group_checks[$key]}|$beside|$log")
     n=$((n + 1))
   done
+  unset group_scripts group_checks group_alone
 done
+# The groups that run alone first, then the others longest first, by what
+# each took when it last passed here (one never timed first of all).
+durations=$CACHE/vmtest-durations
+last_took() {  # job: its seconds, or a large number when never timed
+  local secs
+  secs=$(awk -F'\t' -v k="${1%|*}" '$2 == k { s = $1 } END { print s }' "$durations" 2>/dev/null)
+  echo "${secs:-999999}"
+}
+mapfile -t jobs < <(for i in "${!jobs[@]}"; do
+  alone=0; [[ ${jobs[$i]} == *"|no|"* ]] && alone=1
+  printf '%s\t%s\t%s\t%s\n' "$alone" "$(last_took "${jobs[$i]}")" "$i" "${jobs[$i]}"
+done | sort -t$'\t' -k1,1nr -k2,2nr -k3,3n | cut -f4-)
+
+# JOBS workers, each with an NVMe image of its own, take the jobs in that
+# order; a job's output is printed whole when it ends, and after a failure
+# no new guest boots. A guest runs beside another only if every script of
+# both says it may ("# vmtest-beside: yes"); any other has the machine to
+# itself. Those that do passed beside a line's whole suite in trials here
+# on 2026-12-02, where two whole lines at once slowed each script
+# 1.15-1.65x and failed t-22's split between two culprits (0.101 from their
+# device-time shares, against 0.1) and, beside t-47, t-18's window of
+# io.max's hold (the reads fell outside it): checks whose timing assumes a
+# guest alone on this 2-core machine.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+take_job() {  # prints the index of the next job once it may start, "wait", or nothing when none is left
+  local i line extra drive list want beside log pick="" left=0 running
+  exec 9> "$work/lock"
+  flock 9
+  running=$(find "$work" -maxdepth 1 -name 'running-*' | wc -l)
+  if [[ ! -e $work/failed ]] && [[ ! -e $work/alone ]]; then
+    for i in "${!jobs[@]}"; do
+      [[ -e $work/taken-$i ]] && continue
+      left=1
+      IFS='|' read -r line extra drive list want beside log <<< "${jobs[$i]}"
+      if [[ $beside == yes ]]; then
+        pick=$i
+      elif ((running == 0)); then
+        pick=$i; : > "$work/alone"
+      fi
+      break
+    done
+    [[ -n $pick ]] && : > "$work/taken-$pick" && : > "$work/running-$pick"
+  elif [[ ! -e $work/failed ]]; then
+    left=1
+  fi
+  flock -u 9
+  if [[ -n $pick ]]; then echo "$pick"; elif ((left)); then echo wait; fi
+}
+worker() {  # worker
+  local img i line extra drive list want beside log rc
+  img=$(nvme_image "$1")
+  while i=$(take_job) && [[ -n $i ]]; do
+    if [[ $i == wait ]]; then sleep 5; continue; fi
+    IFS='|' read -r line extra drive list want beside log <<< "${jobs[$i]}"
+    echo "vmtest: [$line] guest $1 boots for $list$([[ $beside == yes ]] || echo ' (alone)')"
+    job_took=0 rc=0
+    boot "$line" "$extra" "$drive" "$list" "$want" "$log" "$img" > "$work/job-$i.out" 2>&1 || rc=$?
+    echo "$rc $job_took" > "$work/job-$i.result"
+    ((rc == 0)) || : > "$work/failed"
+    flock "$work/lock" bash -c 'rm -f "$1/running-$2"; [[ $3 == yes ]] || rm -f "$1/alone"; cat "$1/job-$2.out"' \
+      _ "$work" "$i" "$beside"
+  done
+}
+start=$(date +%s)
+echo "vmtest: ${#jobs[@]} guest boots, $JOBS at once"
+for ((w = 0; w < JOBS; w++)); do worker "$w" & done
+wait
+
+declare -A ran passed took
+failed=0
+for i in "${!jobs[@]}"; do
+  IFS='|' read -r line extra drive list want beside log <<< "${jobs[$i]}"
+  if [[ ! -e $work/job-$i.result ]]; then
+    echo "vmtest: [$line] not booted after a failure: $list" >&2; failed=1; continue
+  fi
+  read -r rc secs < "$work/job-$i.result"
+  took[$line]=$(( ${took[$line]:-0} + secs ))
+  if ((rc != 0)); then failed=1; continue; fi
+  ran[$line]+="$list"
+  passed[$line]=$(( ${passed[$line]:-0} + want ))
+  printf '%s\t%s\n' "$secs" "${jobs[$i]%|*}" >> "$durations"
+done
+# The newest time of each job only.
+if [[ -f $durations ]]; then
+  tac "$durations" | awk -F'\t' '!seen[$2]++' | tac > "$durations.new" && mv "$durations.new" "$durations"
+fi
+echo "vmtest: the guests took $(( $(date +%s) - start )) s, $JOBS at once"
+((failed == 0)) || exit 1
 echo "vmtest: per kernel line, what ran (every check passed):"
 for line in "${lines[@]}"; do
-  echo "  $line ($(basename "${image[$line]}")): ${passed[$line]:-0} checks in ${took[$line]:-0} s: ${ran[$line]:-nothing}"
+  echo "  $line ($(basename "${image[$line]}")): ${passed[$line]:-0} checks in ${took[$line]:-0} s of guest time: ${ran[$line]:-nothing}"
 done
 tests/vmtest/support-table.sh "$CACHE" "${lines[@]}"

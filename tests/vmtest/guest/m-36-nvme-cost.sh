@@ -1,4 +1,4 @@
-# vmtest-checks: 1
+# vmtest-checks: 2
 # vmtest-kernels: 6.1 6.12
 # What tracing costs on NVMe, dispatch included (issue 36), in one guest:
 # interleaved rounds of fio 4 KiB random reads at QD16 on the emulated NVMe
@@ -26,13 +26,16 @@ MODES="none defaults shards1 nvme biolatency"
 sysctl -qw kernel.bpf_stats_enabled=1
 
 # Busy jiffies of the whole guest (USER_HZ) and the BPF programs' run time
-# (ns) and runs, summed over every program loaded.
+# (ns), runs and recursion misses (runs the kernel skipped because the
+# program was already running on that CPU: events lost; bpftool leaves the
+# field out while it is 0), summed over every program loaded.
 busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
 bpf_sums() {
   bpftool -j prog show 2>/dev/null | python3 -c '
 import json, sys
 ps = [p for p in json.load(sys.stdin) if p.get("type") in ("tracing", "raw_tracepoint", "tracepoint")]
-print(sum(p.get("run_time_ns", 0) for p in ps), sum(p.get("run_cnt", 0) for p in ps), len(ps))'
+print(sum(p.get("run_time_ns", 0) for p in ps), sum(p.get("run_cnt", 0) for p in ps), len(ps),
+      sum(p.get("recursion_misses", 0) for p in ps))'
 }
 BG=""
 start_mode() {
@@ -57,13 +60,13 @@ for r in $(seq $ROUNDS); do
   order=$(echo $MODES | tr ' ' '\n' | awk -v k=$(( (r - 1) % n )) -v n=$n '{ m[NR-1] = $0 } END { for (i = 0; i < n; i++) print m[(i + k) % n] }')
   for m in $order; do
     start_mode $m || { stop_mode; continue; }
-    read t0 c0 p0 < <(bpf_sums); b0=$(busy)
+    read t0 c0 p0 x0 < <(bpf_sums); b0=$(busy)
     fio --name=nc --filename=/dev/$DEV --direct=1 --ioengine=libaio --rw=randread --bs=4k --iodepth=16 \
       --number_ios=$IOS --size=1G --output-format=json --output=$SCRATCH/nc-fio.json > /dev/null 2>&1
-    b1=$(busy); read t1 c1 p1 < <(bpf_sums)
+    b1=$(busy); read t1 c1 p1 x1 < <(bpf_sums)
     stop_mode
     read ios iops < <(python3 -c "import json,sys; j=json.load(open(sys.argv[1]))['jobs'][0]['read']; print(j['total_ios'], j['iops'])" $SCRATCH/nc-fio.json)
-    row="NVMECOST round=$r mode=$m ios=$ios iops=$iops bpf_ns=$((t1 - t0)) runs=$((c1 - c0)) progs=$p1 busy_ticks=$((b1 - b0))"
+    row="NVMECOST round=$r mode=$m ios=$ios iops=$iops bpf_ns=$((t1 - t0)) runs=$((c1 - c0)) progs=$p1 busy_ticks=$((b1 - b0)) misses=$((x1 - x0))"
     echo "$row" >> $OUT; echo "  $row"
   done
 done
@@ -78,7 +81,8 @@ cpu_ns = lambda r: per(r, "busy_ticks") * 1e9 / hz
 none_cpu = statistics.median([cpu_ns(r) for r in rows if r["mode"] == "none"] or [0])
 def figures(r):
     return {"bpf_ns": per(r, "bpf_ns"), "runs": per(r, "runs"), "cpu_ns": cpu_ns(r),
-            "cpu_over_none_ns": cpu_ns(r) - none_cpu, "iops": float(r["iops"])}
+            "cpu_over_none_ns": cpu_ns(r) - none_cpu, "iops": float(r["iops"]),
+            "recursion_misses": float(r.get("misses", 0))}
 by = {m: [figures(r) for r in rows if r["mode"] == m] for m in modes}
 summary = {"kernel": line, "rounds": max((int(r["round"]) for r in rows), default=0), "modes": {}}
 fmt = lambda xs: f"{statistics.median(xs):.0f} ({min(xs):.0f}-{max(xs):.0f})" if xs else "-"
@@ -111,3 +115,5 @@ print("nvme-cost-summary " + json.dumps(summary, sort_keys=True))
 PY
 measured=$(awk '{print $3}' $OUT | sort | uniq -c | awk -v r=$ROUNDS '$1 == r' | wc -l)
 ok "every mode measured in each of $ROUNDS rounds" "[ $measured -eq $(echo $MODES | wc -w) ]"
+missed=$(awk '$3 != "mode=biolatency" { for (i = 4; i <= NF; i++) if ($i ~ /^misses=/) { sub("misses=", "", $i); s += $i } } END { print s + 0 }' $OUT)
+ok "iowarden's programs missed no run (recursion misses: $missed)" "[ $missed -eq 0 ]"

@@ -1,4 +1,5 @@
 # vmtest-checks: 4
+# vmtest-beside: yes
 # The guest is what later tests rely on.
 . "$(dirname "$0")/lib.sh"
 ok "pure cgroup v2 with the io controller" "grep -qw io $CG/cgroup.controllers && ! grep -q ' cgroup ' /proc/mounts"

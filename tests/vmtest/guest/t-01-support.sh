@@ -1,4 +1,5 @@
 # vmtest-checks: 2
+# vmtest-beside: yes
 # What iowarden says works on this kernel: the support row `iowarden run`
 # prints at start (with --locks and --nvme, off by default, so that their columns say what the
 # kernel allows), and what its block programs cost here. run.sh builds the

@@ -1,4 +1,5 @@
 # vmtest-checks: 4
+# vmtest-beside: yes
 # iowarden on cgroup v2 and NVMe: per-cgroup counts and bytes equal fio's
 # and the kernel's own per-cgroup accounting (io.stat), and a cgroup's
 # buffered writes, issued later by the flusher threads, are charged to it.

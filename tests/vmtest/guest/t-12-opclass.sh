@@ -1,4 +1,5 @@
 # vmtest-checks: 3
+# vmtest-beside: yes
 # Op classes follow the kernel's accounting (op_stat_group): write-zeroes is a
 # write, as in /sys/block/<dev>/stat; only REQ_OP_DISCARD is a discard.
 . "$(dirname "$0")/lib.sh"

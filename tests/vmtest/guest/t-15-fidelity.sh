@@ -1,4 +1,5 @@
 # vmtest-checks: 4
+# vmtest-beside: yes
 # Latency fidelity where the device's service time is known: null_blk
 # (blk-mq) completing every request from a timer 2 ms after it is queued.
 # Two cgroups doing direct I/O with fio: per cgroup, I/Os and bytes equal

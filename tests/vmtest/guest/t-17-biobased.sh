@@ -1,4 +1,5 @@
 # vmtest-checks: 7
+# vmtest-beside: yes
 # Bio-based devices: device-mapper and md take bios, not requests, so the
 # block_rq_* tracepoints never fire on them; block_bio_complete does. On
 # dm-linear, dm-crypt, an LVM logical volume and md raid1, all on the

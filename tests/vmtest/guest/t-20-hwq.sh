@@ -1,4 +1,5 @@
 # vmtest-checks: 2
+# vmtest-beside: yes
 # Per-hardware-queue counters on a multi-queue device: fio pinned to each
 # vCPU shows its I/O on the hctx whose cpu_list holds that CPU.
 . "$(dirname "$0")/lib.sh"

@@ -1,5 +1,6 @@
 # vmtest-checks: 1
 # vmtest-kernels: 5.10
+# vmtest-beside: yes
 # Where the kernel has no module BTF (5.10), the nvme programs cannot be
 # typed: iowarden must say so in iowarden_probe_active and run the rest
 # (t-10 and t-15 check the rest's counts on this kernel).

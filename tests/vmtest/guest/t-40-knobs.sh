@@ -1,4 +1,5 @@
 # vmtest-checks: 21
+# vmtest-beside: yes
 # iowarden knob on real cgroup v2 knobs: io.weight on a child cgroup,
 # io.cost.qos / io.cost.model on nvme0n1; kill -9 during --hold, then
 # `iowarden knob restore` puts the originals back byte-for-byte.

@@ -1,4 +1,5 @@
 # vmtest-checks: 7
+# vmtest-beside: yes
 # `iowarden tune` and `profile --apply` against real iocost on every kernel
 # line: what they write, journal and restore through the kernel's knobs
 # (t-45 measures the tuner's control loop, on one line; t-44 that its pin

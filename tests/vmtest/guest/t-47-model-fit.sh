@@ -1,6 +1,7 @@
 # vmtest-checks: 4
 # vmtest-kernels: 6.1
 # vmtest-drive: throttling.iops-total=3000,throttling.bps-total=41943040
+# vmtest-beside: yes
 # `tune --model`'s convergence in `make test`, at one device point: m-47's
 # profile and its run from a model 4x too optimistic, whose fit must
 # determine all six terms, each within 15 % of the profile, as must the

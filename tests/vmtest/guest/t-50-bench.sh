@@ -1,4 +1,5 @@
 # vmtest-checks: 8
+# vmtest-beside: yes
 # iowarden bench --quick, fairness suite, no knob and io.cost + io.weight on
 # the emulated NVMe device: the report exists and parses, iowarden's
 # per-cgroup bandwidth equals fio's within 2 % (every tenant of every

@@ -1,6 +1,7 @@
 # vmtest-checks: 5
 # vmtest-append: possible_cpus=192
 # vmtest-kernels: 6.1 5.10
+# vmtest-beside: yes
 # Kernel memory at a fleet host's CPU count: this guest boots with 192
 # possible CPUs (2 online), so per-CPU maps would be allocated 192 times.
 # Not on 6.12: since 6.9's CPU topology code possible_cpus= only limits
