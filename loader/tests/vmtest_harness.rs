@@ -1,8 +1,11 @@
 //! tests/vmtest/run.sh refuses a VMTEST_ONLY that selects no guest script,
-//! with its own message, before it installs or boots anything.
+//! and a VMTEST_JOBS that is no number of guests, with its own message,
+//! before it installs or boots anything; its plan (VMTEST_PLAN) boots every
+//! script of a line once, those that must run alone first.
 
 use crate::fixtures;
 
+use std::collections::BTreeMap;
 use std::process::Command;
 
 use fixtures::repo;
@@ -52,5 +55,81 @@ fn vmtest_jobs_not_a_positive_number_is_refused_before_anything_runs() {
             !cache.path().join("cache").exists(),
             "VMTEST_JOBS={jobs}: the harness created its cache before refusing"
         );
+    }
+}
+
+/// A script's `# vmtest-KEY: value` line among its lines 2-5.
+fn script_header(text: &str, key: &str) -> Option<String> {
+    let tag = format!("# vmtest-{key}: ");
+    text.lines()
+        .skip(1)
+        .take(4)
+        .find_map(|l| l.strip_prefix(&tag).map(str::to_string))
+}
+
+#[test]
+fn the_plan_boots_each_script_once_per_line_with_the_lone_guests_first() {
+    let cache = tempfile::tempdir().unwrap();
+    let out = Command::new(repo().join("tests/vmtest/run.sh"))
+        .env("VMTEST_PLAN", "1")
+        .env("VMTEST_CACHE", cache.path().join("cache"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !cache.path().join("cache").exists(),
+        "the plan created the cache"
+    );
+    // line|command line|drive|beside|scripts|checks|log
+    let boots: Vec<Vec<&str>> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("  "))
+        .map(|l| l.split('|').collect())
+        .collect();
+    assert!(!boots.is_empty(), "no boot planned: {stdout}");
+    let first_beside = boots
+        .iter()
+        .position(|b| b[3] == "yes")
+        .unwrap_or(boots.len());
+    assert!(
+        boots[first_beside..].iter().all(|b| b[3] == "yes"),
+        "a guest that runs alone is planned after one that runs beside: {stdout}"
+    );
+    let mut planned: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for b in &boots {
+        for script in b[4].split_whitespace() {
+            *planned
+                .entry((b[0].to_string(), script.to_string()))
+                .or_default() += 1;
+            let text =
+                std::fs::read_to_string(repo().join("tests/vmtest/guest").join(script)).unwrap();
+            let beside = script_header(&text, "beside").unwrap_or_else(|| "no".into());
+            assert_eq!(
+                b[3], beside,
+                "{script} on {}: in a guest whose beside is {}",
+                b[0], b[3]
+            );
+        }
+    }
+    for entry in std::fs::read_dir(repo().join("tests/vmtest/guest")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().to_string();
+        if !(name.starts_with("t-") && name.ends_with(".sh")) {
+            continue;
+        }
+        let text = std::fs::read_to_string(repo().join("tests/vmtest/guest").join(&name)).unwrap();
+        let lines = script_header(&text, "kernels").unwrap_or_else(|| "6.1 5.10 6.12".into());
+        for line in lines.split_whitespace() {
+            assert_eq!(
+                planned.get(&(line.to_string(), name.clone())),
+                Some(&1),
+                "{name} on {line}: planned {:?} times",
+                planned.get(&(line.to_string(), name.clone()))
+            );
+        }
     }
 }

@@ -16,6 +16,7 @@
 #                             have the machine to itself
 #   IOWARDEN_BIN=...          the binary the guest tests run
 #   VMTEST_ONLY='40-*'        run only the guest tests t-<glob>.sh
+#   VMTEST_PLAN=1             print the guest boots, in order, and exit
 #   VMTEST_ONLY='m-47-model'  run a measurement script (guest/m-*.sh: proofs too
 #                             long, or too close to their bound, for make test)
 #   VMTEST_CACHE=dir          where the venv, NVMe image and logs live
@@ -91,6 +92,45 @@ for l in "${lines[@]}"; do
 done
 ((expected > 0)) || { echo "vmtest: VMTEST_ONLY='${VMTEST_ONLY:-}' selects no script for kernel lines ${lines[*]}" >&2; exit 1; }
 echo "vmtest: ${#selected[@]} scripts on kernel lines ${lines[*]}, $expected checks expected"
+# Every guest boot of the run, a job each: kernel line, command line,
+# drive options, whether it may run beside another guest, scripts, checks,
+# log.
+jobs=()
+for line in "${lines[@]}"; do
+  declare -A group_scripts=() group_checks=()
+  for t in $(scripts_for "$line"); do
+    beside=$(header "$t" beside)
+    key="$(header "$t" append)|$(header "$t" drive)|${beside:-no}"   # never empty: bash keys cannot be
+    group_scripts[$key]+="$(basename "$t") "
+    group_checks[$key]=$(( ${group_checks[$key]:-0} + $(header "$t" checks) ))
+  done
+  n=0
+  for key in "${!group_scripts[@]}"; do
+    log=$CACHE/vmtest-$line.log
+    ((n == 0)) || log=$CACHE/vmtest-$line-$n.log
+    jobs+=("$line|$key|${group_scripts[$key]}|${group_checks[$key]}|$log")
+    n=$((n + 1))
+  done
+  unset group_scripts group_checks
+done
+# The groups that run alone first, then the others longest first, by what
+# each took when it last passed here (one never timed first of all).
+durations=$CACHE/vmtest-durations
+last_took() {  # job: its seconds, or a large number when never timed
+  local secs
+  secs=$(awk -F'\t' -v k="${1%|*}" '$2 == k { s = $1 } END { print s }' "$durations" 2>/dev/null)
+  echo "${secs:-999999}"
+}
+mapfile -t jobs < <(for i in "${!jobs[@]}"; do
+  alone=0; [[ ${jobs[$i]} == *"|no|"* ]] && alone=1   # the beside field
+  printf '%s\t%s\t%s\t%s\n' "$alone" "$(last_took "${jobs[$i]}")" "$i" "${jobs[$i]}"
+done | sort -t$'\t' -k1,1nr -k2,2nr -k3,3n | cut -f4-)
+
+if [[ -n ${VMTEST_PLAN:-} ]]; then
+  echo "vmtest: the guest boots, in order (line|command line|drive|beside|scripts|checks|log):"
+  printf '  %s\n' "${jobs[@]}"
+  exit 0
+fi
 mkdir -p "$CACHE"
 
 need=()
@@ -151,11 +191,13 @@ nvme_image() {  # worker
 vcpu_stopped() {  # log
   [[ $(grep -cE '^\[ *[0-9.]+\] rcu:[[:space:]]+[0-9]+-[^:]*: \(0 ticks this GP\)' "$1" 2>/dev/null) -ge 2 ]]
 }
-# One guest boot per kernel line, command line and NVMe drive: a script
-# may ask for more in its lines 2-5, for the command line ("# vmtest-append:
-# possible_cpus=192") or QEMU's drive options ("# vmtest-drive:
-# throttling.iops-total=2000"; a throttling.bps-total there replaces the
-# default), and runs in a guest of its own with them.
+# One guest boot per kernel line, command line, NVMe drive and whether its
+# scripts may run beside another guest: a script may ask for more in its
+# lines 2-5, for the command line ("# vmtest-append: possible_cpus=192") or
+# QEMU's drive options ("# vmtest-drive: throttling.iops-total=2000"; a
+# throttling.bps-total there replaces the default), and runs in a guest of
+# its own with them; "# vmtest-beside: yes" (below) puts it in the guest
+# of its line's scripts that say so.
 # Runs in a worker (below): adds its time to $job_took, returns non-zero
 # when the group did not pass.
 boot() {  # line extra-cmdline extra-drive-options scripts expected log image [retried]
@@ -240,44 +282,6 @@ boot() {  # line extra-cmdline extra-drive-options scripts expected log image [r
   fi
 }
 
-# Every guest boot of the run, a job each: kernel line, command line,
-# drive options, scripts, checks, log.
-jobs=()
-for line in "${lines[@]}"; do
-  declare -A group_scripts=() group_checks=() group_alone=()
-  for t in $(scripts_for "$line"); do
-    key="$(header "$t" append)|$(header "$t" drive)"   # never empty: bash keys cannot be
-    group_scripts[$key]+="$(basename "$t") "
-    group_checks[$key]=$(( ${group_checks[$key]:-0} + $(header "$t" checks) ))
-    [[ -n $(header "$t" beside) ]] || group_alone[$key]=1
-  done
-  # A previous run's logs of this line would lend support-table.sh rows
-  # and costs this run did not measure.
-  rm -f "$CACHE/vmtest-$line.log" "$CACHE/vmtest-$line"-*.log "$CACHE/vmtest-$line".log.{int3,stall} \
-    "$CACHE/vmtest-$line"-*.log.{int3,stall}
-  n=0
-  for key in "${!group_scripts[@]}"; do
-    log=$CACHE/vmtest-$line.log
-    ((n == 0)) || log=$CACHE/vmtest-$line-$n.log
-    beside=yes; [[ -n ${group_alone[$key]:-} ]] && beside=no
-    jobs+=("$line|$key|${group_scripts[$key]}|${group_checks[$key]}|$beside|$log")
-    n=$((n + 1))
-  done
-  unset group_scripts group_checks group_alone
-done
-# The groups that run alone first, then the others longest first, by what
-# each took when it last passed here (one never timed first of all).
-durations=$CACHE/vmtest-durations
-last_took() {  # job: its seconds, or a large number when never timed
-  local secs
-  secs=$(awk -F'\t' -v k="${1%|*}" '$2 == k { s = $1 } END { print s }' "$durations" 2>/dev/null)
-  echo "${secs:-999999}"
-}
-mapfile -t jobs < <(for i in "${!jobs[@]}"; do
-  alone=0; [[ ${jobs[$i]} == *"|no|"* ]] && alone=1
-  printf '%s\t%s\t%s\t%s\n' "$alone" "$(last_took "${jobs[$i]}")" "$i" "${jobs[$i]}"
-done | sort -t$'\t' -k1,1nr -k2,2nr -k3,3n | cut -f4-)
-
 # JOBS workers, each with an NVMe image of its own, take the jobs in that
 # order; a job's output is printed whole when it ends, and after a failure
 # no new guest boots. A guest runs beside another only if every script of
@@ -299,7 +303,7 @@ take_job() {  # prints the index of the next job once it may start, "wait", or n
     for i in "${!jobs[@]}"; do
       [[ -e $work/taken-$i ]] && continue
       left=1
-      IFS='|' read -r line extra drive list want beside log <<< "${jobs[$i]}"
+      IFS='|' read -r line extra drive beside list want log <<< "${jobs[$i]}"
       if [[ $beside == yes ]]; then
         pick=$i
       elif ((running == 0)); then
@@ -319,7 +323,7 @@ worker() {  # worker
   img=$(nvme_image "$1")
   while i=$(take_job) && [[ -n $i ]]; do
     if [[ $i == wait ]]; then sleep 5; continue; fi
-    IFS='|' read -r line extra drive list want beside log <<< "${jobs[$i]}"
+    IFS='|' read -r line extra drive beside list want log <<< "${jobs[$i]}"
     echo "vmtest: [$line] guest $1 boots for $list$([[ $beside == yes ]] || echo ' (alone)')"
     job_took=0 rc=0
     boot "$line" "$extra" "$drive" "$list" "$want" "$log" "$img" > "$work/job-$i.out" 2>&1 || rc=$?
@@ -329,6 +333,12 @@ worker() {  # worker
       _ "$work" "$i" "$beside"
   done
 }
+# A previous run's logs of these lines would lend support-table.sh rows
+# and costs this run did not measure.
+for line in "${lines[@]}"; do
+  rm -f "$CACHE/vmtest-$line.log" "$CACHE/vmtest-$line"-*.log "$CACHE/vmtest-$line".log.{int3,stall} \
+    "$CACHE/vmtest-$line"-*.log.{int3,stall}
+done
 start=$(date +%s)
 echo "vmtest: ${#jobs[@]} guest boots, $JOBS at once"
 for ((w = 0; w < JOBS; w++)); do worker "$w" & done
@@ -337,7 +347,7 @@ wait
 declare -A ran passed took
 failed=0
 for i in "${!jobs[@]}"; do
-  IFS='|' read -r line extra drive list want beside log <<< "${jobs[$i]}"
+  IFS='|' read -r line extra drive beside list want log <<< "${jobs[$i]}"
   if [[ ! -e $work/job-$i.result ]]; then
     echo "vmtest: [$line] not booted after a failure: $list" >&2; failed=1; continue
   fi
