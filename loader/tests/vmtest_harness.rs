@@ -67,11 +67,13 @@ fn script_header(text: &str, key: &str) -> Option<String> {
         .find_map(|l| l.strip_prefix(&tag).map(str::to_string))
 }
 
-#[test]
-fn the_plan_boots_each_script_once_per_line_with_the_lone_guests_first() {
+/// run.sh's plan (VMTEST_PLAN) with VMTEST_JOBS=`jobs`: its boots as
+/// line|command line|drive|beside|scripts|checks|log.
+fn plan(jobs: &str) -> Vec<Vec<String>> {
     let cache = tempfile::tempdir().unwrap();
     let out = Command::new(repo().join("tests/vmtest/run.sh"))
         .env("VMTEST_PLAN", "1")
+        .env("VMTEST_JOBS", jobs)
         .env("VMTEST_CACHE", cache.path().join("cache"))
         .output()
         .unwrap();
@@ -85,35 +87,23 @@ fn the_plan_boots_each_script_once_per_line_with_the_lone_guests_first() {
         !cache.path().join("cache").exists(),
         "the plan created the cache"
     );
-    // line|command line|drive|beside|scripts|checks|log
-    let boots: Vec<Vec<&str>> = stdout
+    let boots: Vec<Vec<String>> = stdout
         .lines()
         .filter_map(|l| l.strip_prefix("  "))
-        .map(|l| l.split('|').collect())
+        .map(|l| l.split('|').map(str::to_string).collect())
         .collect();
     assert!(!boots.is_empty(), "no boot planned: {stdout}");
-    let first_beside = boots
-        .iter()
-        .position(|b| b[3] == "yes")
-        .unwrap_or(boots.len());
-    assert!(
-        boots[first_beside..].iter().all(|b| b[3] == "yes"),
-        "a guest that runs alone is planned after one that runs beside: {stdout}"
-    );
+    boots
+}
+
+/// Every t-*.sh is planned exactly once on each line it runs on.
+fn assert_each_script_once(boots: &[Vec<String>]) {
     let mut planned: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for b in &boots {
+    for b in boots {
         for script in b[4].split_whitespace() {
             *planned
-                .entry((b[0].to_string(), script.to_string()))
+                .entry((b[0].clone(), script.to_string()))
                 .or_default() += 1;
-            let text =
-                std::fs::read_to_string(repo().join("tests/vmtest/guest").join(script)).unwrap();
-            let beside = script_header(&text, "beside").unwrap_or_else(|| "no".into());
-            assert_eq!(
-                b[3], beside,
-                "{script} on {}: in a guest whose beside is {}",
-                b[0], b[3]
-            );
         }
     }
     for entry in std::fs::read_dir(repo().join("tests/vmtest/guest")).unwrap() {
@@ -124,11 +114,50 @@ fn the_plan_boots_each_script_once_per_line_with_the_lone_guests_first() {
         let text = std::fs::read_to_string(repo().join("tests/vmtest/guest").join(&name)).unwrap();
         let lines = script_header(&text, "kernels").unwrap_or_else(|| "6.1 5.10 6.12".into());
         for line in lines.split_whitespace() {
+            let n = planned.get(&(line.to_string(), name.clone()));
+            assert_eq!(n, Some(&1), "{name} on {line}: planned {n:?} times");
+        }
+    }
+}
+
+#[test]
+fn one_guest_at_a_time_keeps_a_lines_scripts_in_one_boot_per_command_line_and_drive() {
+    let boots = plan("1");
+    assert_each_script_once(&boots);
+    let mut per_guest: BTreeMap<(String, String, String), usize> = BTreeMap::new();
+    for b in &boots {
+        assert_eq!(
+            b[3], "-",
+            "one guest at a time, yet a boot split by its beside marks: {b:?}"
+        );
+        *per_guest
+            .entry((b[0].clone(), b[1].clone(), b[2].clone()))
+            .or_default() += 1;
+    }
+    assert!(per_guest.values().all(|&n| n == 1), "{per_guest:?}");
+}
+
+#[test]
+fn two_guests_at_once_split_each_line_by_beside_marks_with_the_lone_guests_first() {
+    let boots = plan("2");
+    assert_each_script_once(&boots);
+    let first_beside = boots
+        .iter()
+        .position(|b| b[3] == "yes")
+        .unwrap_or(boots.len());
+    assert!(
+        boots[first_beside..].iter().all(|b| b[3] == "yes"),
+        "a guest that runs alone is planned after one that runs beside: {boots:?}"
+    );
+    for b in &boots {
+        for script in b[4].split_whitespace() {
+            let text =
+                std::fs::read_to_string(repo().join("tests/vmtest/guest").join(script)).unwrap();
+            let beside = script_header(&text, "beside").unwrap_or_else(|| "no".into());
             assert_eq!(
-                planned.get(&(line.to_string(), name.clone())),
-                Some(&1),
-                "{name} on {line}: planned {:?} times",
-                planned.get(&(line.to_string(), name.clone()))
+                b[3], beside,
+                "{script} on {}: in a guest whose beside is {}",
+                b[0], b[3]
             );
         }
     }

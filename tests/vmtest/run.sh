@@ -8,12 +8,11 @@
 #                             none: every line)
 #   KERNEL=/path/to/bzImage   one kernel of your own instead: every script
 #   VMTEST_TIMEOUT=1500       seconds before a hung guest is killed
-#   VMTEST_JOBS=2             guests booted at once (each with its own NVMe
-#                             image): a guest leaves about half of this
-#                             machine's two cores idle, waiting on its
-#                             throttled device, fio and the tuner's periods;
-#                             1 for a measurement script (m-*), which must
-#                             have the machine to itself
+#   VMTEST_JOBS=1             guests booted at once (each with its own NVMe
+#                             image; only those whose scripts all say
+#                             "# vmtest-beside: yes" beside another): 1 on
+#                             a 2-core machine, where checks failed by
+#                             chance with two (below)
 #   IOWARDEN_BIN=...          the binary the guest tests run
 #   VMTEST_ONLY='40-*'        run only the guest tests t-<glob>.sh
 #   VMTEST_PLAN=1             print the guest boots, in order, and exit
@@ -56,8 +55,7 @@ else
   only=${only#t-}
   pattern=tests/vmtest/guest/t-$only.sh
 fi
-JOBS=${VMTEST_JOBS:-2}
-[[ $only == m-* ]] && JOBS=${VMTEST_JOBS:-1}
+JOBS=${VMTEST_JOBS:-1}
 selected=()
 for t in $pattern; do [[ -f $t ]] && selected+=("$t"); done
 if ((${#selected[@]} == 0)); then
@@ -99,8 +97,9 @@ jobs=()
 for line in "${lines[@]}"; do
   declare -A group_scripts=() group_checks=()
   for t in $(scripts_for "$line"); do
-    beside=$(header "$t" beside)
-    key="$(header "$t" append)|$(header "$t" drive)|${beside:-no}"   # never empty: bash keys cannot be
+    beside=-   # one guest at a time: a line's scripts stay in one boot
+    ((JOBS == 1)) || { beside=$(header "$t" beside); beside=${beside:-no}; }
+    key="$(header "$t" append)|$(header "$t" drive)|$beside"   # never empty: bash keys cannot be
     group_scripts[$key]+="$(basename "$t") "
     group_checks[$key]=$(( ${group_checks[$key]:-0} + $(header "$t" checks) ))
   done
@@ -286,12 +285,14 @@ boot() {  # line extra-cmdline extra-drive-options scripts expected log image [r
 # order; a job's output is printed whole when it ends, and after a failure
 # no new guest boots. A guest runs beside another only if every script of
 # both says it may ("# vmtest-beside: yes"); any other has the machine to
-# itself. Those that do passed beside a line's whole suite in trials here
-# on 2026-12-02, where two whole lines at once slowed each script
-# 1.15-1.65x and failed t-22's split between two culprits (0.101 from their
-# device-time shares, against 0.1) and, beside t-47, t-18's window of
-# io.max's hold (the reads fell outside it): checks whose timing assumes a
-# guest alone on this 2-core machine.
+# itself. Those that do passed beside a line's whole suite in trials on
+# this 2-core machine on 2026-12-02, where two whole lines at once slowed
+# each script 1.15-1.65x and failed t-22's split between two culprits
+# (0.101 from their device-time shares, against 0.1), beside t-47 t-18's
+# window over io.max's hold (the reads fell outside it), and in a third,
+# 5.10's t-35 beside 6.12's marked scripts (ic-a 22 % of the I/O against
+# its weight's 17 %): checks whose timing or throughput assume a guest
+# alone on two cores. Hence one guest at a time by default.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 take_job() {  # prints the index of the next job once it may start, "wait", or nothing when none is left

@@ -1,5 +1,4 @@
 # vmtest-checks: 12
-# vmtest-beside: yes
 # iocost programs: with iocost on the NVMe device (a model whose capacity is
 # below what the emulated device delivers, vrate pinned at 100%) two cgroups
 # of io.weight 100 and 500 running the same saturating job: iowarden's
