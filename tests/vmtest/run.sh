@@ -325,7 +325,7 @@ worker() {  # worker
   while i=$(take_job) && [[ -n $i ]]; do
     if [[ $i == wait ]]; then sleep 5; continue; fi
     IFS='|' read -r line extra drive beside list want log <<< "${jobs[$i]}"
-    echo "vmtest: [$line] guest $1 boots for $list$([[ $beside == yes ]] || echo ' (alone)')"
+    echo "vmtest: [$line] guest $1 boots for $list$([[ $beside != no ]] || echo ' (alone)')"
     job_took=0 rc=0
     boot "$line" "$extra" "$drive" "$list" "$want" "$log" "$img" > "$work/job-$i.out" 2>&1 || rc=$?
     echo "$rc $job_took" > "$work/job-$i.result"
