@@ -10,27 +10,39 @@ use std::process::Command;
 
 use fixtures::repo;
 
+/// run.sh with `env` and a cache of its own: its output, and whether it
+/// created that cache.
+fn harness(env: &[(&str, &str)]) -> (std::process::Output, bool) {
+    let cache = tempfile::tempdir().unwrap();
+    let out = Command::new(repo().join("tests/vmtest/run.sh"))
+        .envs(env.iter().copied())
+        .env("VMTEST_CACHE", cache.path().join("cache"))
+        .output()
+        .unwrap();
+    (out, cache.path().join("cache").exists())
+}
+
+/// run.sh with `var=value` exits 1 with `message` alone, before it makes its cache.
+fn assert_refused(var: &str, value: &str, message: &str) {
+    let (out, cache_made) = harness(&[(var, value)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{var}={value}: {stderr}");
+    assert_eq!(stderr.trim(), message, "{var}={value}");
+    assert!(
+        !cache_made,
+        "{var}={value}: the harness created its cache before refusing"
+    );
+}
+
 #[test]
 fn vmtest_only_matching_no_script_is_refused_with_the_harness_message() {
     for only in ["zzz", "zz*", "t-zzz.sh", "m-zzz", "99-*"] {
-        let cache = tempfile::tempdir().unwrap();
-        let out = Command::new(repo().join("tests/vmtest/run.sh"))
-            .env("VMTEST_ONLY", only)
-            .env("VMTEST_CACHE", cache.path().join("cache"))
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "VMTEST_ONLY={only}: {stderr}");
-        assert_eq!(
-            stderr.trim(),
-            format!(
+        assert_refused(
+            "VMTEST_ONLY",
+            only,
+            &format!(
                 "vmtest: VMTEST_ONLY='{only}' matches no script in tests/vmtest/guest; nothing would run"
             ),
-            "VMTEST_ONLY={only}"
-        );
-        assert!(
-            !cache.path().join("cache").exists(),
-            "VMTEST_ONLY={only}: the harness created its cache before refusing"
         );
     }
 }
@@ -38,22 +50,10 @@ fn vmtest_only_matching_no_script_is_refused_with_the_harness_message() {
 #[test]
 fn vmtest_jobs_not_a_positive_number_is_refused_before_anything_runs() {
     for jobs in ["0", "two", "-1"] {
-        let cache = tempfile::tempdir().unwrap();
-        let out = Command::new(repo().join("tests/vmtest/run.sh"))
-            .env("VMTEST_JOBS", jobs)
-            .env("VMTEST_CACHE", cache.path().join("cache"))
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "VMTEST_JOBS={jobs}: {stderr}");
-        assert_eq!(
-            stderr.trim(),
-            format!("vmtest: VMTEST_JOBS='{jobs}' is not a positive number of guests"),
-            "VMTEST_JOBS={jobs}"
-        );
-        assert!(
-            !cache.path().join("cache").exists(),
-            "VMTEST_JOBS={jobs}: the harness created its cache before refusing"
+        assert_refused(
+            "VMTEST_JOBS",
+            jobs,
+            &format!("vmtest: VMTEST_JOBS='{jobs}' is not a positive number of guests"),
         );
     }
 }
@@ -70,23 +70,14 @@ fn script_header(text: &str, key: &str) -> Option<String> {
 /// run.sh's plan (VMTEST_PLAN) with VMTEST_JOBS=`jobs`: its boots as
 /// line|command line|drive|beside|scripts|checks|log.
 fn plan(jobs: &str) -> Vec<Vec<String>> {
-    let cache = tempfile::tempdir().unwrap();
-    let out = Command::new(repo().join("tests/vmtest/run.sh"))
-        .env("VMTEST_PLAN", "1")
-        .env("VMTEST_JOBS", jobs)
-        .env("VMTEST_CACHE", cache.path().join("cache"))
-        .output()
-        .unwrap();
+    let (out, cache_made) = harness(&[("VMTEST_PLAN", "1"), ("VMTEST_JOBS", jobs)]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
         "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(
-        !cache.path().join("cache").exists(),
-        "the plan created the cache"
-    );
+    assert!(!cache_made, "the plan created the cache");
     let boots: Vec<Vec<String>> = stdout
         .lines()
         .filter_map(|l| l.strip_prefix("  "))
