@@ -25,6 +25,9 @@
 #   VMTEST_RUNQLAT=1          t-45 also runs libbpf-tools' runqlat on the LC
 #                             cgroup and prints it (off in make test: attaching
 #                             to sched_switch under load once hung a 6.1 guest)
+#   VMTEST_TRACE=/abs/dir     every guest command timestamped into
+#                             DIR/LINE/SCRIPT.trace (where a script's time goes:
+#                             tests/vmtest/trace-summary.py DIR/LINE)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 TOP=$PWD
@@ -131,6 +134,10 @@ if [[ -n ${VMTEST_PLAN:-} ]]; then
   exit 0
 fi
 mkdir -p "$CACHE"
+if [[ -n ${VMTEST_TRACE:-} ]]; then
+  [[ $VMTEST_TRACE == /* ]] || { echo "vmtest: VMTEST_TRACE='$VMTEST_TRACE' is not an absolute path" >&2; exit 1; }
+  mkdir -p "$VMTEST_TRACE"
+fi
 
 need=()
 # dmsetup, lvm2, mdadm: the bio-based volumes of t-17 (the guest runs the host's binaries).
@@ -219,10 +226,10 @@ boot() {  # line extra-cmdline extra-drive-options scripts expected log image [r
   # In the background, watched: a stopped vCPU ends it (TERM to timeout,
   # which passes it to QEMU's process group).
   (
-    timeout --kill-after=10 "$TIMEOUT" vng --verbose --run "$kernel" "${accel[@]}" --cpus 2 --memory 2G \
+    timeout --kill-after=10 "$TIMEOUT" vng --verbose --run "$kernel" "${accel[@]}" ${VMTEST_TRACE:+--rwdir="$VMTEST_TRACE"} --cpus 2 --memory 2G \
       --append "cgroup_no_v1=all loglevel=4 tsc=reliable $extra" \
       --qemu-opts="$qaccel -drive file=$img,if=none,id=nvm,format=raw,$drive_opts -device nvme,serial=iowarden,drive=nvm,max_ioqpairs=4" \
-      --exec "IOWARDEN_BIN=$IOWARDEN_BIN VMTEST_KERNEL_LINE=$line VMTEST_LIST='$list' VMTEST_DRIVE='$drive_opts' VMTEST_RUNQLAT=${VMTEST_RUNQLAT:-0} $TOP/tests/vmtest/guest/run-all.sh" 2>&1 | cat > "$log"
+      --exec "IOWARDEN_BIN=$IOWARDEN_BIN VMTEST_KERNEL_LINE=$line VMTEST_LIST='$list' VMTEST_DRIVE='$drive_opts' VMTEST_RUNQLAT=${VMTEST_RUNQLAT:-0} VMTEST_TRACE=${VMTEST_TRACE:+$VMTEST_TRACE/$line} $TOP/tests/vmtest/guest/run-all.sh" 2>&1 | cat > "$log"
     exit "${PIPESTATUS[0]}"
   ) &
   local guest=$! stopped=
@@ -232,7 +239,7 @@ boot() {  # line extra-cmdline extra-drive-options scripts expected log image [r
       pkill -TERM -P "$guest" -x timeout
       break
     fi
-    sleep 5
+    sleep 1   # (at 5 s a guest's end waited 2.5 s on average, six boots a run)
   done
   wait "$guest"; rc=$?
   set -e

@@ -3,6 +3,15 @@ ok() {
   if eval "$2"; then echo "PASS: $1"; echo "$1" >> "$PASSED"; else echo "FAIL: $1"; echo "$1" >> "$FAILED"; fi
 }
 CG=/sys/fs/cgroup
+# get URL: the body of an HTTP GET; ready URL: wait until URL answers (up to
+# 120 s). curl, not Python: under TCG a urllib import costs ~1 s (curl 0.3),
+# and the scripts fetch a snapshot dozens of times.
+get() { curl -sf --max-time 30 "$1"; }
+ready() {
+  local _i
+  for _i in $(seq 600); do curl -sf -o /dev/null --max-time 5 "$1" && return 0; sleep 0.2; done
+  echo "  $1 did not answer within 120 s" >&2; return 1
+}
 DEV=nvme0n1
 # A best-effort hog in $CG/md-hog: the fio patterns given after the time
 # ("rw bs qd"; by default the script's $SIX) in turn, 4 s each, on the
@@ -57,4 +66,18 @@ dm_disk() {
   local d
   for d in /sys/block/dm-*; do [ "$(cat $d/dm/name 2>/dev/null)" = "$1" ] && basename $d; done
   return 0
+}
+# What `iowarden bench` must leave as it found: the device's qos, model and
+# scheduler and no bench cgroups (t-50, t-51; $MM, $DEV, and bench_before
+# set before the bench).
+bench_state() { echo "qos '$(qos)' model '$(model)' sched '$(cat /sys/block/$DEV/queue/scheduler)' cgroups '$(ls -d $CG/iowarden-bench-* 2>/dev/null)'"; }
+bench_before() { before_qos=$(qos); before_sched=$(cat /sys/block/$DEV/queue/scheduler); before=$(bench_state); echo "  before: $before"; }
+# The kernel keeps a device's qos/model line once iocost was configured on
+# it; with no line before, restored means disabled with automatic parameters.
+bench_restored() {
+  local now; now=$(bench_state)
+  [ "$now" = "$before" ] && return 0
+  [ -z "$(grep "^$MM " <<<"$before_qos")" ] && echo "$now" | grep -q "qos '$MM enable=0 ctrl=auto" \
+    && echo "$now" | grep -q "ctrl=auto model=linear" && echo "$now" | grep -q "cgroups ''$" \
+    && [ "$(cat /sys/block/$DEV/queue/scheduler)" = "$before_sched" ]
 }

@@ -77,10 +77,23 @@ profile() { # NAME
   echo "  $1: rc $rc: $(cat $T/$1.txt)"
   return $rc
 }
-profile profile1; prc=$?
-REF=$(cat $T/profile1.txt)
-ok "profile measures a model of six non-zero parameters" "[ $prc -eq 0 ] && python3 -c '
+# M47_QUICK=1 (t-47, in make test): the reference is the device's caps
+# instead, the model QEMU's throttle is: `profile` of this device measured
+# them within 1 % in every run recorded (rbps 41.6 MB/s for a 41.9 cap, the
+# IOPS terms 3010-3012 for 3000; 2026-12-02), and its six 23 s cases were
+# half of t-47's time. t-46 checks profile's model on every kernel line.
+if [ -n "${M47_QUICK:-}" ]; then
+  REF="$MM ctrl=user model=linear rbps=$CAP_BPS rseqiops=$CAP_IOPS rrandiops=$CAP_IOPS wbps=$CAP_BPS wseqiops=$CAP_IOPS wrandiops=$CAP_IOPS"
+  REF_NAME="the caps"
+  echo "  reference: the caps: $REF"
+  [ -n "$CAP_IOPS" ] && [ -n "$CAP_BPS" ] || { ok "t-47's drive has both caps (its vmtest-drive line)" false; exit 1; }
+else
+  REF_NAME="the profiles"
+  profile profile1; prc=$?
+  REF=$(cat $T/profile1.txt)
+  ok "profile measures a model of six non-zero parameters" "[ $prc -eq 0 ] && python3 -c '
 import sys; kv = dict(t.split(\"=\") for t in sys.argv[1].split()[3:]); sys.exit(not (len(kv) == 6 and all(int(v) > 0 for v in kv.values())))' '$REF'"
+fi
 
 # The best-effort workload (lib.sh's cycle): the six patterns below.
 # profile's 4 KiB runs (QD64); its large sequential blocks (128 MiB at QD1)
@@ -117,7 +130,7 @@ for p in last["fit"]["params"]:
     det += 1
     fe = max(fe, abs(err(p["fitted"], n)))
     me = max(me, abs(err(int(final[n]), n)))
-    print(f'    {n}: profile {band[n][0]}..{band[n][1]}, fit {p["fitted"]} ({err(p["fitted"], n):+.1%} outside), '
+    print(f'    {n}: reference {band[n][0]}..{band[n][1]}, fit {p["fitted"]} ({err(p["fitted"], n):+.1%} outside), '
           f'rse {p["relative_error"]:.1%}, {p["samples"]} samples, in force {final[n]} ({err(int(final[n]), n):+.1%} outside)',
           file=sys.stderr)
 for p in last["fit"]["params"]:
@@ -216,9 +229,9 @@ fi
 # Judged against both profiles (the band they span).
 for name in $RUNS; do
   read n fe me und < <(judge $name "$(cat $T/$name.final)")
-  echo "  $name: $n parameters determined; worst fit error $fe, worst in-force error $me (outside the profiles' band); undetermined: $und"
-  ok "model from 4x $name: the fit determines all six parameters, each within 15% of the profiles (worst $fe)" "[ '$n' = 6 ] && python3 -c 'import sys; sys.exit(not $fe <= 0.15)'"
-  ok "model from 4x $name: the model in force is within 15% of the profiles on them (worst $me)" "[ '$n' -gt 0 ] && python3 -c 'import sys; sys.exit(not $me <= 0.15)'"
+  echo "  $name: $n parameters determined; worst fit error $fe, worst in-force error $me (outside the band of $REF_NAME); undetermined: $und"
+  ok "model from 4x $name: the fit determines all six parameters, each within 15% of $REF_NAME (worst $fe)" "[ '$n' = 6 ] && python3 -c 'import sys; sys.exit(not $fe <= 0.15)'"
+  ok "model from 4x $name: the model in force is within 15% of $REF_NAME on them (worst $me)" "[ '$n' -gt 0 ] && python3 -c 'import sys; sys.exit(not $me <= 0.15)'"
   read bn bm bc < <(judge_best $name)
   best="the fit within 10% of the caps' best linear model of its windows on $bn terms (worst $bc; measured $bm)"
   if [ -n "${M47_QUICK:-}" ]; then

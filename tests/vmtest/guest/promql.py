@@ -23,14 +23,14 @@ def query(expr):
     return json.load(urllib.request.urlopen(url, timeout=10))
 
 try:
-    up_since = None
+    # Every rate() and increase() below needs two samples in its window:
+    # wait for three successful scrapes in the shortest one (10 s), counted
+    # by Prometheus itself rather than timed (a scrape here can be late).
     for _ in range(240):
         try:
-            r = query('up{job="iowarden"} == 1')
+            r = query('sum_over_time(up{job="iowarden"}[10s]) >= 3 and up{job="iowarden"} == 1')
             if r["data"]["result"]:
-                up_since = up_since or time.time()
-                if time.time() - up_since > 12:
-                    break
+                break
         except Exception:
             pass
         time.sleep(0.5)

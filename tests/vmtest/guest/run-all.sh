@@ -30,7 +30,13 @@ for t in "${scripts[@]}"; do
   want=$(sed -n '1s/^# vmtest-checks: \([0-9][0-9]*\)$/\1/p' "$t")
   echo "guest: $name (${want:-?} checks)"
   before=$(reported); start=$(date +%s)
-  bash "$t"; rc=$?
+  if [ -n "${VMTEST_TRACE:-}" ]; then  # run.sh's VMTEST_TRACE: a host directory
+    mkdir -p "$VMTEST_TRACE"
+    # (root's bash takes no PS4 from the environment)
+    BASH_XTRACEFD=9 bash -c 'PS4="+ \$EPOCHREALTIME \$BASHPID "; set -x; . "$0"' "$t" 9> "$VMTEST_TRACE/$name.trace"; rc=$?
+  else
+    bash "$t"; rc=$?
+  fi
   got=$(( $(reported) - before ))
   echo "guest: $name took $(( $(date +%s) - start )) s"
   if [ -z "$want" ]; then

@@ -10,7 +10,7 @@ echo "+io +memory" > $CG/cgroup.subtree_control
 mkdir -p $CG/vt-a $CG/vt-b $CG/vt-w
 "$IOWARDEN_BIN" run --listen 127.0.0.1:9617 --interval 1s --device $DEV > $SCRATCH/iowarden.log 2>&1 &
 IW=$!
-for _ in $(seq 600); do python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:9617/snapshot.json")' 2>/dev/null && break; sleep 0.2; done
+ready http://127.0.0.1:9617/snapshot.json
 run_fio() { # cgroup rw bs qd ios offset
   bash -c "echo \$\$ > $CG/$1/cgroup.procs; exec fio --name=$1 --filename=/dev/$DEV --direct=1 --ioengine=libaio --rw=$2 --bs=$3 \
     --iodepth=$4 --number_ios=$5 --offset=$6 --size=512M --output-format=json --output=$SCRATCH/fio-$1.json"

@@ -10,7 +10,7 @@ echo +io > $CG/cgroup.subtree_control
 mkdir -p $CG/vt-zero
 "$IOWARDEN_BIN" run --listen 127.0.0.1:9617 --interval 500ms --device $DEV > $SCRATCH/iowarden.log 2>&1 &
 IW=$!
-for _ in $(seq 600); do python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:9617/snapshot.json")' 2>/dev/null && break; sleep 0.2; done
+ready http://127.0.0.1:9617/snapshot.json
 cp /sys/block/$DEV/stat $SCRATCH/stat0
 # 64 MiB of REQ_OP_WRITE_ZEROES (BLKZEROOUT; -z without the fallback to writing zeroes).
 bash -c "echo \$\$ > $CG/vt-zero/cgroup.procs; exec blkdiscard -z -o 1G -l 64M /dev/$DEV"

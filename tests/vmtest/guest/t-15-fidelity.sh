@@ -23,7 +23,7 @@ echo +io > $CG/cgroup.subtree_control
 mkdir -p $CG/fd-a $CG/fd-b
 "$IOWARDEN_BIN" run --listen 127.0.0.1:9618 --interval 1s --histogram-stages all --device $NB > $SCRATCH/fd-iowarden.log 2>&1 &
 IW=$!
-for _ in $(seq 600); do python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:9618/snapshot.json")' 2>/dev/null && break; sleep 0.2; done
+ready http://127.0.0.1:9618/snapshot.json
 fd_fio() { # cgroup rw bs qd ios
   bash -c "echo \$\$ > $CG/$1/cgroup.procs; exec fio --name=$1 --filename=/dev/$NB --direct=1 --ioengine=libaio --rw=$2 --bs=$3 \
     --iodepth=$4 --number_ios=$5 --size=512M --output-format=json --output=$SCRATCH/fio-$1.json"

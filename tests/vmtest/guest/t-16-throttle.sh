@@ -30,7 +30,7 @@ echo +memory > $CG/cgroup.subtree_control   # cgroup writeback needs memory and 
 mkdir -p $CG/th-f $CG/th-m $CG/th-w $CG/th-v $CG/th-h $CG/th-b0 $CG/th-b $CG/th-bh $CG/th-br
 "$IOWARDEN_BIN" run --listen 127.0.0.1:9616 --interval 1s --device $DEV --io-counters requests,bytes,device,held-io-max,throttle > $SCRATCH/iowarden-throttle.log 2>&1 &
 IW=$!
-for _ in $(seq 600); do python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:9616/snapshot.json")' 2>/dev/null && break; sleep 0.2; done
+ready http://127.0.0.1:9616/snapshot.json
 reader() { # cgroup I/Os offset [rw]
   bash -c "echo \$\$ > $CG/$1/cgroup.procs; exec fio --name=$1 --filename=/dev/$DEV --direct=1 --ioengine=psync --rw=${4:-randread} \
     --bs=4k --number_ios=$2 --offset=$3 --size=256M --lat_percentiles=1 --output-format=json --output=$SCRATCH/fio-$1.json"
@@ -95,8 +95,8 @@ kill $H $RD; wait $H $RD 2>/dev/null
 sync; dmsetup remove --noudevsync iow-wbt-w0; dmsetup remove --noudevsync iow-wbt-w; dmsetup remove --noudevsync iow-wbt-h
 echo "$WC" > /sys/block/$DEV/queue/write_cache; echo "$WBT" > /sys/block/$DEV/queue/wbt_lat_usec
 sleep 2.5   # a poll after the last completions
-python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9616/snapshot.json").read().decode())' > $SCRATCH/th-snap.json
-python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9616/metrics").read().decode())' > $SCRATCH/th-metrics.txt
+get http://127.0.0.1:9616/snapshot.json > $SCRATCH/th-snap.json
+get http://127.0.0.1:9616/metrics > $SCRATCH/th-metrics.txt
 kill $IW; wait $IW 2>/dev/null || true   # killed: status 143
 python3 - $CG $SCRATCH > $SCRATCH/throttle-check 2>&1 <<'PY'
 import json, os, sys

@@ -20,7 +20,7 @@ echo +io > $CG/cgroup.subtree_control
 mkdir -p $CG/bb-lin $CG/bb-crypt $CG/bb-lv $CG/bb-md $CG/bb-q
 "$IOWARDEN_BIN" run --listen 127.0.0.1:9617 --interval 1s > $SCRATCH/iowarden-bio.log 2>&1 &
 IW=$!
-for _ in $(seq 600); do python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:9617/snapshot.json")' 2>/dev/null && break; sleep 0.2; done
+ready http://127.0.0.1:9617/snapshot.json
 modprobe dm-mod; modprobe dm-crypt; modprobe raid1
 N=/dev/$DEV
 # 64 MiB volumes in the device's second GiB (sectors of 512 bytes). The
@@ -75,8 +75,8 @@ done
 bash -c "echo \$\$ > $CG/bb-q/cgroup.procs; exec fio --name=bb-q --filename=/dev/mapper/iow-lin --direct=1 --ioengine=psync --rw=randread \
   --bs=4k --number_ios=500 --size=32M --output-format=json --output=$SCRATCH/fio-bb-q.json"
 sleep 2.5
-python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9617/snapshot.json").read().decode())' > $SCRATCH/bb-snap.json
-python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9617/metrics").read().decode())' > $SCRATCH/bb-metrics.txt
+get http://127.0.0.1:9617/snapshot.json > $SCRATCH/bb-snap.json
+get http://127.0.0.1:9617/metrics > $SCRATCH/bb-metrics.txt
 for c in bb-lin bb-crypt bb-lv bb-md bb-q; do cp $CG/$c/io.stat $SCRATCH/iostat-$c; done
 read -r _ RMERGE1 _ _ _ WMERGE1 _ < /sys/block/$DEV/stat
 kill $IW; wait $IW 2>/dev/null || true   # killed: status 143

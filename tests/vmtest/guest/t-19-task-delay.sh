@@ -29,7 +29,7 @@ SW=/dev/$D
 mkswap $SW >/dev/null && swapon $SW
 "$IOWARDEN_BIN" run --listen 127.0.0.1:9616 --interval 1s --task-delays --bpf-stats > $SCRATCH/iowarden-delay.log 2>&1 &
 IW=$!
-for _ in $(seq 600); do python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:9616/snapshot.json")' 2>/dev/null && break; sleep 0.2; done
+ready http://127.0.0.1:9616/snapshot.json
 echo "default 100" > $CG/td-s/io.weight
 echo "default 900" > $CG/td-h/io.weight
 echo "$MM ctrl=user model=linear rbps=209715200 rseqiops=500 rrandiops=500 wbps=209715200 wseqiops=500 wrandiops=500" > $CG/io.cost.model
@@ -51,8 +51,8 @@ print(\"  swapper: touched %d pages of 96 MiB in %.1f s\" % (pages, time.time() 
 elapsed_us=$(( ($(date +%s%N) - t0) / 1000 ))
 kill $H; wait $H 2>/dev/null
 sleep 2.5   # a poll after the swapper's last delay
-python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9616/snapshot.json").read().decode())' > $SCRATCH/td-snap.json
-python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9616/metrics").read().decode())' > $SCRATCH/td-metrics.txt
+get http://127.0.0.1:9616/snapshot.json > $SCRATCH/td-snap.json
+get http://127.0.0.1:9616/metrics > $SCRATCH/td-metrics.txt
 kill $IW; wait $IW 2>/dev/null || true
 # What the pair cost per call here (printed: TCG's times; the figure is the
 # ratio to the block program, which ran beside it on every request).

@@ -6,8 +6,8 @@
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 "$IOWARDEN_BIN" run --listen 127.0.0.1:9618 --interval 500ms --device $DEV > $SCRATCH/iowarden-hwq.log 2>&1 &
 IW=$!
-for _ in $(seq 600); do python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:9618/snapshot.json")' 2>/dev/null && break; sleep 0.2; done
-snap() { python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9618/snapshot.json").read().decode())' > $1; }
+ready http://127.0.0.1:9618/snapshot.json
+snap() { get http://127.0.0.1:9618/snapshot.json > $1; }
 for cpu in 0 1; do
   snap $SCRATCH/hwq-before-$cpu.json
   taskset -c $cpu fio --name=pin$cpu --filename=/dev/$DEV --direct=1 --ioengine=libaio --rw=randread --bs=4k \

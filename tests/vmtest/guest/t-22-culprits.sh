@@ -23,9 +23,9 @@ echo +io > $CG/cgroup.subtree_control
 mkdir -p $CG/cu-v $CG/cu-w $CG/cu-r
 "$IOWARDEN_BIN" run --culprits --listen 127.0.0.1:9622 --interval 500ms --device $DEV > $SCRATCH/iowarden-culprits.log 2>&1 &
 IW=$!
-for _ in $(seq 600); do python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:9622/snapshot.json")' 2>/dev/null && break; kill -0 $IW 2>/dev/null || break; sleep 0.2; done
+for _ in $(seq 600); do curl -sf -o /dev/null http://127.0.0.1:9622/snapshot.json && break; kill -0 $IW 2>/dev/null || break; sleep 0.2; done
 kill -0 $IW 2>/dev/null || { echo "iowarden run --culprits exited:"; tail -40 $SCRATCH/iowarden-culprits.log; }
-snap() { sleep 1.2; python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9622/snapshot.json").read().decode())' > $SCRATCH/cu-$1.json; }
+snap() { sleep 1.2; get http://127.0.0.1:9622/snapshot.json > $SCRATCH/cu-$1.json; }
 # cgroup secs fio-args...
 in_cg() { local c=$1 s=$2; shift 2; bash -c "echo \$\$ > $CG/$c/cgroup.procs; exec fio --name=$c --filename=/dev/$DEV --direct=1 --time_based --runtime=$s --output=/dev/null $*"; }
 victim() { in_cg cu-v 3 --ioengine=psync --rw=randread --bs=4k --size=256M; }
@@ -56,7 +56,7 @@ echo bfq > /sys/block/$DEV/queue/scheduler
 cat /sys/block/$DEV/queue/scheduler > $SCRATCH/cu-sched
 writer; sleep 0.5; victim; wait $W; snap 6
 echo "$sched" > /sys/block/$DEV/queue/scheduler
-python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9622/metrics").read().decode())' > $SCRATCH/cu-metrics.txt
+get http://127.0.0.1:9622/metrics > $SCRATCH/cu-metrics.txt
 python3 - $SCRATCH > $SCRATCH/culprits-check 2>&1 <<'PY'
 import json, sys
 scratch = sys.argv[1]

@@ -14,8 +14,8 @@ echo +io > $CG/cgroup.subtree_control
 mkdir -p $CG/nv-a $CG/nv-vic $CG/nv-hog $(seq -f "$CG/nv-big%g" 8)
 "$IOWARDEN_BIN" run --nvme --listen 127.0.0.1:9620 --interval 500ms --device $DEV > $SCRATCH/iowarden-nvme.log 2>&1 &
 IW=$!
-for _ in $(seq 600); do python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:9620/snapshot.json")' 2>/dev/null && break; sleep 0.2; done
-snap() { sleep 1.2; python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9620/snapshot.json").read().decode())' > $SCRATCH/nv-$1.json; }
+ready http://127.0.0.1:9620/snapshot.json
+snap() { sleep 1.2; get http://127.0.0.1:9620/snapshot.json > $SCRATCH/nv-$1.json; }
 # cgroup cpu fio-args...
 in_cg() { local c=$1 cpu=$2; shift 2; bash -c "echo \$\$ > $CG/$c/cgroup.procs; exec taskset -c $cpu fio --filename=/dev/$DEV --direct=1 --ioengine=libaio --size=1G --output=/dev/null $*"; }
 
@@ -38,7 +38,7 @@ rmdir $(seq -f "$CG/nv-big%g" 8)
 in_cg nv-hog 0 --name=hog --rw=randread --bs=256k --iodepth=32 --time_based --runtime=600 & H=$!
 # Start the victim once the hog's large requests flow (fio starts slowly here).
 for _ in $(seq 100); do
-  python3 -c 'import json,sys,urllib.request as u; s=json.load(u.urlopen("http://127.0.0.1:9620/snapshot.json")); sys.exit(0 if sum(x["large_commands"] for x in s["nvme_queue_cgroups"] if x["cgroup"]["path"] == "/nv-hog") > 64 else 1)' && break
+  get http://127.0.0.1:9620/snapshot.json | python3 -c 'import json,sys; s=json.load(sys.stdin); sys.exit(0 if sum(x["large_commands"] for x in s["nvme_queue_cgroups"] if x["cgroup"]["path"] == "/nv-hog") > 64 else 1)' && break
   sleep 0.3
 done
 in_cg nv-vic 0 --name=vic0 --rw=randread --bs=4k --iodepth=1 --time_based --runtime=5
@@ -106,7 +106,7 @@ ok "nvme: fio pinned to cpu 1 completes on cpu 1's qid" "grep -q '^OK pin1' $SCR
 ok "nvme HOL: victim sharing the hog's queue is counted behind /nv-hog" "grep -q '^OK hol-same' $SCRATCH/nvme-check"
 ok "nvme HOL: victim on another queue is (almost) never behind /nv-hog" "grep -q '^OK hol-other' $SCRATCH/nvme-check"
 ok "nvme: each queue names the CPUs its hardware queue serves (sysfs cpu_list)" "grep -q '^OK qcpus' $SCRATCH/nvme-check"
-curl -s 127.0.0.1:9620/metrics 2>/dev/null > $SCRATCH/nvme-metrics || python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9620/metrics").read().decode())' > $SCRATCH/nvme-metrics
+get http://127.0.0.1:9620/metrics > $SCRATCH/nvme-metrics
 grep -E '^iowarden_(nvme_hol_events|nvme_hol_extra|hwq_cpu|nvme_sq_occupancy_max)' $SCRATCH/nvme-metrics | head -12
 ok "nvme metrics exported (hol events, cpu map)" "grep -q '^iowarden_nvme_hol_events_total' $SCRATCH/nvme-metrics && grep -q '^iowarden_hwq_cpu' $SCRATCH/nvme-metrics"
 python3 "$(dirname "$0")/promql.py" $SCRATCH 127.0.0.1:9620 "$(dirname "$0")/../../../dashboards/iowarden-nvme-queues.json" > $SCRATCH/promql-9620 2>&1
@@ -114,7 +114,7 @@ cat $SCRATCH/promql-9620
 ok "dashboard iowarden-nvme-queues.json: every panel query returns data from a real Prometheus" "grep -q '^OK  *panel' $SCRATCH/promql-9620 && ! grep -q '^BAD' $SCRATCH/promql-9620"
 # The removed cgroups' entries are released (at the second poll that finds
 # them gone).
-released() { python3 -c 'import json,sys,urllib.request as u; s=json.load(u.urlopen("http://127.0.0.1:9620/snapshot.json")); ids=set(open(sys.argv[1]).read().split()); left=[x for x in s["nvme_queue_cgroups"] if str(x["cgroup"]["id"]) in ids]; print(len(ids), "removed cgroups had entries;", len(left), "left"); sys.exit(0 if ids and not left else 1)' $SCRATCH/nv-big-ids; }
+released() { get http://127.0.0.1:9620/snapshot.json | python3 -c 'import json,sys; s=json.load(sys.stdin); ids=set(open(sys.argv[1]).read().split()); left=[x for x in s["nvme_queue_cgroups"] if str(x["cgroup"]["id"]) in ids]; print(len(ids), "removed cgroups had entries;", len(left), "left"); sys.exit(0 if ids and not left else 1)' $SCRATCH/nv-big-ids; }
 for _ in $(seq 60); do released > $SCRATCH/nv-released 2>&1 && break; sleep 0.5; done
 cat $SCRATCH/nv-released
 ok "nvme: the entries of 8 removed cgroups are released" "released"
@@ -127,10 +127,10 @@ kill $IW; wait $IW 2>/dev/null || true   # killed: status 143
 # it, the second's are dropped; the watch says so instead of exporting less.
 IOWARDEN_NVME_TABLE_ENTRIES=1 "$IOWARDEN_BIN" run --nvme --listen 127.0.0.1:9621 --interval 500ms --device $DEV > $SCRATCH/iowarden-nvme-full.log 2>&1 &
 IW=$!
-for _ in $(seq 600); do python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:9621/snapshot.json")' 2>/dev/null && break; sleep 0.2; done
+ready http://127.0.0.1:9621/snapshot.json
 in_cg nv-a 0 --name=f0 --rw=randread --bs=4k --iodepth=4 --number_ios=3000
 in_cg nv-a 1 --name=f1 --rw=randread --bs=4k --iodepth=4 --number_ios=3000
-gap() { python3 -c 'import json,sys,urllib.request as u; s=json.load(u.urlopen("http://127.0.0.1:9621/snapshot.json")); p=[p for p in s["probes"] if p["name"] == "nvme"]; print(p); sys.exit(0 if len(p) == 1 and not p[0]["active"] and "commands for" in p[0]["reason"] and "1 of 1 entries" in p[0]["reason"] else 1)'; }
+gap() { get http://127.0.0.1:9621/snapshot.json | python3 -c 'import json,sys; s=json.load(sys.stdin); p=[p for p in s["probes"] if p["name"] == "nvme"]; print(p); sys.exit(0 if len(p) == 1 and not p[0]["active"] and "commands for" in p[0]["reason"] and "1 of 1 entries" in p[0]["reason"] else 1)'; }
 for _ in $(seq 60); do gap > $SCRATCH/nv-gap 2>&1 && break; sleep 0.5; done
 cat $SCRATCH/nv-gap; grep 'nvme inactive' $SCRATCH/iowarden-nvme-full.log
 ok "nvme: a table too small for the commands is reported (status 0 with the reason, said in the log)" \

@@ -23,8 +23,8 @@ echo "  iocost: $(qos)"
 
 "$IOWARDEN_BIN" run --listen 127.0.0.1:9621 --interval 500ms --device $DEV > $SCRATCH/iowarden-iocost.log 2>&1 &
 IW=$!
-for _ in $(seq 600); do python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:9621/snapshot.json")' 2>/dev/null && break; sleep 0.2; done
-snap() { python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9621/snapshot.json").read().decode())' > $SCRATCH/ic-$1.json; }
+ready http://127.0.0.1:9621/snapshot.json
+snap() { get http://127.0.0.1:9621/snapshot.json > $SCRATCH/ic-$1.json; }
 job() { bash -c "echo \$\$ > $CG/$1/cgroup.procs; exec fio --name=$1 --filename=/dev/$DEV --direct=1 --ioengine=libaio --rw=randread --bs=4k --iodepth=32 --size=1G --time_based --runtime=16 --output=/dev/null"; }
 # top from the start, as a user would: it sees the cgroups activate.
 "$IOWARDEN_BIN" top --device $DEV --interval 1s --duration 9s > $SCRATCH/ic-top.txt 2>&1 &
@@ -84,7 +84,7 @@ ok "iocost: hweight_active matches the configured 100:500 share" "grep -q '^OK h
 ok "iocost: I/O shares follow the weights within 20%" "grep -q '^OK share' $SCRATCH/iocost-check"
 ok "iocost: iowarden's vrate equals io.stat cost.vrate" "grep -q '^OK vrate' $SCRATCH/iocost-check"
 ok "cost: io.cost.model charged per cgroup equals the kernel's cost.usage within 1%" "grep -q '^OK cost' $SCRATCH/iocost-check"
-python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9621/metrics").read().decode())' > $SCRATCH/iocost-metrics
+get http://127.0.0.1:9621/metrics > $SCRATCH/iocost-metrics
 grep -E '^iowarden_iocost_(vrate_ratio|hweight_active|weight|usage)' $SCRATCH/iocost-metrics | head
 ok "iocost metrics exported" "grep -q '^iowarden_iocost_hweight_active_ratio' $SCRATCH/iocost-metrics && grep -q '^iowarden_iocost_vrate_ratio' $SCRATCH/iocost-metrics"
 python3 "$(dirname "$0")/promql.py" $SCRATCH 127.0.0.1:9621 "$(dirname "$0")/../../../dashboards/iowarden-iocost.json" > $SCRATCH/promql-9621 2>&1

@@ -1,32 +1,23 @@
-# vmtest-checks: 8
+# vmtest-checks: 6
+# vmtest-kernels: 6.1
 # vmtest-beside: yes
 # iowarden bench --quick, fairness suite, no knob and io.cost + io.weight on
 # the emulated NVMe device: the report exists and parses, iowarden's
 # per-cgroup bandwidth equals fio's within 2 % (every tenant of every
-# phase), io.cost's weighted Jain index is above no knob's. Then a run
-# interrupted with SIGINT while io.cost is on: qos, model, scheduler and
-# cgroups are restored. The summary table is printed for the notes.
+# phase), io.cost's weighted Jain index is above no knob's, and qos, model,
+# scheduler and cgroups are restored. The summary table is printed for the
+# notes. One kernel line (CI's time, 45 s of bench a line): the report is
+# the loader's logic over fio; what it rests on in each kernel is checked on
+# every line, iowarden's per-cgroup bytes against fio by t-15, iocost's
+# shares following the weights by t-35, and bench's own knob writes and
+# their restore, interrupted, by t-51.
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 MM=$(cat /sys/block/$DEV/dev)
 OUT=$SCRATCH/bench
 STATE=$SCRATCH/bench-state
-rm -rf $OUT $SCRATCH/bench-int
-state() { echo "qos '$(qos)' model '$(model)' sched '$(cat /sys/block/$DEV/queue/scheduler)' cgroups '$(ls -d $CG/iowarden-bench-* 2>/dev/null)'"; }
-# The kernel keeps a device's qos/model line once iocost was configured on
-# it; with no line before, restored means disabled with automatic parameters.
-restored() {
-  now=$(state)
-  [ "$now" = "$before" ] && return 0
-  [ -z "$(grep "^$MM " <<<"$before_qos")" ] && echo "$now" | grep -q "qos '$MM enable=0 ctrl=auto" \
-    && echo "$now" | grep -q "ctrl=auto model=linear" && echo "$now" | grep -q "cgroups ''$" \
-    && [ "$(cat /sys/block/$DEV/queue/scheduler)" = "$before_sched" ]
-}
-before_qos=$(qos)
-before_sched=$(cat /sys/block/$DEV/queue/scheduler)
-before=$(state)
-echo "  before: $before"
-
+rm -rf $OUT $STATE
+bench_before
 t0=$(date +%s)
 "$IOWARDEN_BIN" bench --device $DEV --suite fairness --knobs none,io.cost --quick \
   --out $OUT --state-dir $STATE > $SCRATCH/bench.out 2> $SCRATCH/bench.err
@@ -63,17 +54,5 @@ ok "bench: report.json parses (schema, device, verdicts, calibration)" "grep -q 
 ok "bench: iowarden's per-cgroup bandwidth equals fio's within 2 %" "grep -q '^OK crosscheck' $SCRATCH/bench-check"
 ok "bench: io.cost's weighted Jain index is above no knob's" "grep -q '^OK jain' $SCRATCH/bench-check"
 ok "bench: summary and plots written" "grep -q '^| io.cost |' $OUT/summary.md && grep -q '<svg' $OUT/fairness.svg"
-ok "bench: qos, model, scheduler restored, cgroups removed" "restored || { echo \"  after: \$(state)\"; false; }"
+ok "bench: qos, model, scheduler restored, cgroups removed, nothing left in the journal" "{ bench_restored || { echo \"  after: \$(bench_state)\"; false; }; } && [ -z \"\$(ls $STATE 2>/dev/null)\" ]"
 
-# Interrupted while io.cost is on: SIGINT as from a terminal.
-"$IOWARDEN_BIN" bench --device $DEV --suite fairness --knobs io.cost --quick \
-  --out $SCRATCH/bench-int --state-dir $STATE > /dev/null 2> $SCRATCH/bench-int.err &
-B=$!
-for _ in $(seq 600); do grep -q "^$MM enable=1" $CG/io.cost.qos && break; sleep 0.1; done
-on=$(qos)
-sleep 1
-kill -INT $B; wait $B; irc=$?
-tail -3 $SCRATCH/bench-int.err | sed 's/^/  /'
-echo "  interrupted (rc $irc) with qos '$on'; after: $(state)"
-ok "bench: SIGINT mid-run stops it and restores everything" "echo \"\$on\" | grep -q 'enable=1' && [ $irc -ne 0 ] && grep -q 'everything changed was restored' $SCRATCH/bench-int.err && restored && [ -s $SCRATCH/bench-int/report.json ]"
-ok "bench: nothing left in the journal" "[ -z \"\$(ls $STATE 2>/dev/null)\" ]"

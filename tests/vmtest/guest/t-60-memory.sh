@@ -18,7 +18,7 @@ ok "the kernel has 192 possible CPUs" "[ \"\$(cat /sys/devices/system/cpu/possib
 "$IOWARDEN_BIN" run --listen 127.0.0.1:9619 --interval 500ms > $SCRATCH/iowarden-mem.log 2>&1 &
 pid=$!
 for _ in $(seq 100); do
-  python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:9619/snapshot.json")' 2>/dev/null && break
+  curl -sf -o /dev/null http://127.0.0.1:9619/snapshot.json && break
   sleep 0.2
 done
 fio --name=mem --filename=/dev/$DEV --direct=1 --ioengine=libaio --rw=randread --bs=4k --iodepth=8 \
@@ -38,7 +38,7 @@ PY
 cat $SCRATCH/mem
 total=$(sed -n 's/^TOTAL \([0-9]*\) .*/\1/p' $SCRATCH/mem)
 ok "BPF map memory <= 32 MiB with 192 possible CPUs" "[ -n \"$total\" ] && [ $total -le 33554432 ]"
-python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9619/metrics").read().decode())' > $SCRATCH/mem-metrics
+get http://127.0.0.1:9619/metrics > $SCRATCH/mem-metrics
 grep 'iowarden_map_capacity{map="series"}' $SCRATCH/mem-metrics
 ok "default capacity >= 4096 series" "awk '/^iowarden_map_capacity\\{map=\"series\"\\}/ { exit !(\$2 >= 4096) }' $SCRATCH/mem-metrics"
 ok "the I/O was counted" "grep -q '^iowarden_io_requests_total{.*device=\"$DEV\"' $SCRATCH/mem-metrics"
