@@ -3,13 +3,18 @@ ok() {
   if eval "$2"; then echo "PASS: $1"; echo "$1" >> "$PASSED"; else echo "FAIL: $1"; echo "$1" >> "$FAILED"; fi
 }
 CG=/sys/fs/cgroup
-# get URL: the body of an HTTP GET; ready URL: wait until URL answers (up to
-# 120 s). curl, not Python: under TCG a urllib import costs ~1 s (curl 0.3),
-# and the scripts fetch a snapshot dozens of times.
+# get URL: the body of an HTTP GET; ready URL [PID]: wait until URL answers
+# (up to 120 s; given PID, the daemon serving it, no longer than it lives).
+# curl, not Python: under TCG a urllib import costs ~1 s (curl 0.3), and
+# the scripts fetch a snapshot dozens of times.
 get() { curl -sf --max-time 30 "$1"; }
 ready() {
   local _i
-  for _i in $(seq 600); do curl -sf -o /dev/null --max-time 5 "$1" && return 0; sleep 0.2; done
+  for _i in $(seq 600); do
+    curl -sf -o /dev/null --max-time 5 "$1" && return 0
+    [ -z "${2:-}" ] || kill -0 "$2" 2>/dev/null || { echo "  $1: process $2 exited before answering" >&2; return 1; }
+    sleep 0.2
+  done
   echo "  $1 did not answer within 120 s" >&2; return 1
 }
 DEV=nvme0n1

@@ -10,7 +10,7 @@
 PORT=9631
 "$IOWARDEN_BIN" run --listen 127.0.0.1:$PORT --locks --nvme --bpf-stats --device $DEV > $SCRATCH/support.log 2>&1 &
 IW=$!
-for _ in $(seq 600); do curl -sf http://127.0.0.1:$PORT/metrics > /dev/null && break; kill -0 $IW 2>/dev/null || break; sleep 0.2; done
+ready http://127.0.0.1:$PORT/metrics $IW
 row=$(sed -n 's/^iowarden: on Linux [^:]*: \(|.*|\)$/\1/p' $SCRATCH/support.log)
 echo "SUPPORT ${VMTEST_KERNEL_LINE:-custom} $row"
 # A cell per column of docs/kernels.md's table but the kernel's (a unit

@@ -23,7 +23,7 @@ echo +io > $CG/cgroup.subtree_control
 mkdir -p $CG/cu-v $CG/cu-w $CG/cu-r
 "$IOWARDEN_BIN" run --culprits --listen 127.0.0.1:9622 --interval 500ms --device $DEV > $SCRATCH/iowarden-culprits.log 2>&1 &
 IW=$!
-for _ in $(seq 600); do curl -sf -o /dev/null http://127.0.0.1:9622/snapshot.json && break; kill -0 $IW 2>/dev/null || break; sleep 0.2; done
+ready http://127.0.0.1:9622/snapshot.json $IW
 kill -0 $IW 2>/dev/null || { echo "iowarden run --culprits exited:"; tail -40 $SCRATCH/iowarden-culprits.log; }
 snap() { sleep 1.2; get http://127.0.0.1:9622/snapshot.json > $SCRATCH/cu-$1.json; }
 # cgroup secs fio-args...
