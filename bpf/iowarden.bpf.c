@@ -15,9 +15,11 @@
  * issue_time_ns from 6.18) is taken after blk-throttle (io.max) held it and
  * before iocost, io.latency and wbt make its submitter wait. blk-throttle's
  * hold is timed by a fexit program on its entry point, where the kernel
- * allows fexit (no tracepoint is there). block_rq_issue is attached only
- * where a queue does not stamp requests itself, or for --hwq-events or
- * --culprits (with block_rq_insert).
+ * allows fexit (no tracepoint is there). The same stamps let user space
+ * tell whom each request waited behind: the program logs the request's
+ * series and times in its CPU's ring (culprits.bpf.h). block_rq_issue is
+ * attached only where a queue does not stamp requests itself, or for
+ * --hwq-events (with block_rq_insert).
  *
  * Counters live in arrays split in a few shards by CPU: memory is series x
  * shards, never series x CPUs. Where CPUs share a shard the adds are
@@ -48,8 +50,8 @@ const volatile bool enable_hwq = true;
 const volatile bool enable_hwq_events = false;
 /* Charge every read/write the linear iocost model's cost (a few ns). */
 const volatile bool enable_cost = true;
-/* Tell apart whom each request waited behind on its device (culprits.bpf.h). */
-const volatile bool enable_culprits = false;
+/* Log each timed request for the culprit account (culprits.bpf.h). */
+const volatile bool enable_culprits = true;
 /* Trace only this dev_t (major << 20 | minor); 0 = every device. */
 const volatile __u32 filter_devt = 0;
 /* Number of series slots in use minus one (a power of two minus one). */
@@ -331,21 +333,21 @@ static __always_inline __u32 traced_dev(struct request *rq, const bool cas)
 #include "cost.bpf.h"
 #include "held.bpf.h"
 #include "culprits.bpf.h"
-#include "queued.bpf.h"
 
-/* Attached with --hwq-events or --culprits (the queue stage). */
+/* Whether rq went through an I/O scheduler: it has a scheduler tag. */
+static __always_inline bool in_scheduler(struct request *rq)
+{
+	return rq->internal_tag >= 0;
+}
+
+/* Attached with --hwq-events. */
 static __always_inline int on_insert(__u64 *ctx, const bool cas)
 {
 	struct request *rq = rq_arg(ctx);
 	__u32 dev = traced_dev(rq, cas);
 	struct iow_hwq_stats *h;
 
-	if (dev >= IOW_MAX_DEVS)
-		return 0;
-	if (enable_culprits && cas && in_scheduler(rq))
-		queued_insert(dev, series_slot_cas(series_key(rq_cgroup_id(rq), dev, rq_op(rq))),
-			      flight_ident(rq, dev));
-	if (!enable_hwq_events)
+	if (dev >= IOW_MAX_DEVS || !enable_hwq_events)
 		return 0;
 	h = hwq_of(rq, dev, shard());
 	if (h)
@@ -362,15 +364,6 @@ static __always_inline int on_issue(__u64 *ctx, const bool cas)
 
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
-	if (enable_culprits && cas) {
-		__u32 slot = series_slot_cas(series_key(rq_cgroup_id(rq), dev, rq_op(rq)));
-
-		__u64 ident = flight_ident(rq, dev);
-
-		if (in_scheduler(rq))
-			queued_issue(dev, slot, ident);
-		flight_issue(dev, slot, ident, rq);
-	}
 	if (enable_hwq_events) {
 		struct iow_hwq_stats *h = hwq_of(rq, dev, shard());
 
@@ -448,8 +441,9 @@ static __always_inline int on_complete(__u64 *ctx, const bool cas)
 	issued = issue_time(rq, dev);
 	if (issued > now)
 		issued = 0;
-	if (enable_culprits && cas)
-		flight_complete(dev, slot, flight_ident(rq, dev), now);
+	start = rq->start_time_ns;
+	if (enable_culprits && issued)
+		flight_log_request(slot, issued, now, in_scheduler(rq) ? start : 0, cas);
 	if (enable_hwq)
 		count_hwq_completion(hwq_of(rq, dev, sh), issued, now);
 	if (class < IOW_COST_CLASSES && issued)
@@ -458,7 +452,6 @@ static __always_inline int on_complete(__u64 *ctx, const bool cas)
 		add(&s->unmeasured, 1);
 		return 0;
 	}
-	start = rq->start_time_ns;
 	if (!issued || !start || start > issued) {
 		add(&s->unmeasured, 1);
 		count_drop(issued ? IOW_DROP_NO_START_STAMP : IOW_DROP_NO_ISSUE_STAMP);
@@ -482,8 +475,6 @@ static __always_inline int on_requeue(__u64 *ctx, const bool cas)
 	s = series_of(rq, dev, sh, &key, &slot, cas);
 	if (s)
 		add(&s->requeued, 1);
-	if (s && enable_culprits && cas && flight_counted(flight_ident(rq, dev)))
-		flight_leave(dev, slot);
 	if (enable_hwq) {
 		struct iow_hwq_stats *h = hwq_of(rq, dev, sh);
 
@@ -507,8 +498,6 @@ static __always_inline int on_merge(__u64 *ctx, const bool cas)
 	s = series_of(rq, dev, shard(), &key, &slot, cas);
 	if (s)
 		add(&s->merged, 1);
-	if (enable_culprits && cas)
-		queued_merge(flight_ident(rq, dev));
 	return 0;
 }
 

@@ -57,15 +57,14 @@ enum iow_const {
 	 * whose delays are summed: a pair is released with its cgroup. */
 	IOW_DELAY_TASKS = 4096,
 	IOW_DELAY_SERIES = 4096,
-	/* --culprits: the series in flight on one device at once that are
-	 * told apart (requests of others are not split by culprit, and
-	 * counted in IOW_DROP_CULPRIT_UNTOLD), and the (victim, culprit)
-	 * pairs timed at once. */
-	IOW_FLIGHT_SERIES = 16,
-	IOW_CULPRIT_PAIRS = 8192,
-	/* The culprit of a victim's own service: the device finishing the
-	 * victim's request itself. */
-	IOW_CULPRIT_NONE = IOW_MAX_SLOTS,
+	/* The culprit account's log (culprits.bpf.h): one ring of records per
+	 * possible CPU, a power of two of records each, sized by the loader
+	 * within these bounds. */
+	IOW_FLIGHT_RING_MIN_BITS = 9,
+	IOW_FLIGHT_RING_MAX_BITS = 14,
+	/* A record's completion time keeps its low bits: user space, which
+	 * drains the rings within a second, restores the rest from its clock. */
+	IOW_FLIGHT_DONE_BITS = 50,
 };
 
 /* Index into iow_cost_coefs.lcoef, as blk-iocost.c's LCOEF_*: op * 3 + term. */
@@ -105,12 +104,7 @@ enum iow_drop {
 	IOW_DROP_DEV_FULL = 1,
 	IOW_DROP_NO_ISSUE_STAMP = 2,
 	IOW_DROP_NO_START_STAMP = 3,
-	/* --culprits: requests issued while their device's table of series
-	 * in flight was full (their wait is not split by culprit), and
-	 * charges lost to a full pair table. */
-	IOW_DROP_CULPRIT_UNTOLD = 4,
-	IOW_DROP_CULPRIT_PAIRS_FULL = 5,
-	IOW_NR_DROPS = 6,
+	IOW_NR_DROPS = 4,
 };
 
 /*
@@ -257,69 +251,27 @@ struct iow_delay {
 };
 
 /*
- * --culprits: what one device holds (requests issued and not completed),
- * by series. Each completion charges the span since the device's last one
- * to every series in flight, times its requests in flight, less the part
- * before a request's issue (its `debt`, set at issue), and splits it by
- * processor sharing (culprits.bpf.h flight_share).
+ * The culprit account (culprits.bpf.h): a completed request whose device
+ * time was measured, as the completion program logs it in its CPU's ring.
+ * User space replays every device's requests in time order and splits
+ * each one's time by processor sharing (loader/src/culprits/).
  */
-struct iow_flight {
-	__u64 last_done_ns; /* the device's last completion */
-	/* (series slot + 1) << 32 | requests in flight; 0 = free. An entry
-	 * whose count fell to 0 is taken over by the next series. */
-	__u64 who[IOW_FLIGHT_SERIES];
-	/* Time between the last completion and the issue of each of the
-	 * entry's requests issued since: not spent on the device. */
-	__u64 debt[IOW_FLIGHT_SERIES];
-	/* The identity of the entry's latest request counted in: its next
-	 * issue takes it out if it is no longer in flight (a QD1 series'
-	 * undelivered completion, where its tag comes back late). */
-	__u64 last[IOW_FLIGHT_SERIES];
+struct iow_flight_rec {
+	/* Completion time (bpf_ktime_get_ns) in the low IOW_FLIGHT_DONE_BITS
+	 * bits, the series slot above. */
+	__u64 done_slot;
+	/* Issue -> completion in the low 32 bits, allocation -> issue of a
+	 * request that went through an I/O scheduler in the high 32 (0:
+	 * none), in nanoseconds, each saturated at 2^32 - 1. */
+	__u64 device_queue_ns;
 };
 
-/*
- * --culprits: what one device's I/O scheduler holds (requests inserted and
- * not yet issued), by series. Each issue charges the span since the
- * device's last issue to every series queued, times its requests queued,
- * less the part before a request's insert (its `debt`), as a wait behind
- * the series holding the device meanwhile (queued.bpf.h queued_share).
- */
-struct iow_queued {
-	__u64 last_issue_ns; /* the device's last issue */
-	__u64 last_slot;     /* its series slot + 1; 0 = none yet */
-	__u64 who[IOW_FLIGHT_SERIES];  /* as struct iow_flight's */
-	__u64 debt[IOW_FLIGHT_SERIES]; /* since the last issue, by entry */
-};
-
-/*
- * --culprits: the request counted in flight under its identity (device,
- * hardware queue, tag), direct-mapped as struct iow_stamp. A completion
- * takes out only a request counted in; an issue finding the entry still
- * taken takes that request out first (its completion went unseen: the
- * kernel skips a program that would run nested in itself on a CPU), and
- * so does flight_sweep, each poll, for a request no longer in flight.
- */
-struct iow_flight_tag {
-	__u64 ident;
-	__u64 rq;     /* the request's address, for a look at its state */
-	__u64 bio;    /* its first bio at issue (culprits.bpf.h flight_gone) */
-	__u32 slot;   /* series slot + 1; 0 = none */
-	__u32 looked; /* 1: a sweep found it (without data) not in flight */
-	/* Counted in its device's struct iow_queued (since block_rq_insert):
-	 * series slot + 1 (0 = not), and that device. */
-	__u32 queued;
-	__u32 queued_dev;
-};
-
-/* A victim series and a series whose requests shared the device with its
- * own, or went ahead of them out of the scheduler (series slots; culprit
- * IOW_CULPRIT_NONE: the victim's own share of the device, its service).
- * The value: nanoseconds times requests. */
-struct iow_culprit_key {
-	__u32 victim;
-	__u32 culprit;
-	__u32 stage; /* enum iow_stage: where it waited (device or queue) */
-};
+/* The records a CPU has logged since load (the next one's index). On a
+ * line of its own: only its CPU writes it. */
+struct iow_flight_head {
+	__u64 logged;
+	__u64 pad[7];
+} IOW_CACHELINE;
 
 struct iow_enums {
 	enum iow_const c;

@@ -32,7 +32,7 @@ static __always_inline __u64 rq_ident(struct request *rq, __u32 dev_idx)
 }
 
 /* The entry of an identity in a direct-mapped table of IOW_STAMP_SLOTS
- * (issue_stamps, and culprits.bpf.h's flight_tags). */
+ * (issue_stamps). */
 static __always_inline __u32 ident_index(__u64 ident)
 {
 	return (hash64(ident) >> 32) & (IOW_STAMP_SLOTS - 1);

@@ -64,6 +64,7 @@ pub mod bpf_consts {
 
 pub mod bench;
 pub mod costmodel;
+pub mod culprits;
 pub mod daemon;
 pub mod duration;
 pub mod exposition;

@@ -149,7 +149,26 @@ pub struct Monitor {
 }
 
 impl Monitor {
+    /// Loads and attaches every object and starts their threads.
     pub fn start(cfg: &MonitorConfig) -> Result<Monitor> {
+        let mut m = Self::load(cfg)?;
+        m.start_threads()?;
+        Ok(m)
+    }
+
+    /// Starts the threads the objects run beside their programs (the
+    /// culprit account's drain): after [`Monitor::load`], once the
+    /// command has settled its privileges.
+    pub fn start_threads(&mut self) -> Result<()> {
+        for p in &mut self.loaded {
+            p.start_threads()?;
+        }
+        Ok(())
+    }
+
+    /// Loads and attaches every object, starting no thread (`run` drops its
+    /// privileges before: a thread keeps the capabilities it starts with).
+    pub fn load(cfg: &MonitorConfig) -> Result<Monitor> {
         let resolver = CgroupResolver::for_host()?;
         let mut devices = DeviceNames::default();
         let block = Block::start(&cfg.block, &mut devices)?;

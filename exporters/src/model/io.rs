@@ -125,13 +125,11 @@ pub struct DropCounters {
     pub no_issue_stamp: u64,
     /// Requests whose queue/total latency was unknown (no allocation timestamp).
     pub no_start_stamp: u64,
-    /// `--culprits`: requests whose wait was not split by culprit (their
-    /// device's table of series in flight was full at issue).
+    /// Requests whose time the culprit account did not (wholly) split:
+    /// lost from its log before they were read, or logged after the span
+    /// they started in was replayed (docs/culprits.md).
     #[serde(default)]
     pub culprit_untold: u64,
-    /// `--culprits`: waits not charged (the (victim, culprit) table was full).
-    #[serde(default)]
-    pub culprit_pairs_full: u64,
 }
 
 // One family with a reason label: openmetrics/io.rs encode_drops.
@@ -141,5 +139,4 @@ metrics!(DropCounters {
     counter no_issue_stamp;
     counter no_start_stamp;
     counter culprit_untold;
-    counter culprit_pairs_full;
 });

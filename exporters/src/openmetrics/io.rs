@@ -186,7 +186,6 @@ pub(crate) fn encode_drops(enc: &mut DescriptorEncoder, drops: &DropCounters) ->
         ("no_issue_stamp", drops.no_issue_stamp),
         ("no_start_stamp", drops.no_start_stamp),
         ("culprit_untold", drops.culprit_untold),
-        ("culprit_pairs_full", drops.culprit_pairs_full),
     ]
     .iter()
     .map(|(r, v)| (vec![("reason".to_string(), r.to_string())], *v as f64))

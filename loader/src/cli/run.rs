@@ -12,7 +12,7 @@ use iowarden::duration::{parse_duration, parse_interval};
 use iowarden::host::container::StaticPodDirectory;
 use iowarden::limits::watch::LimitsWatch;
 
-use super::trace::{start_monitor, stop_flag, TraceArgs};
+use super::trace::{load_monitor, stop_flag, TraceArgs};
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -73,7 +73,7 @@ pub fn run(a: RunArgs) -> Result<()> {
     // Before loading: a signal while the programs load must not kill the
     // process with them half set up (SIGHUP's default action).
     let stop = stop_flag()?;
-    let monitor = start_monitor(&a.trace, &a.export.histogram_stages.0)?;
+    let mut monitor = load_monitor(&a.trace, &a.export.histogram_stages.0)?;
     // Before any thread starts: capabilities are per thread.
     let keep = iowarden::host::privileges::Keep {
         bpf_calls: iowarden::probes::features::bpf_calls_need_capability(),
@@ -84,6 +84,7 @@ pub fn run(a: RunArgs) -> Result<()> {
     };
     let kept = iowarden::host::privileges::drop_all(a.user.as_deref(), &keep)?;
     iowarden::say!("iowarden: {kept}");
+    monitor.start_threads()?;
     let mut limits = limits_watch(a.limits_window);
     daemon::run(
         monitor,

@@ -51,13 +51,16 @@ pub struct TraceArgs {
     /// Do not charge requests the linear iocost model's cost
     #[arg(long)]
     pub no_cost: bool,
-    /// Split each cgroup's device time by whom it waited behind: the
-    /// cgroups whose requests shared the device with its own
-    /// (iowarden_culprit_seconds_total, top's verdict, docs/culprits.md).
-    /// One more BPF program per request (block_rq_issue, ~100 ns) and a
-    /// table of the series in flight per device; BPF compare-and-swap
-    /// (Linux 5.12+)
+    /// Do not split each cgroup's time by whom it waited behind (the
+    /// culprit account: iowarden_culprit_seconds_total, top's measured
+    /// verdict, docs/culprits.md). On by default: the completion program
+    /// logs each timed request (16 B in its CPU's ring), a thread replays
+    /// the log
     #[arg(long)]
+    pub no_culprits: bool,
+    /// The culprit account is on by default; kept so that older command
+    /// lines still run
+    #[arg(long, hide = true, conflicts_with = "no_culprits")]
     pub culprits: bool,
     /// The linear cost model for every device, io.cost.model's keys over
     /// the kernel's SSD defaults, e.g. 'rbps=500000000 rrandiops=20000'
@@ -144,7 +147,7 @@ impl TraceArgs {
                 hwq_events: self.hwq_events,
                 task_delays: self.task_delays,
                 cost: !self.no_cost,
-                culprits: self.culprits,
+                culprits: !self.no_culprits,
                 cost_model: self.cost_model,
             },
             probes: self.probes.enabled.clone(),
@@ -172,12 +175,20 @@ pub fn parse_cost_model(s: &str) -> Result<iowarden::costmodel::LinearModel, Str
     iowarden::costmodel::parse_over(iowarden::costmodel::AUTOP_SSD_DFL, s)
 }
 
-/// Checks privileges and BTF, loads and attaches the programs, and says
-/// which optional probes are missing and why.
+/// Checks privileges and BTF, loads and attaches the programs, starts
+/// their threads, and says which optional probes are missing and why.
 pub fn start_monitor(trace: &TraceArgs, stages: &[Stage]) -> Result<Monitor> {
+    let mut monitor = load_monitor(trace, stages)?;
+    monitor.start_threads()?;
+    Ok(monitor)
+}
+
+/// [`start_monitor`] without starting the threads, for a command that
+/// drops its privileges first (then calls `start_threads`).
+pub fn load_monitor(trace: &TraceArgs, stages: &[Stage]) -> Result<Monitor> {
     let cfg = MonitorConfig::new(&trace.options(stages))?;
     preflight::check()?;
-    let monitor = Monitor::start(&cfg)?;
+    let monitor = Monitor::load(&cfg)?;
     for p in monitor.probe_report() {
         iowarden::say!("iowarden: {p}");
     }

@@ -40,6 +40,12 @@ pub struct HostNames<'a> {
 /// A loaded BPF object. The optional ones are loaded where the host has
 /// what they trace, and absent (with a ProbeStatus saying why) elsewhere.
 pub trait Probe {
+    /// Starts the threads it runs beside the programs, if any: called once
+    /// the command has settled its privileges (a thread keeps the
+    /// capabilities it was started with).
+    fn start_threads(&mut self) -> Result<()> {
+        Ok(())
+    }
     /// Copies the maps; the copy is what `cgroup_ids`, `release` and `fill`
     /// see until the next read.
     fn read(&mut self, names: &mut HostNames) -> Result<()>;

@@ -224,8 +224,7 @@ impl Accumulator {
             device_table_full: n(iow_drop::IOW_DROP_DEV_FULL),
             no_issue_stamp: n(iow_drop::IOW_DROP_NO_ISSUE_STAMP),
             no_start_stamp: n(iow_drop::IOW_DROP_NO_START_STAMP),
-            culprit_untold: n(iow_drop::IOW_DROP_CULPRIT_UNTOLD),
-            culprit_pairs_full: n(iow_drop::IOW_DROP_CULPRIT_PAIRS_FULL),
+            culprit_untold: raw.culprit_untold,
         };
     }
 

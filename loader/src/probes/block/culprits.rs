@@ -1,87 +1,234 @@
-//! Whom each request waited behind on its device (`--culprits`,
-//! bpf/culprits.bpf.h, queued.bpf.h). The culprit_ns table holds, per
-//! (victim series slot, culprit series slot, stage), nanoseconds times
-//! requests since the pair was first charged. Each read names the slots by the series keys the
-//! same read found in them and adds the changes up; the pairs of a slot
-//! whose cgroup is gone are deleted before the slot is released, so a
-//! reused slot starts its pairs from zero.
+//! The culprit account's probe side (bpf/culprits.bpf.h): the completion
+//! program logs every timed request in its CPU's ring, and a thread of its
+//! own drains the rings, names each record's series from the slot table
+//! and replays them ([`crate::culprits`]): the totals per (victim slot,
+//! culprit, stage) the poll reads ([`RawPair`]), as the BPF side's
+//! counters, cumulative. The thread starts once the command has settled
+//! its privileges (capabilities are per thread).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Result;
-use iowarden_exporters::{CgroupRef, CulpritSeries, ProbeStatus, Stage};
-use libbpf_rs::btf::Btf;
-use libbpf_rs::{MapCore, MapFlags};
+use iowarden_exporters::{ProbeStatus, Stage};
 
 use super::accumulate::SeriesKey;
-use super::{Claims, RawSample};
-use crate::host::devices::DeviceNames;
-use crate::probes::{pod, pod_bytes, status};
-use crate::skel::types::{iow_const, iow_culprit_key, iow_stage};
+use crate::culprits::{Culprit, Horizon, Replay, Request};
+use crate::probes::mapped::MappedArray;
+use crate::probes::status;
+use crate::skel::types::{bss, iow_const, iow_flight_head, iow_flight_rec, iow_tables};
 
 /// The status's name.
 pub const STATUS: &str = "culprits";
-/// The culprit slot of a victim's own service.
-const NONE: u32 = iow_const::IOW_CULPRIT_NONE.0;
 
-/// The program that takes out requests counted in flight whose completion
-/// went unseen: loaded where the kernel has bpf_loop (5.17+).
-pub const SWEEP: &str = "flight_sweep";
+const DONE_BITS: u32 = iow_const::IOW_FLIGHT_DONE_BITS.0;
+const MIN_BITS: u32 = iow_const::IOW_FLIGHT_RING_MIN_BITS.0;
+const MAX_BITS: u32 = iow_const::IOW_FLIGHT_RING_MAX_BITS.0;
+/// The rings of all CPUs together, about (within the bounds per CPU).
+const LOG_BYTES: u64 = 3 << 20;
+/// How often the rings are drained, at most and at least: often enough
+/// that the fastest CPU fills a quarter of its ring in between.
+const DRAIN_EVERY_MIN: Duration = Duration::from_millis(2);
+const DRAIN_EVERY_MAX: Duration = Duration::from_millis(50);
 
-/// Whether the kernel can run the sweep: bpf_loop (5.17+; syscall
-/// programs came before it).
-pub fn can_sweep(btf: &Btf<'_>) -> bool {
-    super::kernel_enum_value(btf, "BPF_FUNC_loop").is_some()
+/// The status (None: not asked for, or switched off by `--no-culprits`).
+pub fn plan(wanted: bool) -> Option<ProbeStatus> {
+    match wanted {
+        true => Some(status(STATUS, true, "")),
+        false => Some(status(STATUS, false, "disabled by --no-culprits")),
+    }
 }
 
-/// How often the sweep runs at the least: a request whose completion the
-/// kernel did not deliver counts as in flight for at most about this long.
-pub const SWEEP_EVERY: Duration = Duration::from_millis(100);
+/// log2 of each CPU's ring, in records, for `cpus` possible CPUs.
+pub fn ring_bits(cpus: u32) -> u32 {
+    let per_cpu = LOG_BYTES / cpus.max(1) as u64 / std::mem::size_of::<iow_flight_rec>() as u64;
+    (63 - per_cpu.max(1).leading_zeros()).clamp(MIN_BITS, MAX_BITS)
+}
 
-/// How often the sweeper looks for requests found stale at their tag's
-/// reissue (the flight_stale count): undelivered completions come in a
-/// softirq run's batch, and the rest of the batch is swept this soon.
-pub const STALE_POLL_EVERY: Duration = Duration::from_millis(10);
+/// Kernel memory of the rings and counts for `cpus` possible CPUs.
+pub fn log_bytes(cpus: u32) -> u64 {
+    let page = |b: u64| b.div_ceil(4096) * 4096;
+    let rec = std::mem::size_of::<iow_flight_rec>() as u64;
+    let head = std::mem::size_of::<iow_flight_head>() as u64;
+    page((cpus as u64) << ring_bits(cpus) << rec.trailing_zeros()) + page(cpus as u64 * head)
+}
 
-/// Runs the sweep program every [`SWEEP_EVERY`], and within
-/// [`STALE_POLL_EVERY`] of an issue finding a stale request, on a thread
-/// of its own (a poll is too seldom: a request wrongly in flight is
-/// charged time), until dropped. The first failure is kept for the log.
-pub struct Sweeper {
+/// One (victim slot, culprit, stage) total: ns times requests since
+/// start (or since the slots were last released).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RawPair {
+    pub victim: u32,
+    pub culprit: Culprit,
+    pub stage: Stage,
+    pub ns: u64,
+}
+
+/// The rings and the slot table, mapped for the draining thread.
+pub struct FlightLog {
+    log: MappedArray<iow_flight_rec>,
+    heads: MappedArray<iow_flight_head>,
+    /// The object's .bss as words: the slot table at `keys_at`.
+    bss: MappedArray<u64>,
+    keys_at: usize,
+    ring_bits: u32,
+    /// Records taken from each CPU's ring so far.
+    taken: Vec<u64>,
+}
+
+impl FlightLog {
+    pub fn map(
+        log: &impl std::os::fd::AsFd,
+        heads: &impl std::os::fd::AsFd,
+        bss_map: &impl std::os::fd::AsFd,
+        cpus: usize,
+        ring_bits: u32,
+    ) -> Result<FlightLog> {
+        let words = std::mem::size_of::<bss>() / 8;
+        Ok(FlightLog {
+            log: MappedArray::new(log, cpus << ring_bits)?,
+            heads: MappedArray::new(heads, cpus)?,
+            bss: MappedArray::new(bss_map, words)?,
+            keys_at: (std::mem::offset_of!(bss, tables)
+                + std::mem::offset_of!(iow_tables, slot_key))
+                / 8,
+            ring_bits,
+            taken: vec![0; cpus],
+        })
+    }
+
+    /// Every record logged since the last drain, as requests (`now`: the
+    /// monotonic clock, which restores their completions' high bits).
+    /// Returns the records lost (overwritten before they were read, or
+    /// whose slot was released) and the largest part of one CPU's ring
+    /// that filled since the last drain.
+    pub fn drain(&mut self, now: u64, out: &mut Vec<Request>) -> (u64, f64) {
+        let (mut lost, mut fullest) = (0, 0.0f64);
+        let ring = 1u64 << self.ring_bits;
+        for cpu in 0..self.taken.len() {
+            let head = self.heads.get(cpu).logged;
+            std::sync::atomic::fence(Ordering::Acquire);
+            let from = self.taken[cpu].max(head.saturating_sub(ring));
+            lost += from - self.taken[cpu];
+            fullest = fullest.max((head - self.taken[cpu]) as f64 / ring as f64);
+            let base = cpu << self.ring_bits;
+            let recs: Vec<iow_flight_rec> = (from..head)
+                .map(|i| self.log.get(base | (i & (ring - 1)) as usize))
+                .collect();
+            std::sync::atomic::fence(Ordering::Acquire);
+            // Those the writer may have overwritten while they were read.
+            let reused = self.heads.get(cpu).logged.saturating_sub(ring);
+            let skip = reused.saturating_sub(from).min(head - from);
+            lost += skip;
+            for r in &recs[skip as usize..] {
+                match self.request(r, now) {
+                    Some(q) => out.push(q),
+                    None => lost += 1,
+                }
+            }
+            self.taken[cpu] = head;
+        }
+        (lost, fullest)
+    }
+
+    /// A record as a request: None when its slot holds no series now.
+    fn request(&self, r: &iow_flight_rec, now: u64) -> Option<Request> {
+        let slot = (r.done_slot >> DONE_BITS) as u32;
+        let key = self.bss.get(self.keys_at + slot as usize);
+        if key == 0 {
+            return None;
+        }
+        let k = SeriesKey::decode(key);
+        Some(Request {
+            slot,
+            dev: k.dev_idx,
+            op: k.op,
+            done: restore(r.done_slot & ((1 << DONE_BITS) - 1), now),
+            device_ns: r.device_queue_ns & 0xffff_ffff,
+            queue_ns: r.device_queue_ns >> 32,
+        })
+    }
+}
+
+/// A completion time from its low DONE_BITS bits, the latest such time
+/// not after `now` (records are drained within a second, and the wrap is
+/// 13 days).
+fn restore(low: u64, now: u64) -> u64 {
+    let wrap = 1u64 << DONE_BITS;
+    let t = (now & !(wrap - 1)) | low;
+    // A record logged a moment after `now` was read is not from the past.
+    if t > now.saturating_add(wrap / 2) {
+        t.saturating_sub(wrap)
+    } else {
+        t
+    }
+}
+
+/// CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns.
+fn monotonic_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec to fill; CLOCK_MONOTONIC cannot fail.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// The replay and what stopped the thread, shared with the poll.
+#[derive(Default)]
+struct Shared {
+    replay: Replay,
+}
+
+/// Drains the log and replays it on a thread of its own, until dropped.
+pub struct Drain {
     stop: Arc<AtomicBool>,
-    failed: Arc<Mutex<Option<String>>>,
+    shared: Arc<Mutex<Shared>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-impl Sweeper {
-    /// `prog`: the sweep program; `stale`: the flight_stale map.
-    pub fn start(prog: OwnedFd, stale: libbpf_rs::MapHandle) -> Sweeper {
+impl Drain {
+    pub fn start(mut log: FlightLog) -> Drain {
         let stop = Arc::new(AtomicBool::new(false));
-        let failed = Arc::new(Mutex::new(None));
-        let (s, f) = (Arc::clone(&stop), Arc::clone(&failed));
-        let thread = std::thread::spawn(move || {
-            if let Err(e) = sweep_until(&s, &prog, &stale) {
-                f.lock().unwrap().get_or_insert(e);
-            }
-        });
-        Sweeper {
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let (s, sh) = (Arc::clone(&stop), Arc::clone(&shared));
+        let thread = std::thread::Builder::new()
+            .name("iowarden-culprits".into())
+            .spawn(move || drain_until(&s, &mut log, &sh))
+            .expect("spawning the culprits' thread");
+        Drain {
             stop,
-            failed,
+            shared,
             thread: Some(thread),
         }
     }
 
-    /// Why the sweep stopped, once.
-    pub fn failure(&self) -> Option<String> {
-        self.failed.lock().unwrap().take()
+    /// Every total so far, and the requests untold.
+    pub fn read(&self) -> (Vec<RawPair>, u64) {
+        let sh = self.shared.lock().unwrap();
+        let pairs = sh
+            .replay
+            .totals()
+            .iter()
+            .map(|(&(victim, culprit, stage), &ns)| RawPair {
+                victim,
+                culprit,
+                stage,
+                ns: ns.round() as u64,
+            })
+            .collect();
+        (pairs, sh.replay.untold())
+    }
+
+    /// Forgets released slots (before they are released).
+    pub fn forget(&self, slots: &BTreeSet<u32>) {
+        self.shared.lock().unwrap().replay.forget(slots);
     }
 }
 
-impl Drop for Sweeper {
+impl Drop for Drain {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
@@ -90,316 +237,74 @@ impl Drop for Sweeper {
     }
 }
 
-/// Sweeps when the stale count moved or [`SWEEP_EVERY`] passed, until `stop`.
-fn sweep_until(
-    stop: &AtomicBool,
-    prog: &OwnedFd,
-    stale: &libbpf_rs::MapHandle,
-) -> Result<(), String> {
-    let polls_per_sweep = (SWEEP_EVERY.as_millis() / STALE_POLL_EVERY.as_millis()) as u32;
-    let (mut seen, mut polls) = (None, 0);
+/// Drains, replays up to the horizon and waits, until `stop`.
+fn drain_until(stop: &AtomicBool, log: &mut FlightLog, shared: &Mutex<Shared>) {
+    let mut horizon = Horizon::default();
+    let mut requests = Vec::new();
+    let mut last = monotonic_ns();
     while !stop.load(Ordering::Relaxed) {
-        let now = stale_count(stale)?;
-        if seen != Some(now) || polls >= polls_per_sweep {
-            run_once(prog)?;
-            (seen, polls) = (Some(now), 0);
+        let now = monotonic_ns();
+        let (lost, fullest) = log.drain(now, &mut requests);
+        for r in &requests {
+            horizon.saw(now, r.device_ns + r.queue_ns);
         }
-        polls += 1;
-        std::thread::sleep(STALE_POLL_EVERY);
-    }
-    Ok(())
-}
-
-/// The flight_stale map's one count.
-fn stale_count(map: &libbpf_rs::MapHandle) -> Result<u64, String> {
-    match map.lookup(&0u32.to_ne_bytes(), MapFlags::ANY) {
-        Ok(v) => Ok(v.map_or(0, |v| pod(&v))),
-        Err(e) => Err(format!("reading flight_stale: {e}")),
-    }
-}
-
-/// One BPF_PROG_RUN of the sweep (a syscall program: no context).
-fn run_once(prog: &OwnedFd) -> Result<(), String> {
-    let mut opts = libbpf_rs::libbpf_sys::bpf_test_run_opts {
-        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_test_run_opts>() as _,
-        ..Default::default()
-    };
-    // SAFETY: opts is sized and passes no buffers; the fd is a loaded
-    // program's, held open by this thread.
-    let ret = unsafe { libbpf_rs::libbpf_sys::bpf_prog_test_run_opts(prog.as_raw_fd(), &mut opts) };
-    match ret {
-        0 => Ok(()),
-        e => Err(format!(
-            "running {SWEEP}: {}",
-            std::io::Error::from_raw_os_error(-e)
-        )),
-    }
-}
-
-/// Whether the programs charge culprits, and the status saying so (None
-/// when not asked for). `sweeps`: the kernel can run the sweep.
-pub fn plan(wanted: bool, claims: Claims, sweeps: bool) -> (bool, Option<ProbeStatus>) {
-    match (wanted, claims) {
-        (false, _) => (false, None),
-        (true, Claims::CompareAndSwap) => {
-            let reason = match sweeps {
-                true => "",
-                false => {
-                    "no bpf_loop (Linux 5.17+): a request whose completion the kernel did not \
-                     deliver counts as in flight until its tag is reused"
-                }
-            };
-            (true, Some(status(STATUS, true, reason)))
+        {
+            let mut sh = shared.lock().unwrap();
+            for r in requests.drain(..) {
+                sh.replay.add(&r);
+            }
+            sh.replay.untold_more(lost);
+            sh.replay.advance(horizon.at(now));
         }
-        (true, Claims::MapInsert) => (
-            false,
-            Some(status(
-                STATUS,
-                false,
-                "the kernel's BPF has no compare-and-swap (Linux 5.12+): waits are not split \
-                 by culprit",
-            )),
-        ),
+        std::thread::sleep(pace(fullest, Duration::from_nanos(now - last)));
+        last = now;
     }
 }
 
-/// One (victim, culprit) pair of slots in one stage (enum iow_stage) and
-/// its nanoseconds since claimed.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RawPair {
-    pub victim: u32,
-    pub culprit: u32,
-    pub stage: u32,
-    pub ns: u64,
-}
-
-/// The stage of a pair's wait: the queue (IOW_STAGE_QUEUE), else the device.
-fn stage_of(raw: u32) -> Stage {
-    match raw {
-        s if s == iow_stage::IOW_STAGE_QUEUE.0 => Stage::Queue,
-        _ => Stage::Device,
+/// The wait before the next drain: the time the fastest CPU takes to fill
+/// a quarter of its ring at the rate `fullest` of it filled in `elapsed`.
+fn pace(fullest: f64, elapsed: Duration) -> Duration {
+    if fullest <= 0.0 {
+        return DRAIN_EVERY_MAX;
     }
-}
-
-/// Every entry of the culprit_ns table.
-pub fn read(map: &dyn MapCore) -> Result<Vec<RawPair>> {
-    let mut out = Vec::new();
-    for k in map.keys() {
-        if let Some(v) = map.lookup(&k, MapFlags::ANY)? {
-            let key: iow_culprit_key = pod(&k);
-            out.push(RawPair {
-                victim: key.victim,
-                culprit: key.culprit,
-                stage: key.stage,
-                ns: pod(&v),
-            });
-        }
-    }
-    Ok(out)
-}
-
-/// Deletes the pairs that name any of `slots`, as victim or culprit.
-pub fn release(map: &dyn MapCore, pairs: &[RawPair], slots: &BTreeSet<u32>) {
-    for p in pairs
-        .iter()
-        .filter(|p| slots.contains(&p.victim) || slots.contains(&p.culprit))
-    {
-        let key = iow_culprit_key {
-            victim: p.victim,
-            culprit: p.culprit,
-            stage: p.stage,
-        };
-        // SAFETY: a skeleton type, its padding spelled out and zeroed.
-        let bytes = unsafe { pod_bytes(&key) };
-        let _ = map.delete(bytes);
-    }
-}
-
-/// A pair named by series keys: (victim, culprit; None: its service), and
-/// its stage.
-type PairKey = (u64, Option<u64>, Stage);
-
-/// The pairs' nanoseconds since start, by series keys.
-#[derive(Default)]
-pub struct CulpritTotals {
-    /// Each slot pair's keys and value at the last read.
-    prev: HashMap<(u32, u32, u32), (PairKey, u64)>,
-    totals: BTreeMap<PairKey, u64>,
-    dev_of_idx: HashMap<u32, u32>,
-}
-
-impl CulpritTotals {
-    /// Adds the pairs' changes since the last read; `raw` names the slots.
-    pub fn add(&mut self, pairs: &[RawPair], raw: &RawSample) {
-        let key_of: HashMap<u32, u64> = raw.series.iter().map(|s| (s.slot, s.key)).collect();
-        self.dev_of_idx.extend(raw.devs.iter().copied());
-        for p in pairs {
-            let Some(&victim) = key_of.get(&p.victim) else {
-                continue;
-            };
-            let culprit = match p.culprit {
-                NONE => None,
-                c => match key_of.get(&c) {
-                    Some(&k) => Some(k),
-                    None => continue,
-                },
-            };
-            let key = (victim, culprit, stage_of(p.stage));
-            let slots = (p.victim, p.culprit, p.stage);
-            let before = match self.prev.get(&slots) {
-                // The same pair of series, not one that reused the slots.
-                Some(&(k, ns)) if k == key && ns <= p.ns => ns,
-                _ => 0,
-            };
-            *self.totals.entry(key).or_default() += p.ns - before;
-            self.prev.insert(slots, (key, p.ns));
-        }
-    }
-
-    /// Forgets the pairs of series whose slots were released.
-    pub fn forget(&mut self, slots: &BTreeSet<u32>, keys: &BTreeSet<u64>) {
-        self.prev
-            .retain(|(v, c, _), _| !slots.contains(v) && !slots.contains(c));
-        self.totals
-            .retain(|(v, c, _), _| !keys.contains(v) && c.is_none_or(|c| !keys.contains(&c)));
-    }
-
-    /// The snapshot's records, by device, victim and culprit.
-    pub fn fill(
-        &self,
-        cgroup: &dyn Fn(u64) -> CgroupRef,
-        devices: &mut DeviceNames,
-    ) -> Vec<CulpritSeries> {
-        let mut out: Vec<CulpritSeries> = self
-            .totals
-            .iter()
-            .filter_map(|(&(victim, culprit, stage), &ns)| {
-                let v = SeriesKey::decode(victim);
-                let devt = *self.dev_of_idx.get(&v.dev_idx)?;
-                let c = culprit.map(SeriesKey::decode);
-                Some(CulpritSeries {
-                    device: devices.get(devt),
-                    victim: cgroup(v.cgroup_id),
-                    op: v.op,
-                    culprit: c.map(|c| cgroup(c.cgroup_id)),
-                    culprit_op: c.map(|c| c.op),
-                    stage,
-                    seconds: ns as f64 / 1e9,
-                })
-            })
-            .collect();
-        out.sort_by_key(CulpritSeries::key);
-        out
-    }
+    elapsed
+        .mul_f64((0.25 / fullest).min(1e3))
+        .clamp(DRAIN_EVERY_MIN, DRAIN_EVERY_MAX)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probes::block::RawSeries;
-    use crate::skel::types::iow_key_layout;
 
-    fn key(cgroup: u64, op: u64) -> u64 {
-        (cgroup << iow_key_layout::IOW_KEY_CGID_SHIFT.0)
-            | (op << iow_key_layout::IOW_KEY_OP_SHIFT.0)
-            | 1
-    }
-
-    fn sample(slots: &[(u32, u64)]) -> RawSample {
-        RawSample {
-            series: slots
-                .iter()
-                .map(|&(slot, key)| RawSeries {
-                    slot,
-                    key,
-                    shards: Vec::new(),
-                })
-                .collect(),
-            devs: vec![(0, 7 << 20)],
-            ..Default::default()
-        }
-    }
-
-    fn pair(victim: u32, culprit: u32, ns: u64) -> RawPair {
-        RawPair {
-            victim,
-            culprit,
-            stage: iow_stage::IOW_STAGE_DEVICE.0,
-            ns,
-        }
-    }
-
-    fn seconds(t: &CulpritTotals) -> Vec<(u64, Option<u64>, f64)> {
-        let cgroup = |id| CgroupRef {
-            id,
-            path: format!("/c{id}"),
-        };
-        t.fill(&cgroup, &mut DeviceNames::default())
-            .iter()
-            .map(|c| (c.victim.id, c.culprit.as_ref().map(|c| c.id), c.seconds))
-            .collect()
+    #[test]
+    fn rings_take_about_three_mib_within_their_bounds() {
+        assert_eq!(ring_bits(2), MAX_BITS);
+        assert_eq!(ring_bits(16), 13);
+        assert_eq!(ring_bits(192), 10);
+        assert_eq!(ring_bits(384), 9);
+        assert_eq!(ring_bits(100_000), MIN_BITS);
+        assert_eq!(log_bytes(192), (192 << 10) * 16 + 192 * 64);
+        assert!(log_bytes(384) <= LOG_BYTES + 384 * 64);
     }
 
     #[test]
-    fn adds_changes_names_slots_and_skips_unknown_ones() {
-        let raw = sample(&[(1, key(10, 0)), (2, key(20, 1))]);
-        let mut t = CulpritTotals::default();
-        t.add(
-            &[pair(1, 2, 3_000), pair(1, NONE, 1_000), pair(1, 9, 5)],
-            &raw,
-        );
-        t.add(&[pair(1, 2, 7_000), pair(1, NONE, 1_000)], &raw);
-        assert_eq!(
-            seconds(&t),
-            [(10, None, 1e-6), (10, Some(20), 7e-6)],
-            "the pair with an unknown slot is left out"
-        );
+    fn completions_get_their_high_bits_back() {
+        let wrap = 1u64 << DONE_BITS;
+        let now = 5 * wrap + 1_000;
+        assert_eq!(restore(400, now), 5 * wrap + 400);
+        // Logged just before the clock's low bits wrapped.
+        assert_eq!(restore(wrap - 10, now), 5 * wrap - 10);
+        // Logged a moment after `now` was read.
+        assert_eq!(restore(1_500, now), 5 * wrap + 1_500);
     }
 
     #[test]
-    fn a_reused_slot_starts_from_zero_and_gone_series_are_forgotten() {
-        let mut t = CulpritTotals::default();
-        t.add(
-            &[pair(1, 2, 5_000)],
-            &sample(&[(1, key(10, 0)), (2, key(20, 1))]),
-        );
-        t.forget(&BTreeSet::from([2]), &BTreeSet::from([key(20, 1)]));
-        assert_eq!(seconds(&t), []);
-        t.add(
-            &[pair(1, 2, 2_000)],
-            &sample(&[(1, key(10, 0)), (2, key(30, 1))]),
-        );
-        assert_eq!(seconds(&t), [(10, Some(30), 2e-6)]);
-    }
-
-    #[test]
-    fn a_pairs_two_stages_are_two_records() {
-        let raw = sample(&[(1, key(10, 0)), (2, key(20, 1))]);
-        let queued = RawPair {
-            stage: iow_stage::IOW_STAGE_QUEUE.0,
-            ..pair(1, 2, 4_000)
-        };
-        let mut t = CulpritTotals::default();
-        t.add(&[pair(1, 2, 3_000), queued], &raw);
-        t.add(
-            &[
-                pair(1, 2, 5_000),
-                RawPair {
-                    ns: 6_000,
-                    ..queued
-                },
-            ],
-            &raw,
-        );
-        let cgroup = |id| CgroupRef {
-            id,
-            path: format!("/c{id}"),
-        };
-        let stages: Vec<(Stage, f64)> = t
-            .fill(&cgroup, &mut DeviceNames::default())
-            .iter()
-            .map(|c| (c.stage, c.seconds))
-            .collect();
-        assert_eq!(stages, [(Stage::Queue, 6e-6), (Stage::Device, 5e-6)]);
+    fn drains_as_often_as_the_fastest_ring_needs() {
+        let ms = Duration::from_millis;
+        assert_eq!(pace(0.0, ms(10)), DRAIN_EVERY_MAX);
+        assert_eq!(pace(0.25, ms(10)), ms(10));
+        assert_eq!(pace(0.5, ms(10)), ms(5));
+        assert_eq!(pace(1.0, ms(4)), DRAIN_EVERY_MIN);
+        assert_eq!(pace(0.001, ms(50)), DRAIN_EVERY_MAX);
     }
 }

@@ -8,6 +8,7 @@
 pub mod accumulate;
 pub mod bench;
 pub mod capacity;
+pub mod culprit_totals;
 pub mod culprits;
 pub mod delay;
 pub mod held;
@@ -20,7 +21,6 @@ pub use programs::Claims;
 use programs::{traced_bio_based, Attach, PROGRAMS};
 
 use std::collections::BTreeSet;
-use std::os::fd::AsFd;
 
 use anyhow::{Context, Result};
 use iowarden_exporters::{BpfProgramStats, ProbeStatus, TableFill};
@@ -76,8 +76,9 @@ pub struct BlockMeasures {
     pub task_delays: bool,
     /// Charge every read/write the linear iocost model's cost.
     pub cost: bool,
-    /// Split each request's device time by whom it waited behind
-    /// (`--culprits`): block_rq_issue on every request.
+    /// Split each request's time by whom it waited behind (on by default;
+    /// `--no-culprits`): the completion program logs each timed request,
+    /// a thread replays the log (crate::culprits).
     pub culprits: bool,
     /// The model for every device (`--cost-model`); None: each device's own
     /// (see crate::costmodel::devices).
@@ -93,7 +94,7 @@ impl Default for BlockMeasures {
             hwq_events: false,
             task_delays: false,
             cost: true,
-            culprits: false,
+            culprits: true,
             cost_model: None,
         }
     }
@@ -147,8 +148,9 @@ pub struct RawSample {
     pub devs: Vec<(u32, u32)>,
     /// The task delays' table (empty where its programs are not attached).
     pub delays: Vec<delay::RawDelay>,
-    /// The culprits' table (empty without --culprits).
-    pub culprit_pairs: Vec<culprits::RawPair>,
+    /// Requests whose time the culprit account could not (wholly) split,
+    /// since start (from its drain, not the maps).
+    pub culprit_untold: u64,
 }
 
 /// The sharded counter arrays, mapped into this process.
@@ -183,7 +185,7 @@ pub struct BlockProbe {
     filter_devt: Option<u32>,
     /// The task delay programs are attached.
     delays: bool,
-    /// The programs charge culprits (--culprits, where the kernel can).
+    /// The completion program logs requests for the culprit account.
     culprits: bool,
 }
 
@@ -223,13 +225,9 @@ pub(super) fn kernel_enum_value(btf: &Btf<'_>, name: &str) -> Option<i64> {
 
 type OpenSkelT = crate::skel::OpenIowardenSkel<'static>;
 
-/// What BlockProbe::load gives: the loaded object, the statuses of the
-/// programs left out, and culprits::plan's answer.
-type Loaded = (
-    IowardenSkel<'static>,
-    Vec<ProbeStatus>,
-    (bool, Option<ProbeStatus>),
-);
+/// What BlockProbe::load gives: the loaded object and the statuses of the
+/// programs left out.
+type Loaded = (IowardenSkel<'static>, Vec<ProbeStatus>);
 
 impl BlockProbe {
     /// Opens, configures, loads and attaches the programs. Optional
@@ -237,7 +235,8 @@ impl BlockProbe {
     /// [`BlockProbe::probes`]; a missing required one is an error.
     pub fn start(cfg: &BlockConfig) -> Result<BlockProbe> {
         let claims = Claims::probe();
-        let (skel, mut probes, (culprits, culprit_status)) = Self::load(cfg, claims)?;
+        let (skel, mut probes) = Self::load(cfg, claims)?;
+        let culprits = cfg.measure.culprits;
         let counters = Counters::map(&skel, cfg.capacity)?;
         let mut probe = BlockProbe {
             skel,
@@ -254,7 +253,7 @@ impl BlockProbe {
         for &(prog, _, when) in PROGRAMS {
             let wanted = match when {
                 Attach::Required | Attach::Optional => true,
-                Attach::Inserts | Attach::IssueStamps => cfg.measure.hwq_events || culprits,
+                Attach::Inserts | Attach::IssueStamps => cfg.measure.hwq_events,
                 Attach::BioBased => traced_bio_based(cfg.filter_devt),
             };
             if wanted && !probes.iter().any(|p| p.name == prog) {
@@ -268,7 +267,7 @@ impl BlockProbe {
             probes.push(probe.attach_delays());
         }
         probes.extend(Self::switched_off(cfg));
-        probes.extend(culprit_status);
+        probes.extend(culprits::plan(culprits));
         if claims == Claims::MapInsert {
             if let Some(p) = probes.iter_mut().find(|p| p.name == "block_rq_complete") {
                 p.reason = "series claimed through a hash map: the kernel's BPF has no \
@@ -282,8 +281,7 @@ impl BlockProbe {
 
     /// Opens, configures and loads the object, and gives the default cost
     /// model and the preclaimed devices their coefficients. Returns the
-    /// statuses of the programs left out, and whether the programs charge
-    /// culprits with its status (culprits::plan).
+    /// statuses of the programs left out.
     fn load(cfg: &BlockConfig, claims: Claims) -> Result<Loaded> {
         let btf = Btf::from_vmlinux().context(
             "cannot read kernel BTF (/sys/kernel/btf/vmlinux): iowarden needs a kernel built with CONFIG_DEBUG_INFO_BTF=y",
@@ -293,14 +291,11 @@ impl BlockProbe {
             .context("opening the BPF object")?;
         let held = held::plan(&btf);
         let delays = delay::plan(&btf, cfg.measure.task_delays);
-        let sweeps = culprits::can_sweep(&btf);
-        let (culprits, culprit_status) = culprits::plan(cfg.measure.culprits, claims, sweeps);
         Self::configure(&mut open, cfg, &btf, claims)?;
-        Self::configure_culprits(&mut open, culprits)?;
+        Self::configure_culprits(&mut open, cfg.measure.culprits)?;
         let preclaimed = Self::preclaim_devices(&mut open, cfg)?;
-        let sweep = culprits && sweeps;
         let mut probes =
-            Self::select_programs(&mut open, &btf, claims, held.is_ok(), delays.is_ok(), sweep)?;
+            Self::select_programs(&mut open, &btf, claims, held.is_ok(), delays.is_ok())?;
         match held {
             Ok(func) => Self::aim_held(&mut open, func)?,
             Err(status) => probes.push(status),
@@ -314,7 +309,7 @@ impl BlockProbe {
         for &(idx, lcoef) in preclaimed.iter().chain([&(COST_DEFAULT, default)]) {
             write_cost_coefs(&skel.maps.cost_coefs, idx, lcoef)?;
         }
-        Ok((skel, probes, (culprits, culprit_status)))
+        Ok((skel, probes))
     }
 
     /// The statuses of what the options switched off.
@@ -375,18 +370,21 @@ impl BlockProbe {
         Ok(())
     }
 
-    /// The culprits' switch, and their tables at one entry each when off.
+    /// The culprits' switch, and their log's rings: one per possible CPU
+    /// (one entry when off).
     fn configure_culprits(open: &mut OpenSkelT, on: bool) -> Result<()> {
-        open.maps
+        let cpus = libbpf_rs::num_possible_cpus()? as u32;
+        let bits = culprits::ring_bits(cpus);
+        let rodata = open
+            .maps
             .rodata_data
             .as_deref_mut()
-            .context("BPF object has no .rodata")?
-            .enable_culprits = on;
-        if !on {
-            open.maps.flight.set_max_entries(1)?;
-            open.maps.flight_tags.set_max_entries(1)?;
-            open.maps.queued.set_max_entries(1)?;
-            open.maps.culprit_ns.set_max_entries(1)?;
+            .context("BPF object has no .rodata")?;
+        rodata.enable_culprits = on;
+        rodata.flight_ring_bits = bits;
+        if on {
+            open.maps.flight_log.set_max_entries(cpus << bits)?;
+            open.maps.flight_heads.set_max_entries(cpus)?;
         }
         Ok(())
     }
@@ -449,9 +447,6 @@ impl BlockProbe {
         }
         if self.delays {
             out.delays = delay::read(&self.skel.maps.task_delays)?;
-        }
-        if self.culprits {
-            out.culprit_pairs = culprits::read(&self.skel.maps.culprit_ns)?;
         }
         if let Some(v) = self
             .skel
@@ -520,23 +515,28 @@ impl BlockProbe {
         Ok(())
     }
 
-    /// Deletes the culprits' pairs that name any of `slots` (before the
-    /// slots are released).
-    pub fn release_culprit_pairs(&self, pairs: &[culprits::RawPair], slots: &BTreeSet<u32>) {
-        culprits::release(&self.skel.maps.culprit_ns, pairs, slots);
-    }
-
-    /// Starts the culprits' sweep where it is loaded (None elsewhere): it
-    /// takes out the requests counted in flight whose completion went
-    /// unseen. Without it they are taken out as their tags are reused.
-    pub fn start_sweeper(&self) -> Result<Option<culprits::Sweeper>> {
-        let prog = &self.skel.progs.flight_sweep;
-        if !self.culprits || !prog.autoload() {
+    /// The culprit account's log, mapped for its draining thread (None
+    /// when the account is off).
+    pub fn flight_log(&self) -> Result<Option<culprits::FlightLog>> {
+        if !self.culprits {
             return Ok(None);
         }
-        let fd = prog.as_fd().try_clone_to_owned()?;
-        let stale = libbpf_rs::MapHandle::try_from(&self.skel.maps.flight_stale)?;
-        Ok(Some(culprits::Sweeper::start(fd, stale)))
+        let m = &self.skel.maps;
+        let cpus = libbpf_rs::num_possible_cpus()?;
+        let bits = self
+            .skel
+            .maps
+            .rodata_data
+            .as_ref()
+            .context("BPF object has no .rodata")?
+            .flight_ring_bits;
+        Ok(Some(culprits::FlightLog::map(
+            &m.flight_log,
+            &m.flight_heads,
+            &m.bss,
+            cpus,
+            bits,
+        )?))
     }
 
     /// Deletes the task delays of cgroups that are gone.
@@ -571,19 +571,13 @@ impl BlockProbe {
         let Ok(t) = self.tables() else {
             return Vec::new();
         };
-        let mut v = vec![
+        vec![
             table_fill(
                 "series",
                 slots_in_use(&t.slot_key[..self.cap.slots as usize]),
                 self.cap.slots as u64,
             ),
             table_fill("devices", slots_in_use(&t.dev_devt), MAX_DEVS as u64),
-        ];
-        if self.culprits {
-            let pairs = self.skel.maps.culprit_ns.keys().count() as u64;
-            let cap = self.skel.maps.culprit_ns.max_entries() as u64;
-            v.push(table_fill("culprit_pairs", pairs, cap));
-        }
-        v
+        ]
     }
 }

@@ -2,13 +2,14 @@
 //! totals its reads add up to ([`Accumulator`]), the cost model each device
 //! is charged with, and the watch over requests that go untimed.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use anyhow::Result;
 use iowarden_exporters::{BpfProgramStats, DeviceRef, ProbeStatus, Snapshot, TableFill};
 
 use super::accumulate::{Accumulator, SeriesKey};
-use super::culprits::{CulpritTotals, RawPair, Sweeper};
+use super::culprit_totals::CulpritTotals;
+use super::culprits::Drain;
 use super::delay::{self, RawDelay};
 use super::latency_watch::LatencyWatch;
 use super::{BlockConfig, BlockProbe, RawSample};
@@ -30,14 +31,13 @@ pub struct Block {
     last_series: Vec<(u32, u64)>,
     /// The task delays' table at the last read.
     last_delays: Vec<RawDelay>,
-    /// Whom requests waited behind (--culprits), and its table at the
-    /// last read.
+    /// Whom requests waited behind, by series keys.
     culprits: CulpritTotals,
-    last_pairs: Vec<RawPair>,
     /// The series table was found full once (said in the log once).
     said_table_full: bool,
-    /// Takes out requests whose completion went unseen (--culprits).
-    sweeper: Option<Sweeper>,
+    /// Drains and replays the culprit account's log (once started; None
+    /// when the account is off).
+    drain: Option<Drain>,
 }
 
 impl Block {
@@ -60,7 +60,7 @@ impl Block {
         }
         let probe = BlockProbe::start(&cfg)?;
         Ok(Block {
-            sweeper: probe.start_sweeper()?,
+            drain: None,
             probe,
             acc: Accumulator::new(cfg.measure.hwq_events, cfg.measure.stage_histograms),
             costs,
@@ -68,7 +68,6 @@ impl Block {
             last_series: Vec::new(),
             last_delays: Vec::new(),
             culprits: CulpritTotals::default(),
-            last_pairs: Vec::new(),
             said_table_full: false,
         })
     }
@@ -117,18 +116,25 @@ impl Block {
 }
 
 impl Probe for Block {
+    /// The culprit account's drain, where the account is on.
+    fn start_threads(&mut self) -> Result<()> {
+        if self.drain.is_none() {
+            self.drain = self.probe.flight_log()?.map(Drain::start);
+        }
+        Ok(())
+    }
+
     /// Adds the read to the totals; attaches the issue stamps and gives new
     /// devices their cost model where needed.
     fn read(&mut self, names: &mut HostNames) -> Result<()> {
-        if let Some(e) = self.sweeper.as_ref().and_then(|s| s.failure()) {
-            crate::say!(
-                "iowarden: {e}: a request whose completion the kernel did not deliver counts \
-                 as in flight (--culprits) until its tag is reused"
-            );
+        let mut raw = self.probe.read()?;
+        if let Some(d) = &self.drain {
+            let (pairs, untold) = d.read();
+            let keys: HashMap<u32, u64> = raw.series.iter().map(|s| (s.slot, s.key)).collect();
+            self.culprits.add(&pairs, &keys, &raw.devs);
+            raw.culprit_untold = untold;
         }
-        let raw = self.probe.read()?;
         self.acc.add(&raw);
-        self.culprits.add(&raw.culprit_pairs, &raw);
         for line in self.probe.attach_if_needed()? {
             crate::say!("iowarden: {line}");
         }
@@ -136,7 +142,6 @@ impl Probe for Block {
         self.say_if_table_full(&raw);
         self.last_series = raw.series.iter().map(|s| (s.slot, s.key)).collect();
         self.last_delays = raw.delays;
-        self.last_pairs = raw.culprit_pairs;
         Ok(())
     }
 
@@ -164,7 +169,9 @@ impl Probe for Block {
         let slots: BTreeSet<u32> = released.iter().map(|&(s, _)| s).collect();
         let keys: BTreeSet<u64> = released.iter().map(|&(_, k)| k).collect();
         // Before the slots: a slot claimed again must find no pairs of old.
-        self.probe.release_culprit_pairs(&self.last_pairs, &slots);
+        if let Some(d) = &self.drain {
+            d.forget(&slots);
+        }
         self.culprits.forget(&slots, &keys);
         for &(slot, key) in &released {
             self.probe.release_slot(slot)?;

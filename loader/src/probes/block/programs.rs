@@ -8,7 +8,7 @@ use iowarden_exporters::ProbeStatus;
 use libbpf_rs::btf::Btf;
 use libbpf_rs::skel::{OpenSkel, Skel};
 
-use super::{culprits, delay, held, BlockProbe, OpenSkelT};
+use super::{delay, held, BlockProbe, OpenSkelT};
 use crate::probes::{status, tracepoint_available};
 
 /// When a program is attached.
@@ -18,9 +18,9 @@ pub(super) enum Attach {
     Required,
     /// Always, where the kernel has the tracepoint.
     Optional,
-    /// With --hwq-events or --culprits (the queue stage's split).
+    /// With --hwq-events.
     Inserts,
-    /// With --hwq-events or --culprits, or once a traced queue turns out
+    /// With --hwq-events, or once a traced queue turns out
     /// not to stamp io_start_time_ns (tables.need_issue_stamps).
     IssueStamps,
     /// While a traced bio-based disk (device-mapper, md) exists: the
@@ -94,12 +94,8 @@ impl BlockProbe {
         claims: Claims,
         held: bool,
         delays: bool,
-        sweep: bool,
     ) -> Result<Vec<ProbeStatus>> {
         let mut wanted = Vec::new();
-        if sweep {
-            wanted.push(culprits::SWEEP.to_string());
-        }
         if held {
             wanted.push(held::PROGRAM.to_string());
         } else {

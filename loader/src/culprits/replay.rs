@@ -1,0 +1,418 @@
+//! Every device's requests replayed in time order: each request is three
+//! events (queued in the scheduler, issued, completed) known only once it
+//! completes, so events wait until the horizon (no request still in
+//! flight started before it) and are then applied in order, each settling
+//! its own series' charges (series.rs). At each advance every series is
+//! settled at the horizon, its charges flushed into the totals, and the
+//! device's busiest series named apart for the next span.
+
+use std::collections::{BTreeSet, HashMap};
+
+use iowarden_exporters::{Op, Stage};
+
+use super::series::{op_index, Integrals, NamedNow, Series, DEVICE, NAMED, OPS, QUEUE};
+use super::Culprit;
+
+/// A series with nothing in flight or queued for this long leaves the
+/// replay's tables (its totals stay).
+const FORGET_IDLE_NS: u64 = 10_000_000_000;
+
+/// One completed request, as logged.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Request {
+    /// Its series' slot, device index and op.
+    pub slot: u32,
+    pub dev: u32,
+    pub op: Op,
+    /// Its completion (CLOCK_MONOTONIC ns).
+    pub done: u64,
+    /// Issue -> completion.
+    pub device_ns: u64,
+    /// Allocation -> issue, in an I/O scheduler; 0: none.
+    pub queue_ns: u64,
+}
+
+impl Request {
+    fn issued(&self) -> u64 {
+        self.done.saturating_sub(self.device_ns)
+    }
+
+    /// When it started: its allocation in a scheduler, else its issue.
+    pub fn started(&self) -> u64 {
+        self.issued().saturating_sub(self.queue_ns)
+    }
+}
+
+/// What an event does, in the order events of one instant apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Done,
+    /// Issued; `true`: out of the scheduler (it was queued).
+    Issue(bool),
+    Queue,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Event {
+    at: u64,
+    kind: Kind,
+    slot: u32,
+    op: usize,
+}
+
+/// The (victim slot, culprit, stage) totals, ns times requests.
+pub type Totals = HashMap<(u32, Culprit, Stage), f64>;
+
+/// One device's replay.
+#[derive(Default)]
+struct DeviceReplay {
+    /// Events are applied up to here.
+    clock: u64,
+    in_flight: u32,
+    in_flight_op: [u32; OPS],
+    now: Integrals,
+    /// The series issued last.
+    ahead: Option<usize>,
+    series: Vec<Series>,
+    index: HashMap<u32, usize>,
+    named: [Option<usize>; NAMED],
+    pending: Vec<Event>,
+    /// When the series were last scored.
+    scored_at: u64,
+}
+
+impl DeviceReplay {
+    /// Queues a request's events; false when part of it precedes events
+    /// already applied (it is then counted from the clock on, or not at
+    /// all when it completed before).
+    fn add(&mut self, r: &Request) -> bool {
+        let op = op_index(r.op);
+        let at = |t: u64| t.max(self.clock);
+        if r.done < self.clock {
+            return false;
+        }
+        let ev = |at, kind| Event {
+            at,
+            kind,
+            slot: r.slot,
+            op,
+        };
+        let queued = r.queue_ns > 0 && r.issued() > self.clock;
+        if queued {
+            self.pending.push(ev(at(r.started()), Kind::Queue));
+        }
+        self.pending.push(ev(at(r.issued()), Kind::Issue(queued)));
+        self.pending.push(ev(r.done, Kind::Done));
+        r.started() >= self.clock
+    }
+
+    /// Applies the events up to `horizon`, settles every series there and
+    /// flushes their charges into `totals`.
+    fn advance(&mut self, horizon: u64, totals: &mut Totals) {
+        let horizon = horizon.max(self.clock);
+        self.pending.sort_by_key(|e| (e.at, e.kind, e.slot));
+        let due = self.pending.partition_point(|e| e.at <= horizon);
+        let events: Vec<Event> = self.pending.drain(..due).collect();
+        for e in events {
+            self.apply(e);
+        }
+        self.run_clock(horizon);
+        let named = self.named_now();
+        for (i, s) in self.series.iter_mut().enumerate() {
+            s.settle(&self.now, &named, i);
+        }
+        self.flush(totals);
+        self.forget_idle();
+        self.rename();
+    }
+
+    /// Moves the integrals to `t`.
+    fn run_clock(&mut self, t: u64) {
+        if t <= self.clock {
+            return;
+        }
+        let dt = (t - self.clock) as f64;
+        self.clock = t;
+        if self.in_flight > 0 {
+            let all = self.in_flight as f64;
+            self.now.psi += dt / all;
+            for o in 0..OPS {
+                self.now.phi_op[o] += dt * self.in_flight_op[o] as f64 / all;
+            }
+        } else if let Some(a) = self.ahead {
+            let s = &mut self.series[a];
+            s.omega += dt;
+            self.now.omega_op[s.op] += dt;
+        }
+    }
+
+    fn apply(&mut self, e: Event) {
+        self.run_clock(e.at);
+        let i = self.series_of(e.slot, e.op);
+        let named = self.named_now();
+        let psi = self.now.psi;
+        let s = &mut self.series[i];
+        s.settle(&self.now, &named, i);
+        s.rebase(psi);
+        s.last_event = e.at;
+        match e.kind {
+            Kind::Queue => s.queued += 1,
+            Kind::Issue(queued) => {
+                if queued {
+                    s.queued = s.queued.saturating_sub(1);
+                }
+                s.in_flight += 1;
+                self.in_flight += 1;
+                self.in_flight_op[e.op] += 1;
+                self.ahead = Some(i);
+            }
+            Kind::Done if s.in_flight > 0 => {
+                s.in_flight -= 1;
+                self.in_flight -= 1;
+                self.in_flight_op[e.op] -= 1;
+            }
+            Kind::Done => {}
+        }
+    }
+
+    /// The index of the series in `slot`, added on first sight.
+    fn series_of(&mut self, slot: u32, op: usize) -> usize {
+        if let Some(&i) = self.index.get(&slot) {
+            return i;
+        }
+        let named = self.named_now();
+        self.series.push(Series::new(slot, op, &self.now, &named));
+        let i = self.series.len() - 1;
+        self.index.insert(slot, i);
+        // Named at once where a position is free: its Φ and Ω are 0, as
+        // every series' mark of an empty position is.
+        if let Some(free) = self.named.iter_mut().find(|c| c.is_none()) {
+            *free = Some(i);
+        }
+        i
+    }
+
+    fn named_now(&self) -> [NamedNow; NAMED] {
+        let mut out = [NamedNow::default(); NAMED];
+        for (j, c) in self.named.iter().enumerate() {
+            if let Some(i) = *c {
+                let s = &self.series[i];
+                out[j] = NamedNow {
+                    phi: s.phi(self.now.psi),
+                    omega: s.omega,
+                    op: s.op,
+                    index: Some(i),
+                };
+            }
+        }
+        out
+    }
+
+    /// Moves every series' charges into the totals.
+    fn flush(&mut self, totals: &mut Totals) {
+        let named: Vec<Option<u32>> = self
+            .named
+            .iter()
+            .map(|c| c.map(|i| self.series[i].slot))
+            .collect();
+        for s in &mut self.series {
+            let c = std::mem::take(&mut s.charged);
+            let victim = s.slot;
+            let mut put = |culprit, st: usize, ns: f64| {
+                // Below a nanosecond: the rounding of a remainder (its
+                // integrals are ~1e14 ns after a day), not a wait.
+                if ns >= 1.0 {
+                    let stage = if st == DEVICE {
+                        Stage::Device
+                    } else {
+                        Stage::Queue
+                    };
+                    *totals.entry((victim, culprit, stage)).or_default() += ns;
+                }
+            };
+            put(Culprit::Service, DEVICE, c.service);
+            for st in [DEVICE, QUEUE] {
+                put(Culprit::Series(victim), st, c.own[st]);
+                for (j, part) in c.named.iter().enumerate() {
+                    if let Some(slot) = named[j] {
+                        put(Culprit::Series(slot), st, part[st]);
+                    }
+                }
+                for (o, part) in c.other.iter().enumerate() {
+                    put(Culprit::Other(Op::ALL[o]), st, part[st]);
+                }
+            }
+        }
+    }
+
+    /// Names the busiest series (by their decayed device time share) for
+    /// the next span; every series was just settled, so a position that
+    /// changes hands owes its previous holder nothing.
+    fn rename(&mut self) {
+        let elapsed = self.clock.saturating_sub(self.scored_at);
+        self.scored_at = self.clock;
+        let psi = self.now.psi;
+        for s in &mut self.series {
+            s.rescore(psi, elapsed);
+        }
+        let mut by_score: Vec<usize> = (0..self.series.len()).collect();
+        by_score.sort_by(|&a, &b| {
+            let (x, y) = (&self.series[a], &self.series[b]);
+            y.score.total_cmp(&x.score).then(x.slot.cmp(&y.slot))
+        });
+        by_score.truncate(NAMED);
+        let keep: BTreeSet<usize> = by_score.iter().copied().collect();
+        let newcomers: Vec<usize> = by_score
+            .iter()
+            .copied()
+            .filter(|i| !self.named.contains(&Some(*i)))
+            .collect();
+        let mut newcomers = newcomers.into_iter();
+        let mut changed = Vec::new();
+        for j in 0..NAMED {
+            if self.named[j].is_some_and(|i| keep.contains(&i)) {
+                continue;
+            }
+            let next = newcomers.next();
+            if self.named[j] != next {
+                self.named[j] = next;
+                changed.push(j);
+            }
+        }
+        let named = self.named_now();
+        for s in &mut self.series {
+            for &j in &changed {
+                s.mark_named(j, &named[j]);
+            }
+        }
+    }
+
+    /// Drops the series idle for long (settled and flushed: they owe and
+    /// are owed nothing; a position one held is free again).
+    fn forget_idle(&mut self) {
+        let clock = self.clock;
+        let keep = |i: usize, s: &Series| {
+            !s.idle()
+                || self.ahead == Some(i)
+                || clock.saturating_sub(s.last_event) < FORGET_IDLE_NS
+        };
+        let kept: Vec<bool> = self
+            .series
+            .iter()
+            .enumerate()
+            .map(|(i, s)| keep(i, s))
+            .collect();
+        if kept.iter().all(|&k| k) {
+            return;
+        }
+        self.reindex(&kept);
+    }
+
+    /// Keeps the series marked in `kept`, their indices renumbered.
+    fn reindex(&mut self, kept: &[bool]) {
+        let mut new_index = vec![None; self.series.len()];
+        let mut n = 0;
+        for (i, &k) in kept.iter().enumerate() {
+            if k {
+                new_index[i] = Some(n);
+                n += 1;
+            }
+        }
+        let mut i = 0;
+        self.series.retain(|_| {
+            i += 1;
+            kept[i - 1]
+        });
+        self.index = self
+            .series
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.slot, i))
+            .collect();
+        self.ahead = self.ahead.and_then(|a| new_index[a]);
+        let mut vacated = Vec::new();
+        for (j, c) in self.named.iter_mut().enumerate() {
+            if c.is_some_and(|i| new_index[i].is_none()) {
+                vacated.push(j);
+            }
+            *c = c.and_then(|i| new_index[i]);
+        }
+        // Settled and flushed: a vacated position is marked empty (0).
+        for s in &mut self.series {
+            for &j in &vacated {
+                s.mark_named(j, &NamedNow::default());
+            }
+        }
+    }
+
+    /// Drops the series of `slots` that hold nothing (their cgroups are gone).
+    fn forget(&mut self, slots: &BTreeSet<u32>) {
+        let kept: Vec<bool> = self
+            .series
+            .iter()
+            .map(|s| !(slots.contains(&s.slot) && s.idle()))
+            .collect();
+        if kept.iter().any(|&k| !k) {
+            self.reindex(&kept);
+        }
+    }
+}
+
+/// The replay of every device, and its totals since start.
+#[derive(Default)]
+pub struct Replay {
+    devices: HashMap<u32, DeviceReplay>,
+    totals: Totals,
+    untold: u64,
+}
+
+impl Replay {
+    /// Takes a completed request in; one that precedes events already
+    /// applied is counted untold (its earlier part is not split).
+    pub fn add(&mut self, r: &Request) {
+        if !self.devices.entry(r.dev).or_default().add(r) {
+            self.untold += 1;
+        }
+    }
+
+    /// Applies every event up to `horizon` and totals the charges.
+    pub fn advance(&mut self, horizon: u64) {
+        for d in self.devices.values_mut() {
+            d.advance(horizon, &mut self.totals);
+        }
+    }
+
+    /// Counts requests that went untold elsewhere (lost from the log).
+    pub fn untold_more(&mut self, n: u64) {
+        self.untold += n;
+    }
+
+    /// Requests whose time was not (wholly) split, since start.
+    pub fn untold(&self) -> u64 {
+        self.untold
+    }
+
+    /// The totals since start, ns times requests.
+    pub fn totals(&self) -> &Totals {
+        &self.totals
+    }
+
+    /// Events waiting for the horizon.
+    pub fn pending(&self) -> usize {
+        self.devices.values().map(|d| d.pending.len()).sum()
+    }
+
+    /// Forgets the series of released slots and every total naming them.
+    pub fn forget(&mut self, slots: &BTreeSet<u32>) {
+        for d in self.devices.values_mut() {
+            d.forget(slots);
+        }
+        self.totals.retain(|(v, c, _), _| {
+            !slots.contains(v) && !matches!(c, Culprit::Series(s) if slots.contains(s))
+        });
+    }
+}
+
+#[cfg(test)]
+#[path = "replay_tests.rs"]
+mod tests;
