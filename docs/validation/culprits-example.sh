@@ -23,4 +23,5 @@ incg v fio --name=v $job --rw=randread --bs=4k --size=256M &
 incg hog fio --name=hog $job --rw=write --bs=128k --iodepth=16 --ioengine=libaio --offset=768M --size=256M &
 incg scan fio --name=scan $job --rw=randread --bs=4k --iodepth=32 --ioengine=libaio --offset=256M --size=256M &
 sleep 1
-"$BIN" top --device "$(basename "$LOOP")" --culprits --interval 2s --duration 6s 2>/dev/null | tail -9
+# From the last window's title on (its table, verdict and panels), and the closing verdict.
+"$BIN" top --device "$(basename "$LOOP")" --culprits --interval 2s --duration 6s 2>/dev/null | tac | sed '/^iowarden top /q' | tac

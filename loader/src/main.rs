@@ -23,7 +23,8 @@ struct Cli {
 enum Cmd {
     /// Run the daemon: poll the BPF maps, serve /metrics and /snapshot.json
     Run(cli::run::RunArgs),
-    /// Live view of cgroups sorted by device-time share, naming the noisy neighbour
+    /// Live view of cgroups sorted by device-time share, naming the noisy neighbour:
+    /// measured from the culprit account, or inferred from device-time shares without one
     Top(cli::top::TopArgs),
     /// Trace for a while, print one snapshot and exit
     Snapshot(cli::snapshot::SnapshotArgs),

@@ -412,14 +412,34 @@ fn culprits_named_in_known_experiments() {
         .spawn_output();
     x.run(Phase::Writer, 5);
     let text = top.join().unwrap();
-    let verdict = format!("waited behind others: {} on {}", x.victim.rel, x.dev.name());
-    // (The loop device merges the writer's sequential 128 KiB writes: the
-    // size top names is their mean after merging.)
+    let verdict = format!(
+        "measured: noisy neighbour on {}: {} waited behind {} for ",
+        x.dev.name(),
+        x.victim.rel,
+        x.writer.rel
+    );
+    assert!(
+        text.lines().any(|l| l.starts_with(&verdict)),
+        "top's verdict names neither the victim nor the writer: {text}"
+    );
+    // The account, once a window, under the table. (The loop device merges
+    // the writer's sequential 128 KiB writes: the size top names is their
+    // mean after merging.)
+    let account = format!("culprits {} on {}: ", x.victim.rel, x.dev.name());
     let writer = format!("behind {}'s ", x.writer.rel);
     assert!(
         text.lines()
-            .any(|l| l.starts_with(&verdict) && l.contains(&writer)),
-        "top's verdict names neither the victim nor the writer: {text}"
+            .any(|l| l.starts_with(&account) && l.contains(&writer)),
+        "top's account does not name the writer: {text}"
+    );
+    let windows = text
+        .lines()
+        .filter(|l| l.starts_with("iowarden top "))
+        .count();
+    let accounts = text.lines().filter(|l| l.starts_with(&account)).count();
+    assert!(
+        accounts <= windows,
+        "the account said more than once a window: {text}"
     );
     let m = daemon.get("/metrics").unwrap();
     assert!(

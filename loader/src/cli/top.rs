@@ -8,8 +8,10 @@ use anyhow::Result;
 use clap::Args;
 
 use iowarden::duration::{parse_duration, parse_interval};
-use iowarden::views::culprits;
-use iowarden::views::top::{render, render_panels, rows, NoisyNeighbourDetector, Row};
+use iowarden::views::columns::{plain_width, render};
+use iowarden::views::culprits::accounts;
+use iowarden::views::top::{render_panels, rows};
+use iowarden::views::verdict::{NoisyNeighbourDetector, Verdict};
 use iowarden_exporters::{Snapshot, Stage};
 
 use super::trace::{start_monitor, stop_flag, TraceArgs};
@@ -39,6 +41,8 @@ pub fn run(a: TopArgs) -> Result<()> {
     let outcome = run_top(|| monitor.poll(), &opts, &stop)?;
     // A closed stdout is an error to exit on, not a panic.
     let mut out = std::io::stdout().lock();
+    // The last word: the verdict found in two windows or more (measured
+    // where the account ran), else the last window's.
     writeln!(out, "{}", outcome.culprit.unwrap_or(outcome.last_verdict))?;
     out.flush()?;
     Ok(())
@@ -51,13 +55,14 @@ pub struct TopOptions {
 }
 
 pub struct TopOutcome {
-    pub culprit: Option<String>,
-    pub last_verdict: String,
+    pub culprit: Option<Verdict>,
+    pub last_verdict: Verdict,
 }
 
 /// Prints the table every interval until `stop`, or `duration` elapses. On
 /// a terminal it is a ratatui view with keys (q, s, p); in a pipe every
-/// table is printed as plain text and kept.
+/// table is printed as plain text and kept, the table within $COLUMNS
+/// (80 to 220; 220 when unset).
 pub fn run_top<F: FnMut() -> Result<Snapshot>>(
     next: F,
     opts: &TopOptions,
@@ -91,7 +96,7 @@ fn run_tui<F: FnMut() -> Result<Snapshot>>(
     let started = Instant::now();
     let mut prev = next()?;
     let mut det = NoisyNeighbourDetector::default();
-    let mut last = String::from("no noisy neighbour: no window observed yet");
+    let mut last = Verdict::waiting();
     let mut st = TuiState::default();
     let (mut shown, mut panels) = (Vec::new(), String::new());
     let mut due = Instant::now() + opts.interval;
@@ -102,11 +107,12 @@ fn run_tui<F: FnMut() -> Result<Snapshot>>(
             let cur = next()?;
             let delta = cur.delta_since(&prev);
             prev = cur;
-            let r = rows(&delta, opts.device.as_deref());
-            last = verdict(&mut det, &r, &delta, opts.device.as_deref());
+            let device = opts.device.as_deref();
+            let r = rows(&delta, device);
+            last = det.observe(&r, &accounts(&delta, device));
             if !st.paused {
                 shown = r;
-                panels = all_panels(&delta, opts.device.as_deref());
+                panels = render_panels(&delta, device);
                 dirty = true;
             }
         }
@@ -132,7 +138,7 @@ fn run_tui<F: FnMut() -> Result<Snapshot>>(
         }
     }
     Ok(TopOutcome {
-        culprit: det.culprit().map(str::to_string),
+        culprit: det.culprit().cloned(),
         last_verdict: last,
     })
 }
@@ -145,7 +151,8 @@ fn run_plain<F: FnMut() -> Result<Snapshot>>(
     let started = Instant::now();
     let mut prev = next()?;
     let mut det = NoisyNeighbourDetector::default();
-    let mut last = String::from("no noisy neighbour: no window observed yet");
+    let mut last = Verdict::waiting();
+    let width = plain_width(std::env::var("COLUMNS").ok().as_deref());
     while !stop.load(Ordering::Relaxed) && opts.duration.is_none_or(|d| started.elapsed() < d) {
         let until = Instant::now() + opts.interval;
         while Instant::now() < until && !stop.load(Ordering::Relaxed) {
@@ -153,43 +160,26 @@ fn run_plain<F: FnMut() -> Result<Snapshot>>(
         }
         let cur = next()?;
         let delta = cur.delta_since(&prev);
-        let rows = rows(&delta, opts.device.as_deref());
-        let panels = all_panels(&delta, opts.device.as_deref());
+        let device = opts.device.as_deref();
+        let rows = rows(&delta, device);
+        let panels = render_panels(&delta, device);
         prev = cur;
-        last = verdict(&mut det, &rows, &delta, opts.device.as_deref());
+        last = det.observe(&rows, &accounts(&delta, device));
         let mut out = std::io::stdout().lock();
         let now = chrono_free_time();
         write!(
             out,
             "iowarden top  {now}  (interval {:?})\n{}{panels}",
             opts.interval,
-            render(&rows, &last)
+            render(&rows, &last.to_string(), width)
         )?;
         writeln!(out)?;
         out.flush()?;
     }
     Ok(TopOutcome {
-        culprit: det.culprit().map(str::to_string),
+        culprit: det.culprit().cloned(),
         last_verdict: last,
     })
-}
-
-/// The measured account's verdict where `--culprits` shows a victim
-/// mostly behind others, else the one inferred from shares and p99s (the
-/// detector sees every window either way, for its baselines).
-fn verdict(
-    det: &mut NoisyNeighbourDetector,
-    rows: &[Row],
-    delta: &Snapshot,
-    device: Option<&str>,
-) -> String {
-    let inferred = det.observe(rows);
-    culprits::verdict(delta, device).unwrap_or(inferred)
-}
-
-/// The panels under the table, the culprits' first.
-fn all_panels(delta: &Snapshot, device: Option<&str>) -> String {
-    culprits::render_panel(delta, device, 5) + &render_panels(delta, device)
 }
 
 fn chrono_free_time() -> String {

@@ -4,12 +4,16 @@
 //! requests shared the device with it (its own: its own queue; none: its
 //! own service), the queue stage by whose requests the I/O scheduler
 //! issued meanwhile (the rest, before the scheduler or without one, is
-//! "queued"). The verdict names the culprit that took most of a victim's
-//! time. Pure functions of a delta snapshot.
+//! "queued"). views/verdict.rs names the culprit that took most of a
+//! victim's time. A victim or culprit may be the aggregate of the many
+//! cgroups outside the top K ("other cgroups"). Pure functions of a delta
+//! snapshot.
 
 use std::collections::BTreeMap;
 
 use iowarden_exporters::{Op, Snapshot, Stage};
+
+use crate::views::names::{cgroup_name, OTHER_CGROUPS};
 
 /// One part of a victim's time.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,7 +25,8 @@ pub enum Part {
     /// I/O scheduler (plugs, tags), or without one.
     Queued,
     /// Behind another cgroup's requests, on the device or in the I/O
-    /// scheduler (which issued them first): their mean size.
+    /// scheduler (which issued them first): their mean size. `cgroup` is
+    /// its path, or "other cgroups".
     Behind {
         cgroup: String,
         op: Op,
@@ -37,6 +42,7 @@ pub enum Part {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Account {
     pub device: String,
+    /// The victim's path, or "other cgroups".
     pub victim: String,
     pub seconds: f64,
     /// Largest first.
@@ -64,8 +70,23 @@ impl Account {
         s / self.seconds.max(1e-12)
     }
 
+    /// The cgroup it waited behind the longest (its ops together), and
+    /// that part of its time.
+    pub fn main_culprit(&self) -> Option<(&str, f64)> {
+        let mut by_cgroup: BTreeMap<&str, f64> = BTreeMap::new();
+        for (p, s) in &self.parts {
+            if let Part::Behind { cgroup, .. } = p {
+                *by_cgroup.entry(cgroup).or_default() += s;
+            }
+        }
+        by_cgroup
+            .into_iter()
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(c, s)| (c, s / self.seconds.max(1e-12)))
+    }
+
     /// What slowed it beyond its own service: others or its own limits.
-    fn held_up(&self) -> f64 {
+    pub fn held_up(&self) -> f64 {
         self.behind_others() + self.own_limits()
     }
 }
@@ -87,7 +108,9 @@ pub fn accounts(delta: &Snapshot, device: Option<&str>) -> Vec<Account> {
         o.0 += s.latency.throttle.sum_seconds;
         o.1 += s.latency.queue.sum_seconds;
     }
+    // (device, victim's path) -> parts, and the victim's name.
     let mut parts: BTreeMap<(&str, &str), Vec<(Part, f64)>> = BTreeMap::new();
+    let mut names: BTreeMap<&str, String> = BTreeMap::new();
     // The part of each victim's queue stage split by culprit.
     let mut split: BTreeMap<(&str, &str), f64> = BTreeMap::new();
     for c in delta.culprits.iter().filter(|c| on(&c.device.name)) {
@@ -103,7 +126,7 @@ pub fn accounts(delta: &Snapshot, device: Option<&str>) -> Vec<Account> {
                     .copied()
                     .unwrap_or_default();
                 Part::Behind {
-                    cgroup: p.path.clone(),
+                    cgroup: cgroup_name(p),
                     op,
                     mean_bytes: if ios > 0 {
                         bytes as f64 / ios as f64
@@ -113,6 +136,9 @@ pub fn accounts(delta: &Snapshot, device: Option<&str>) -> Vec<Account> {
                 }
             }
         };
+        names
+            .entry(&c.victim.path)
+            .or_insert_with(|| cgroup_name(&c.victim));
         add(
             parts.entry((&c.device.name, &c.victim.path)).or_default(),
             part,
@@ -130,7 +156,7 @@ pub fn accounts(delta: &Snapshot, device: Option<&str>) -> Vec<Account> {
             p.sort_by(|a, b| b.1.total_cmp(&a.1));
             Account {
                 device: d.to_string(),
-                victim: v.to_string(),
+                victim: names[v].clone(),
                 seconds: p.iter().map(|(_, s)| s).sum(),
                 parts: p,
             }
@@ -166,8 +192,20 @@ fn fmt_size(bytes: f64) -> String {
     }
 }
 
-fn describe(part: &Part) -> String {
+/// "/hog's", "other cgroups'".
+fn possessive(cgroup: &str) -> String {
+    if cgroup == OTHER_CGROUPS {
+        format!("{cgroup}'")
+    } else {
+        format!("{cgroup}'s")
+    }
+}
+
+/// A part as the account line says it; the aggregate victim's own queue
+/// is a queue of many cgroups.
+fn describe(part: &Part, victim: &str) -> String {
     match part {
+        Part::OwnQueue if victim == OTHER_CGROUPS => "behind requests of other cgroups".into(),
         Part::OwnLimits => "held by its own limits".into(),
         Part::Queued => "queued before issue".into(),
         Part::Behind {
@@ -175,7 +213,8 @@ fn describe(part: &Part) -> String {
             op,
             mean_bytes,
         } => format!(
-            "behind {cgroup}'s {} {}s",
+            "behind {} {} {}s",
+            possessive(cgroup),
             fmt_size(*mean_bytes),
             op.as_str()
         ),
@@ -192,7 +231,10 @@ pub fn line(a: &Account) -> String {
         .iter()
         .filter(|(_, s)| *s >= 0.01 * a.seconds)
         .take(4)
-        .map(|(p, s)| format!("{:.0}% {}", 100.0 * s / a.seconds, describe(p)))
+        .map(|(p, s)| {
+            let share = 100.0 * s / a.seconds;
+            format!("{share:.0}% {}", describe(p, &a.victim))
+        })
         .collect();
     format!(
         "{} on {}: {} of request time, {}",
@@ -203,23 +245,8 @@ pub fn line(a: &Account) -> String {
     )
 }
 
-/// The verdict when a victim spent at least half its time behind other
-/// cgroups, or held by its own limits: measured, it replaces the inferred
-/// one.
-pub fn verdict(delta: &Snapshot, device: Option<&str>) -> Option<String> {
-    let all = accounts(delta, device);
-    let max_by = |f: fn(&Account) -> f64| {
-        all.iter()
-            .max_by(|a, b| f(a).total_cmp(&f(b)))
-            .filter(|a| f(a) >= 0.5)
-    };
-    if let Some(a) = max_by(Account::behind_others) {
-        return Some(format!("waited behind others: {}", line(a)));
-    }
-    max_by(Account::own_limits).map(|a| format!("held by its own limits: {}", line(a)))
-}
-
-/// The panel under `top`'s table: the victims most held up.
+/// The panel under `top`'s table, the one place `top` prints the account:
+/// the victims most held up (at least a tenth of their time).
 pub fn render_panel(delta: &Snapshot, device: Option<&str>, n: usize) -> String {
     accounts(delta, device)
         .iter()
@@ -318,8 +345,9 @@ mod tests {
             "/a on nvme0n1: 10.00s of request time, 71% behind /hog's 128 KiB writes, \
              20% held by its own limits, 9% its own service"
         );
-        assert!(verdict(&delta, None).unwrap().contains("71% behind /hog's"));
-        assert_eq!(verdict(&delta, Some("sda")), None, "another device");
+        assert_eq!(a.main_culprit(), Some(("/hog", 0.71)));
+        assert_eq!(a.behind_others(), 0.71);
+        assert!(accounts(&delta, Some("sda")).is_empty(), "another device");
     }
 
     #[test]
@@ -330,15 +358,16 @@ mod tests {
             culprits: vec![culprit(&v, None, Op::Read, 1.0)],
             ..Default::default()
         };
+        let a = &accounts(&delta, None)[0];
         assert_eq!(
-            verdict(&delta, None).unwrap(),
-            "held by its own limits: /a on nvme0n1: 4.00s of request time, 75% held by its own \
-             limits, 25% its own service"
+            line(a),
+            "/a on nvme0n1: 4.00s of request time, 75% held by its own limits, 25% its own service"
         );
+        assert_eq!((a.own_limits(), a.main_culprit()), (0.75, None));
     }
 
     #[test]
-    fn no_verdict_when_the_victim_mostly_served_itself() {
+    fn a_victim_that_mostly_served_itself_is_in_the_panel_while_held_a_tenth() {
         let (v, hog) = (cg(1, "/a"), cg(2, "/hog"));
         let delta = Snapshot {
             culprits: vec![
@@ -347,8 +376,15 @@ mod tests {
             ],
             ..Default::default()
         };
-        assert_eq!(verdict(&delta, None), None);
         assert!(render_panel(&delta, None, 5).contains("20% behind /hog's 0 B writes"));
+        let mostly_own = Snapshot {
+            culprits: vec![
+                culprit(&v, Some(&hog), Op::Write, 0.05),
+                culprit(&v, None, Op::Read, 0.95),
+            ],
+            ..Default::default()
+        };
+        assert_eq!(render_panel(&mostly_own, None, 5), "");
     }
 
     #[test]
@@ -375,6 +411,32 @@ mod tests {
             line(a),
             "/a on nvme0n1: 10.00s of request time, 70% behind /hog's 128 KiB writes, \
              20% its own service, 6% queued before issue, 4% behind its own requests"
+        );
+    }
+
+    #[test]
+    fn the_aggregate_is_named_other_cgroups_as_victim_and_culprit() {
+        use iowarden_exporters::{OTHER_CGROUP, OTHER_CGROUP_ID};
+        let (v, other) = (cg(1, "/a"), cg(OTHER_CGROUP_ID, OTHER_CGROUP));
+        let delta = Snapshot {
+            io: vec![io(&other, Op::Write, 10, 40_960, 0.0)],
+            culprits: vec![
+                culprit(&v, Some(&other), Op::Write, 3.0),
+                culprit(&v, None, Op::Read, 1.0),
+                culprit(&other, Some(&other), Op::Write, 1.0),
+                culprit(&other, None, Op::Write, 1.0),
+            ],
+            ..Default::default()
+        };
+        let lines: Vec<String> = accounts(&delta, None).iter().map(line).collect();
+        assert_eq!(
+            lines,
+            [
+                "/a on nvme0n1: 4.00s of request time, 75% behind other cgroups' 4 KiB writes, \
+                 25% its own service",
+                "other cgroups on nvme0n1: 2.00s of request time, 50% behind requests of other \
+                 cgroups, 50% its own service"
+            ]
         );
     }
 }

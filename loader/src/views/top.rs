@@ -1,13 +1,17 @@
-//! `iowarden top`: cgroups sorted by device-time share per device, with IOPS,
-//! bandwidth, queue/device p50/p99, the part of their latency spent held
-//! before a request existed (io.max, iocost, io.latency, wbt), and a
-//! verdict naming the noisy neighbour.
-//! Rows, the verdict and the panels are pure functions of delta snapshots;
-//! cli/top.rs runs the terminal loop, views/tui.rs draws the interactive view.
+//! `iowarden top`'s data: cgroups sorted by device-time share per device,
+//! with IOPS, bandwidth, queue/device p50/p99 and the part of their latency
+//! spent held before a request existed (io.max, iocost, io.latency, wbt),
+//! and the panels under the table (the culprit account, iocost, NVMe
+//! head-of-line pairs, locks). Pure functions of delta snapshots:
+//! views/columns.rs lays the rows out, views/verdict.rs judges them,
+//! views/tui.rs draws them on a terminal, cli/top.rs runs the loop.
 
 use std::collections::HashMap;
 
 use iowarden_exporters::{Histogram, Snapshot};
+
+use crate::views::culprits;
+use crate::views::names::cgroup_name;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
@@ -44,7 +48,7 @@ pub fn rows(delta: &Snapshot, device: Option<&str>) -> Vec<Row> {
             continue;
         }
         let e = acc
-            .entry((s.device.name.clone(), s.cgroup.path.clone()))
+            .entry((s.device.name.clone(), cgroup_name(&s.cgroup)))
             .or_default();
         e.0 += s.ios;
         e.1 += s.bytes;
@@ -53,10 +57,10 @@ pub fn rows(delta: &Snapshot, device: Option<&str>) -> Vec<Row> {
         e.4.add(&s.latency.total);
         e.5 += s.latency.throttle.sum_seconds;
     }
-    let mut delayed: HashMap<(&str, &str), f64> = HashMap::new();
+    let mut delayed: HashMap<(String, String), f64> = HashMap::new();
     for t in &delta.task_delays {
         *delayed
-            .entry((t.device.name.as_str(), t.cgroup.path.as_str()))
+            .entry((t.device.name.clone(), cgroup_name(&t.cgroup)))
             .or_default() += t.seconds;
     }
     let mut dev_time: HashMap<String, f64> = HashMap::new();
@@ -68,10 +72,7 @@ pub fn rows(delta: &Snapshot, device: Option<&str>) -> Vec<Row> {
         .filter(|(_, v)| v.0 > 0)
         .map(|((d, c), v)| {
             let total = dev_time[&d];
-            let delay = delayed
-                .get(&(d.as_str(), c.as_str()))
-                .copied()
-                .unwrap_or(0.0);
+            let delay = delayed.get(&(d.clone(), c.clone())).copied().unwrap_or(0.0);
             let waited = v.4.sum_seconds + delay;
             Row {
                 device_share: if total > 0.0 {
@@ -101,108 +102,18 @@ pub fn rows(delta: &Snapshot, device: Option<&str>) -> Vec<Row> {
     out
 }
 
-/// Flags the cgroup that holds most of a device's time while another
-/// cgroup's p99 rises above its own baseline (the lowest p99 it showed in
-/// any window with enough I/O: a cgroup's best recent latency is what it
-/// gets when left alone).
-pub struct NoisyNeighbourDetector {
-    pub share_threshold: f64,
-    pub rise_factor: f64,
-    pub min_ios: u64,
-    baseline: HashMap<(String, String), f64>,
-    flagged: HashMap<(String, String), u32>,
-    culprit: Option<String>,
-}
-
-impl Default for NoisyNeighbourDetector {
-    fn default() -> Self {
-        NoisyNeighbourDetector {
-            share_threshold: 0.5,
-            rise_factor: 1.5,
-            min_ios: 20,
-            baseline: HashMap::new(),
-            flagged: HashMap::new(),
-            culprit: None,
-        }
-    }
-}
-
-impl NoisyNeighbourDetector {
-    /// Feeds one window's rows; returns the verdict line.
-    pub fn observe(&mut self, rows: &[Row]) -> String {
-        let mut verdict = None;
-        for dom in rows
-            .iter()
-            .filter(|r| r.device_share >= self.share_threshold && r.ios >= self.min_ios)
-        {
-            for victim in rows.iter().filter(|r| {
-                r.device == dom.device && r.cgroup != dom.cgroup && r.ios >= self.min_ios
-            }) {
-                let (Some(p99), Some(&base)) = (
-                    victim.total_p99,
-                    self.baseline
-                        .get(&(victim.device.clone(), victim.cgroup.clone())),
-                ) else {
-                    continue;
-                };
-                if base > 0.0 && p99 >= base * self.rise_factor {
-                    verdict = Some(format!(
-                        "noisy neighbour on {}: {} holds {:.0}% of device time while {} p99 rose {:.1}x ({} -> {})",
-                        dom.device,
-                        dom.cgroup,
-                        dom.device_share * 100.0,
-                        victim.cgroup,
-                        p99 / base,
-                        fmt_lat(Some(base)),
-                        fmt_lat(Some(p99))
-                    ));
-                    let n = self
-                        .flagged
-                        .entry((dom.device.clone(), dom.cgroup.clone()))
-                        .or_default();
-                    *n += 1;
-                    if *n >= 2 {
-                        self.culprit = verdict.clone();
-                    }
-                    break;
-                }
-            }
-            if verdict.is_some() {
-                break;
-            }
-        }
-        for r in rows.iter().filter(|r| r.ios >= self.min_ios) {
-            if let Some(p) = r.total_p99 {
-                let b = self
-                    .baseline
-                    .entry((r.device.clone(), r.cgroup.clone()))
-                    .or_insert(p);
-                *b = b.min(p);
-            }
-        }
-        verdict.unwrap_or_else(|| match rows.iter().max_by(|a, b| a.device_share.total_cmp(&b.device_share)) {
-            Some(r) if r.ios > 0 => format!(
-                "no noisy neighbour: top device-time share is {} on {} ({:.0}%), no other cgroup's p99 rose {:.1}x",
-                r.cgroup,
-                r.device,
-                r.device_share * 100.0,
-                self.rise_factor
-            ),
-            _ => "no noisy neighbour: no block I/O in this window".into(),
-        })
-    }
-
-    /// The verdict of the last cgroup flagged in at least two windows.
-    pub fn culprit(&self) -> Option<&str> {
-        self.culprit.as_deref()
-    }
-}
-
+/// A latency in three significant digits (at most six characters but
+/// at a rounding edge: "999us", "4.20ms", "12.2ms", "1.25s").
 pub fn fmt_lat(s: Option<f64>) -> String {
     match s {
         None => "-".into(),
         Some(s) if s < 1e-3 => format!("{:.0}us", s * 1e6),
-        Some(s) => format!("{:.2}ms", s * 1e3),
+        Some(s) if s < 1e-2 => format!("{:.2}ms", s * 1e3),
+        Some(s) if s < 1e-1 => format!("{:.1}ms", s * 1e3),
+        Some(s) if s < 1.0 => format!("{:.0}ms", s * 1e3),
+        Some(s) if s < 10.0 => format!("{s:.2}s"),
+        Some(s) if s < 100.0 => format!("{s:.1}s"),
+        Some(s) => format!("{s:.0}s"),
     }
 }
 
@@ -218,39 +129,17 @@ pub fn fmt_rate(v: f64, unit: &str) -> String {
     }
 }
 
-/// The table as plain text.
-pub fn render(rows: &[Row], verdict: &str) -> String {
-    let mut s = format!(
-        "{:<10} {:<36} {:>6} {:>9} {:>10} {:>8} {:>8} {:>8} {:>8} {:>5}\n",
-        "DEVICE", "CGROUP", "SHARE", "IOPS", "BW", "Q_P50", "Q_P99", "D_P50", "D_P99", "HELD"
-    );
-    for r in rows {
-        s += &format!(
-            "{:<10} {:<36} {:>5.0}% {:>9} {:>10} {:>8} {:>8} {:>8} {:>8} {:>5}\n",
-            r.device,
-            r.cgroup,
-            r.device_share * 100.0,
-            fmt_rate(r.iops, ""),
-            fmt_rate(r.bytes_per_s, "B/s"),
-            fmt_lat(r.queue_p50),
-            fmt_lat(r.queue_p99),
-            fmt_lat(r.device_p50),
-            fmt_lat(r.device_p99),
-            fmt_share(r.held_share)
-        );
-    }
-    s + verdict + "\n"
-}
-
 /// A part of a whole as a percentage; "-" when unknown.
 pub fn fmt_share(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format!("{:.0}%", v * 100.0))
 }
 
-/// The iocost and NVMe panels under the table: one line per iocost device,
-/// one per cgroup under it, and the head-of-line pairs of the window.
+/// The panels under the table: the culprit account of the victims most
+/// held up (the one place it is printed), one line per iocost device and
+/// one per cgroup under it, the head-of-line pairs and the lock sites of
+/// the window.
 pub fn render_panels(delta: &Snapshot, device: Option<&str>) -> String {
-    let mut s = String::new();
+    let mut s = culprits::render_panel(delta, device, 5);
     let on = |d: &str| device.is_none_or(|x| x == d);
     for d in delta.iocost_devices.iter().filter(|d| on(&d.device.name)) {
         let range = match (d.qos_vrate_min_ratio, d.qos_vrate_max_ratio) {
@@ -268,7 +157,7 @@ pub fn render_panels(delta: &Snapshot, device: Option<&str>) -> String {
         for c in delta.iocost_cgroups.iter().filter(|c| c.device == d.device) {
             s += &format!(
                 "  {:<36} weight {:>5.0} hweight {:>5.1}% inuse {:>5.1}% debt {} delay {}{}\n",
-                c.cgroup.path,
+                cgroup_name(&c.cgroup),
                 c.weight,
                 c.hweight_active_ratio * 100.0,
                 c.hweight_inuse_ratio * 100.0,
@@ -290,8 +179,8 @@ pub fn render_panels(delta: &Snapshot, device: Option<&str>) -> String {
             h.device.name,
             h.qid,
             h.count,
-            h.victim.path,
-            h.culprit.as_ref().map(|c| c.path.as_str()).unwrap_or("?"),
+            cgroup_name(&h.victim),
+            h.culprit.as_ref().map_or("?".into(), cgroup_name),
             fmt_lat(Some(h.latency_sum_seconds / h.count as f64))
         );
     }
@@ -357,57 +246,6 @@ mod tests {
         assert!(render_panels(&d, Some("loop0")).is_empty());
     }
 
-    fn row(cg: &str, share: f64, p99_ms: f64) -> Row {
-        Row {
-            device: "loop0".into(),
-            cgroup: cg.into(),
-            iops: 100.0,
-            bytes_per_s: 1e6,
-            device_share: share,
-            queue_p50: None,
-            queue_p99: None,
-            device_p50: None,
-            device_p99: None,
-            total_p99: Some(p99_ms / 1e3),
-            held_share: None,
-            ios: 100,
-        }
-    }
-
-    #[test]
-    fn names_the_hog_once_the_victim_suffers() {
-        let mut d = NoisyNeighbourDetector::default();
-        assert!(d
-            .observe(&[row("/victim", 1.0, 0.2)])
-            .starts_with("no noisy"));
-        let v = d.observe(&[row("/hog", 0.9, 5.0), row("/victim", 0.1, 0.9)]);
-        assert!(
-            v.contains("noisy neighbour on loop0: /hog holds 90%")
-                && v.contains("/victim p99 rose 4.5x"),
-            "{v}"
-        );
-        assert_eq!(d.culprit(), None, "one window is not enough");
-        d.observe(&[row("/hog", 0.9, 5.0), row("/victim", 0.1, 0.8)]);
-        assert!(d.culprit().unwrap().contains("/hog"));
-    }
-
-    #[test]
-    fn steady_sharing_and_dominance_without_victims_are_not_flagged() {
-        let mut d = NoisyNeighbourDetector::default();
-        for _ in 0..5 {
-            assert!(d
-                .observe(&[row("/a", 0.5, 1.0), row("/b", 0.5, 1.0)])
-                .starts_with("no noisy"));
-        }
-        let mut d = NoisyNeighbourDetector::default();
-        for _ in 0..5 {
-            assert!(d
-                .observe(&[row("/big", 0.95, 3.0), row("/small", 0.05, 0.3)])
-                .starts_with("no noisy"));
-        }
-        assert_eq!(d.culprit(), None);
-    }
-
     #[test]
     fn shares_are_per_device() {
         use iowarden_exporters::*;
@@ -459,8 +297,43 @@ mod tests {
                 .iops,
             5.0
         );
-        let text = render(&r, "verdict");
-        assert!(text.contains("/c2") && text.ends_with("verdict\n"));
+    }
+
+    #[test]
+    fn fmt_lat_keeps_three_digits() {
+        let f = |s| fmt_lat(Some(s));
+        assert_eq!(
+            [
+                f(4.2e-5),
+                f(4.2e-3),
+                f(0.0122),
+                f(0.5),
+                f(1.25),
+                f(42.0),
+                f(420.0)
+            ],
+            ["42us", "4.20ms", "12.2ms", "500ms", "1.25s", "42.0s", "420s"]
+        );
+        assert_eq!(fmt_lat(None), "-");
+    }
+
+    #[test]
+    fn the_aggregate_row_is_named_other_cgroups() {
+        use iowarden_exporters::*;
+        let snap = Snapshot {
+            window_seconds: 1.0,
+            hist_lower_bounds_seconds: vec![0.0],
+            io: vec![IoSeries {
+                cgroup: CgroupRef {
+                    id: OTHER_CGROUP_ID,
+                    path: OTHER_CGROUP.into(),
+                },
+                ios: 10,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        assert_eq!(rows(&snap, None)[0].cgroup, "other cgroups");
     }
 
     #[test]
