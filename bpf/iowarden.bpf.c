@@ -442,7 +442,9 @@ static __always_inline int on_complete(__u64 *ctx, const bool cas)
 	if (issued > now)
 		issued = 0;
 	start = rq->start_time_ns;
-	if (enable_culprits && issued)
+	/* The requests whose device time the latency stages count: the
+	 * account splits the same time. */
+	if (enable_culprits && issued && start && start <= issued)
 		flight_log_request(slot, issued, now, in_scheduler(rq) ? start : 0, cas);
 	if (enable_hwq)
 		count_hwq_completion(hwq_of(rq, dev, sh), issued, now);

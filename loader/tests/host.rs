@@ -14,6 +14,7 @@ mod bpf_selftest;
 mod churn;
 mod cost;
 mod culprits;
+mod culprits_many;
 mod dashboards;
 mod deb;
 mod defaults;

@@ -2,13 +2,14 @@
 //! completes, so a span can be replayed once every request that was in
 //! flight or queued in it has completed. No request is known until then,
 //! so the wait follows the longest lives (allocation or issue to
-//! completion) seen lately: the horizon trails the drain by a quarter more
-//! than the longest life of the last two seconds, within [MIN_LAG,
-//! MAX_LAG]. A request that outlives it is logged too late for its
-//! earliest part to be split (the replay counts it untold).
+//! completion) seen lately: the horizon trails the drain by four times the
+//! longest life of the last two seconds and 50 ms more, within [MIN_LAG,
+//! MAX_LAG], which covers lives growing fourfold at once (a burst beside a
+//! victim). A request that outlives the horizon is logged too late for
+//! its earliest part to be split (the replay counts it untold).
 
 /// The least and the most the horizon trails the drain by.
-pub const MIN_LAG_NS: u64 = 5_000_000;
+pub const MIN_LAG_NS: u64 = 100_000_000;
 pub const MAX_LAG_NS: u64 = 1_000_000_000;
 /// The span lives are remembered over, in buckets.
 const BUCKET_NS: u64 = 250_000_000;
@@ -42,7 +43,7 @@ impl Horizon {
             .map(|&(_, l)| l)
             .max()
             .unwrap_or(0);
-        (longest + longest / 4 + 2_000_000).clamp(MIN_LAG_NS, MAX_LAG_NS)
+        (4 * longest + 50_000_000).clamp(MIN_LAG_NS, MAX_LAG_NS)
     }
 
     /// The instant up to which the replay may run at `now`.
@@ -65,8 +66,8 @@ mod tests {
         h.saw(t, 100_000);
         assert_eq!(h.lag(t), MIN_LAG_NS, "short lives: the least lag");
         h.saw(t + 1, 40 * MS);
-        assert_eq!(h.lag(t + 1), 52 * MS);
-        assert_eq!(h.at(t + 1), t + 1 - 52 * MS);
+        assert_eq!(h.lag(t + 1), 210 * MS);
+        assert_eq!(h.at(t + 1), t + 1 - 210 * MS);
         h.saw(t + 2, 5_000 * MS);
         assert_eq!(h.lag(t + 2), MAX_LAG_NS);
     }
@@ -75,10 +76,10 @@ mod tests {
     fn forgets_lives_older_than_two_seconds() {
         let mut h = Horizon::default();
         let t = 100 * BUCKET_NS;
-        h.saw(t, 400 * MS);
+        h.saw(t, 200 * MS);
         assert_eq!(
             h.lag(t + 7 * BUCKET_NS),
-            502 * MS,
+            850 * MS,
             "still within the buckets"
         );
         h.saw(t + 8 * BUCKET_NS, MS);

@@ -65,13 +65,34 @@ pub struct RawPair {
     pub ns: u64,
 }
 
-/// The rings and the slot table, mapped for the draining thread.
+/// The object's slot table in its .bss (iow_tables), mapped as words:
+/// which series holds each slot.
+struct Tables {
+    words: MappedArray<u64>,
+    /// Byte offset of slot_key.
+    keys_at: usize,
+}
+
+impl Tables {
+    fn map(bss_map: &impl std::os::fd::AsFd) -> Result<Tables> {
+        let tables = std::mem::offset_of!(bss, tables);
+        Ok(Tables {
+            words: MappedArray::new(bss_map, std::mem::size_of::<bss>() / 8)?,
+            keys_at: tables + std::mem::offset_of!(iow_tables, slot_key),
+        })
+    }
+
+    /// The series key in `slot` (0: free).
+    fn key(&self, slot: u32) -> u64 {
+        self.words.get(self.keys_at / 8 + slot as usize)
+    }
+}
+
+/// The rings and the tables, mapped for the draining thread.
 pub struct FlightLog {
     log: MappedArray<iow_flight_rec>,
     heads: MappedArray<iow_flight_head>,
-    /// The object's .bss as words: the slot table at `keys_at`.
-    bss: MappedArray<u64>,
-    keys_at: usize,
+    tables: Tables,
     ring_bits: u32,
     /// Records taken from each CPU's ring so far.
     taken: Vec<u64>,
@@ -85,14 +106,10 @@ impl FlightLog {
         cpus: usize,
         ring_bits: u32,
     ) -> Result<FlightLog> {
-        let words = std::mem::size_of::<bss>() / 8;
         Ok(FlightLog {
             log: MappedArray::new(log, cpus << ring_bits)?,
             heads: MappedArray::new(heads, cpus)?,
-            bss: MappedArray::new(bss_map, words)?,
-            keys_at: (std::mem::offset_of!(bss, tables)
-                + std::mem::offset_of!(iow_tables, slot_key))
-                / 8,
+            tables: Tables::map(bss_map)?,
             ring_bits,
             taken: vec![0; cpus],
         })
@@ -135,7 +152,7 @@ impl FlightLog {
     /// A record as a request: None when its slot holds no series now.
     fn request(&self, r: &iow_flight_rec, now: u64) -> Option<Request> {
         let slot = (r.done_slot >> DONE_BITS) as u32;
-        let key = self.bss.get(self.keys_at + slot as usize);
+        let key = self.tables.key(slot);
         if key == 0 {
             return None;
         }
