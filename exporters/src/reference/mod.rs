@@ -5,12 +5,10 @@
 //! Nothing here repeats a family's name, help or labels: a family added to
 //! an encoder appears, and one no domain claims fails the tests.
 
-mod fixture;
-
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use crate::model::{Families, IoSeries, Stage};
+use crate::model::{fixture, Families, IoSeries, Stage};
 use crate::openmetrics::{
     encode_openmetrics, unit_of, ClassicBuckets, ExpositionOptions, IoCounter,
 };
@@ -153,8 +151,7 @@ const TEST_ONLY: &[&str] = &["iowarden_walkthrough"];
 /// Every family, in exposition order. `cgroup_labels`: the attribution
 /// labels `iowarden_cgroup_info` can carry (the loader knows them).
 pub fn families(cgroup_labels: &[(String, String)]) -> Vec<FamilyDoc> {
-    let lower: Vec<f64> = (0..24).map(|i| (1u64 << i) as f64 / 1e6).collect();
-    let snap = Arc::new(fixture::snapshot(lower));
+    let snap = Arc::new(fixture::snapshot());
     let mut extra = fixture::self_metrics();
     extra.runtime.cgroups[0].1 = cgroup_labels.to_vec();
     let opts = ExpositionOptions {
@@ -358,27 +355,21 @@ mod tests {
     use super::*;
     use crate::model::*;
 
+    /// The families every domain's records declare (snapshot_domains!'s
+    /// `families`).
     fn declared() -> Vec<(&'static str, Option<MetricUnit>)> {
         fn of<T: Families>() -> Vec<(&'static str, Option<MetricUnit>)> {
             T::families().iter().map(|f| (f.name, f.unit)).collect()
         }
-        [
-            of::<IoSeries>(),
-            of::<QueueSeries>(),
-            of::<KernelDiskStats>(),
-            of::<NvmeQueueCgroup>(),
-            of::<NvmeQueue>(),
-            of::<HolSeries>(),
-            of::<IocostDevice>(),
-            of::<IocostCgroup>(),
-            of::<LockSiteRow>(),
-            of::<CostClass>(),
-            of::<TunerSlo>(),
-            of::<ModelParam>(),
-            of::<TaskDelay>(),
-            of::<CulpritSeries>(),
-        ]
-        .concat()
+        macro_rules! families_of_every_domain {
+            ($(
+                $(#[$attr:meta])*
+                $field:ident: $ty:ty, $window:ident, exposed $at:literal, families [$($fam:ty),*];
+            )+) => {
+                [$($(of::<$fam>(),)*)+].concat()
+            };
+        }
+        snapshot_domains!(families_of_every_domain)
     }
 
     #[test]
@@ -392,7 +383,7 @@ mod tests {
             assert!(
                 names.iter().any(|n| n.starts_with(name)),
                 "{name} is declared but the reference's snapshot does not expose it: \
-                 fill its record in reference/fixture.rs"
+                 fill its record in model/fixture.rs"
             );
         }
         assert!(!names.contains(&"iowarden_walkthrough"));
