@@ -16,6 +16,7 @@ use super::iocost::{IocostCgroup, IocostDevice};
 use super::limits::{LimitKnob, LimitReason, LimitState, LimitVerdict};
 use super::locks::{LockReport, LockSeries, LockSiteRow, LockStack};
 use super::nvme::{HolSeries, NvmeQueue, NvmeQueueCgroup};
+use super::pressure::PressureSeries;
 use super::queues::{CpuQueueMap, QueueSeries};
 use super::runtime::{BpfProgramStats, ProbeStatus, RuntimeMetrics, SelfMetrics, TableFill};
 use super::snapshot::{snapshot_domains, Snapshot};
@@ -315,6 +316,14 @@ fn culprits() -> Vec<CulpritSeries> {
         culprit_op: Some(Op::Write),
         stage: Stage::Device,
         seconds: 4e-3,
+    }]
+}
+
+fn io_pressure() -> Vec<PressureSeries> {
+    vec![PressureSeries {
+        cgroup: cgroup("/kubepods.slice/pod-a"),
+        some_seconds: 2e-3,
+        full_seconds: 1e-3,
     }]
 }
 

@@ -19,6 +19,7 @@ use super::iocost::{IocostCgroup, IocostDevice};
 use super::limits::LimitVerdict;
 use super::locks::LockReport;
 use super::nvme::{HolSeries, NvmeQueue, NvmeQueueCgroup};
+use super::pressure::PressureSeries;
 use super::queues::{CpuQueueMap, QueueSeries};
 use super::runtime::ProbeStatus;
 use super::tuner::TunerStatus;
@@ -103,6 +104,10 @@ macro_rules! snapshot_domains {
             /// (`--culprits`; empty without).
             #[serde(default)]
             culprits: Vec<CulpritSeries>, keyed, exposed 40, families [CulpritSeries];
+            /// The kernel's I/O stall time (io.pressure) of each cgroup with
+            /// I/O series (cgroup v2 with PSI; empty elsewhere).
+            #[serde(default)]
+            io_pressure: Vec<PressureSeries>, keyed, exposed 45, families [];
         }
     };
 }

@@ -41,7 +41,7 @@ impl Expose for DropCounters {
     }
 }
 
-fn cgroup_id_label(id: u64) -> String {
+pub(super) fn cgroup_id_label(id: u64) -> String {
     match id {
         OTHER_CGROUP_ID => OTHER_CGROUP.into(),
         id => id.to_string(),

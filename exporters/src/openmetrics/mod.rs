@@ -24,6 +24,7 @@ mod iocost;
 mod limits;
 mod locks;
 mod nvme;
+mod pressure;
 mod queues;
 mod runtime;
 mod tune_model;

@@ -75,6 +75,15 @@ const DOMAINS: &[Domain] = &[
                `other`; see docs/culprits.md.",
     },
     Domain {
+        title: "I/O pressure (PSI)",
+        prefixes: &["iowarden_io_pressure"],
+        when: "Where the io controller's hierarchy is cgroup v2 and the kernel has PSI \
+               (`iowarden_probe_active{probe=\"io_pressure\"}` says why not): the kernel's \
+               io.pressure of each cgroup with I/O series, read at every poll. \
+               `--max-cgroups N` sums the cgroups beyond the N busiest into \
+               `cgroup=\"other\"`. How it relates to the culprit account: docs/semantics.md.",
+    },
+    Domain {
         title: "Volumes (device-mapper, md)",
         prefixes: &["iowarden_volume_"],
         when: "When I/O went through a bio-based device (LVM, dm-crypt, dm-linear, md): one \

@@ -4,6 +4,7 @@ pub mod culprits;
 pub mod keys;
 pub mod limits;
 pub mod locks;
+pub mod pressure;
 pub mod support;
 pub mod top;
 pub mod tui;
