@@ -113,6 +113,13 @@ pub fn check(kind: &str, data: &[u8]) {
         "pressure" => {
             round_trip(s, pressure::parse_all);
             one(s, pressure::PsiLine::parse);
+            // What the exporter reads (probes/pressure.rs): the totals
+            // of lines that parse.
+            if let Ok((some, full)) = pressure::stall_totals_us(s) {
+                let lines = pressure::parse_all(s).expect("totals of lines that parse");
+                assert!(lines.iter().any(|l| l.total == Some(some)));
+                assert!(lines.iter().any(|l| l.total == Some(full)));
+            }
         }
         "devnum" => one(s, |x| DevNum::parse("devnum", x)),
         _ => unreachable!(),

@@ -18,6 +18,7 @@ use crate::probes::block::object::Block;
 use crate::probes::block::{BlockConfig, BlockMeasures};
 use crate::probes::locks::{self, LockConfig};
 use crate::probes::optional::{start_optional, OptionalConfig};
+use crate::probes::pressure::PressureProbe;
 use crate::probes::{HostNames, Probe};
 
 /// Which BPF objects are loaded, and how: made by [`MonitorConfig::new`].
@@ -172,7 +173,9 @@ impl Monitor {
         let resolver = CgroupResolver::for_host()?;
         let mut devices = DeviceNames::default();
         let block = Block::start(&cfg.block, &mut devices)?;
-        let mut loaded: Vec<Box<dyn Probe>> = vec![Box::new(block)];
+        // The block programs' part first: io.pressure is read for its cgroups.
+        let pressure = PressureProbe::start(&resolver);
+        let mut loaded: Vec<Box<dyn Probe>> = vec![Box::new(block), Box::new(pressure)];
         let mut optional = Vec::new();
         for (probe, status) in start_optional(&cfg.optional)? {
             loaded.extend(probe);

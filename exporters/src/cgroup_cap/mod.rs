@@ -10,9 +10,11 @@
 //! while the cgroup's series ends: sum(rate()) over a window holding that
 //! moment counts it twice).
 //!
-//! The culprit family follows the same top K (culprits.rs).
+//! The culprit family (culprits.rs) and io.pressure's (pressure.rs)
+//! follow the same top K.
 
 mod culprits;
+mod pressure;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::Hash;
@@ -36,6 +38,7 @@ pub struct CgroupCap {
     /// Cgroups of the last snapshot outside the top K.
     folded: usize,
     culprits: culprits::CulpritFold,
+    pressure: pressure::PressureFold,
 }
 
 impl CgroupCap {
@@ -46,6 +49,7 @@ impl CgroupCap {
             retired: BTreeMap::new(),
             folded: 0,
             culprits: culprits::CulpritFold::default(),
+            pressure: pressure::PressureFold::default(),
         }
     }
 
@@ -104,6 +108,7 @@ impl CgroupCap {
         io.extend(self.other().into_values());
         let mut capped = snap.with_io(io);
         capped.culprits = self.culprits.apply(&snap.culprits, &top);
+        capped.io_pressure = self.pressure.apply(&snap.io_pressure, &top);
         capped
     }
 
@@ -157,7 +162,7 @@ fn empty_other(device: &DeviceRef, op: Op) -> IoSeries {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Histogram, StageHistograms};
+    use crate::model::{Histogram, PressureSeries, StageHistograms};
 
     fn series(id: u64, dev: &str, ios: u64, device_s: f64) -> IoSeries {
         let mut counts = vec![0u64; 8];
@@ -272,10 +277,21 @@ mod tests {
     #[test]
     fn other_is_labelled_other_in_the_exposition() {
         let mut cap = CgroupCap::new(NonZeroUsize::new(1).unwrap());
-        let out = cap.apply(&snap(vec![
-            series(1, "loop0", 10, 1.0),
-            series(2, "loop0", 5, 0.5),
-        ]));
+        let pressure = |id| PressureSeries {
+            cgroup: CgroupRef {
+                id,
+                path: format!("/c{id}"),
+            },
+            some_seconds: 0.25,
+            full_seconds: 0.125,
+        };
+        let out = cap.apply(&Snapshot {
+            io_pressure: vec![pressure(1), pressure(2)],
+            ..snap(vec![
+                series(1, "loop0", 10, 1.0),
+                series(2, "loop0", 5, 0.5),
+            ])
+        });
         let text = crate::openmetrics::encode_openmetrics(
             &out.clone().into(),
             &Default::default(),
@@ -288,5 +304,11 @@ mod tests {
             ),
             "{text}"
         );
+        for line in [
+            r#"iowarden_io_pressure_seconds_total{cgroup="/c1",cgroup_id="1",kind="some"} 0.25"#,
+            r#"iowarden_io_pressure_seconds_total{cgroup="other",cgroup_id="other",kind="full"} 0.125"#,
+        ] {
+            assert!(text.contains(line), "{line} in\n{text}");
+        }
     }
 }

@@ -222,6 +222,16 @@ impl<T: Delta> Delta for Option<T> {
     }
 }
 
+/// An optional report (the lock programs'): its delta where the earlier
+/// reading has one too; otherwise the later reading whole, as a series new
+/// since the earlier one.
+pub fn delta_if_earlier<T: Delta + Clone>(now: &Option<T>, earlier: &Option<T>) -> Option<T> {
+    match (now, earlier) {
+        (Some(now), Some(earlier)) => Some(now.delta(earlier)),
+        (now, _) => now.clone(),
+    }
+}
+
 /// Bucket by bucket; buckets absent from `earlier` count from zero.
 pub fn delta_counts(now: &[u64], earlier: &[u64]) -> Vec<u64> {
     now.iter()

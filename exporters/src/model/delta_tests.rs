@@ -3,10 +3,13 @@
 //! later reading's) or a counter (the later less the earlier). The lists
 //! below name the fields that are not counters, domain by domain; every
 //! other number must subtract. A new counter left out of its record's
-//! `metrics!` list, or a gauge listed as a counter, fails here.
+//! `metrics!` list, or a gauge listed as a counter, fails here. Every
+//! domain of `snapshot_domains!` is checked (`Snapshot::DOMAINS`), on the
+//! fixture's record of it (model/fixture.rs).
 
 use serde_json::Value;
 
+use super::fixture;
 use super::*;
 
 /// Numeric fields that name a series (or a bucket's place): never changed.
@@ -25,75 +28,46 @@ const LABELS: &[&str] = &[
 /// recomputed from the counters equals them too.
 const RATIOS: &[&str] = &["sq_occupancy_mean", "error", "fitted_error"];
 
-/// One record (or report) in every domain, with its optional numbers set.
-fn one_of_each() -> Snapshot {
-    let hist = || Histogram {
-        counts: vec![0; 3],
-        sum_seconds: 0.0,
-    };
-    let stages = StageHistograms {
-        throttle: hist(),
-        queue: hist(),
-        device: hist(),
-        total: hist(),
-    };
-    let cgroup = CgroupRef {
-        id: 7,
-        path: "/a".into(),
-    };
-    Snapshot {
-        io: vec![IoSeries {
-            latency: stages,
-            ..Default::default()
-        }],
-        queues: vec![QueueSeries {
-            inserted: Some(0),
-            issued: Some(0),
-            inflight: Some(0),
-            ..Default::default()
-        }],
-        nvme_queue_cgroups: vec![NvmeQueueCgroup::default()],
-        nvme_queues: vec![NvmeQueue {
-            cpus: vec![0, 1],
-            ..Default::default()
-        }],
-        nvme_hol: vec![HolSeries {
-            culprit: Some(cgroup.clone()),
-            ..Default::default()
-        }],
-        iocost_devices: vec![IocostDevice {
-            io_stat_vrate_ratio: Some(0.0),
-            qos_vrate_min_ratio: Some(0.0),
-            qos_vrate_max_ratio: Some(0.0),
-            ..Default::default()
-        }],
-        iocost_cgroups: vec![IocostCgroup {
-            usage_seconds: Some(0.0),
-            ..Default::default()
-        }],
-        locks: Some(LockReport {
-            series: vec![LockSeries {
-                hist_log2_ns: vec![0; 3],
-                ..Default::default()
-            }],
-            stacks: vec![LockStack::default()],
-            top: vec![LockSiteRow::default()],
-            dropped: vec![("no_stack".into(), 0)],
-            ..Default::default()
-        }),
-        cost_models: vec![DeviceCostModel {
-            classes: vec![CostClass {
-                error: Some(0.0),
-                fitted_error: Some(0.0),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        kernel_diskstats: vec![KernelDiskStats::default()],
-        task_delays: vec![TaskDelay::default()],
-        ..Default::default()
-    }
-}
+/// Domains that are state, not counts: a delta is the later reading whole.
+const STATE: &[&str] = &["probes", "cpu_queue_map", "tuner", "volumes", "limits"];
+
+/// Each domain's gauges: the numbers, besides LABELS and RATIOS, that keep
+/// the later reading. A domain not named here has none.
+const GAUGES: &[(&str, &[&str])] = &[
+    ("queues", &["inflight"]),
+    ("nvme_queue_cgroups", &["inflight"]),
+    ("nvme_queues", &["sq_occupancy_last", "sq_occupancy_max"]),
+    (
+        "iocost_devices",
+        &[
+            "vrate_ratio",
+            "vrate_effective_ratio",
+            "io_stat_vrate_ratio",
+            "busy_level",
+            "missed_ppm_read",
+            "missed_ppm_write",
+            "rq_wait_ratio",
+            "nr_lagging",
+            "nr_shortages",
+            "qos_vrate_min_ratio",
+            "qos_vrate_max_ratio",
+        ],
+    ),
+    (
+        "iocost_cgroups",
+        &[
+            "weight",
+            "inuse",
+            "hweight_active_ratio",
+            "hweight_active_cached_ratio",
+            "hweight_inuse_ratio",
+            "vtime_budget_seconds",
+            "debt_seconds",
+            "delay_seconds",
+        ],
+    ),
+    ("cost_models", &LinearModel::KEYS),
+];
 
 /// Every number under `v`, with the name of the field that holds it.
 fn numbers<'a>(v: &'a mut Value, field: &str, out: &mut Vec<(String, &'a mut Value)>) {
@@ -112,7 +86,7 @@ fn not_a_counter(field: &str, gauges: &[&str]) -> bool {
 /// The earlier reading (every number distinct) and the later one (every
 /// counter and gauge doubled) of `domain`.
 fn readings(domain: &str) -> (Snapshot, Snapshot) {
-    let mut v = serde_json::to_value(one_of_each()).unwrap();
+    let mut v = serde_json::to_value(fixture::snapshot()).unwrap();
     let mut fields = Vec::new();
     numbers(&mut v[domain], domain, &mut fields);
     for (i, (_, n)) in fields.into_iter().enumerate() {
@@ -141,8 +115,8 @@ fn readings(domain: &str) -> (Snapshot, Snapshot) {
 }
 
 /// Checks `domain`'s delta field by field; `gauges` are its fields that
-/// keep the later reading.
-fn check(domain: &str, gauges: &[&str]) {
+/// keep the later reading. The wrong fields, as lines.
+fn check(domain: &str, gauges: &[&str]) -> Vec<String> {
     let (earlier, later) = readings(domain);
     let delta = later.delta_since(&earlier);
     assert_eq!(delta.window_seconds, 10.0);
@@ -155,8 +129,12 @@ fn check(domain: &str, gauges: &[&str]) {
     numbers(&mut e[domain], domain, &mut ev);
     numbers(&mut l[domain], domain, &mut lv);
     numbers(&mut d[domain], domain, &mut dv);
-    assert!(ev.len() > 1, "{domain}: no numbers to check");
-    assert_eq!(ev.len(), dv.len(), "{domain}: the delta has other fields");
+    if ev.len() < 2 {
+        return vec![format!("{domain}: no numbers to check: fill its fixture")];
+    }
+    if ev.len() != dv.len() {
+        return vec![format!("{domain}: the delta has other fields")];
+    }
     let mut wrong = Vec::new();
     for ((field, e), ((_, l), (_, d))) in ev.iter().zip(lv.iter().zip(&dv)) {
         let (e, l, d) = (
@@ -170,95 +148,52 @@ fn check(domain: &str, gauges: &[&str]) {
             ("the difference", l - e)
         };
         if (d - want).abs() > 1e-9 * want.abs().max(1.0) {
-            wrong.push(format!("{field}: {d}, not {kind} {want} ({e} then {l})"));
+            wrong.push(format!(
+                "{domain}.{field}: {d}, not {kind} {want} ({e} then {l})"
+            ));
         }
     }
-    assert!(wrong.is_empty(), "{domain} delta: {wrong:#?}");
+    wrong
 }
 
-#[test]
-fn io_counters_and_histograms_subtract() {
-    check("io", &[]);
-}
-
-#[test]
-fn drop_counters_subtract() {
-    check("drops", &[]);
-}
-
-#[test]
-fn hardware_queue_counters_subtract_and_inflight_is_the_latest() {
-    check("queues", &["inflight"]);
-}
-
-#[test]
-fn nvme_queue_cgroup_counters_subtract() {
-    check("nvme_queue_cgroups", &["inflight"]);
-}
-
-#[test]
-fn nvme_queue_samples_subtract_and_their_mean_is_the_windows() {
-    check("nvme_queues", &["sq_occupancy_last", "sq_occupancy_max"]);
-}
-
-#[test]
-fn head_of_line_counts_subtract() {
-    check("nvme_hol", &[]);
-}
-
-#[test]
-fn iocost_device_adjustments_subtract_and_its_state_is_the_latest() {
-    check(
-        "iocost_devices",
-        &[
-            "vrate_ratio",
-            "vrate_effective_ratio",
-            "io_stat_vrate_ratio",
-            "busy_level",
-            "missed_ppm_read",
-            "missed_ppm_write",
-            "rq_wait_ratio",
-            "nr_lagging",
-            "nr_shortages",
-            "qos_vrate_min_ratio",
-            "qos_vrate_max_ratio",
-        ],
+/// A state domain's delta is its later reading, whole (and the fixture
+/// has one).
+fn check_state(domain: &str) -> Vec<String> {
+    let (earlier, later) = readings(domain);
+    let (l, d) = (
+        serde_json::to_value(&later).unwrap(),
+        serde_json::to_value(later.delta_since(&earlier)).unwrap(),
     );
+    let empty = match &l[domain] {
+        Value::Null => true,
+        Value::Array(a) => a.is_empty(),
+        _ => false,
+    };
+    match (empty, l[domain] == d[domain]) {
+        (true, _) => vec![format!("{domain}: empty: fill its fixture")],
+        (false, false) => vec![format!("{domain}: the delta is not the later reading")],
+        (false, true) => Vec::new(),
+    }
 }
 
 #[test]
-fn iocost_cgroup_events_and_usage_subtract_and_weights_are_the_latest() {
-    check(
-        "iocost_cgroups",
-        &[
-            "weight",
-            "inuse",
-            "hweight_active_ratio",
-            "hweight_active_cached_ratio",
-            "hweight_inuse_ratio",
-            "vtime_budget_seconds",
-            "debt_seconds",
-            "delay_seconds",
-        ],
-    );
+fn every_domain_s_delta_subtracts_its_counters_and_keeps_the_rest() {
+    let mut wrong = Vec::new();
+    for &domain in Snapshot::DOMAINS {
+        if STATE.contains(&domain) {
+            wrong.extend(check_state(domain));
+        } else {
+            let gauges = GAUGES.iter().find(|(d, _)| *d == domain);
+            wrong.extend(check(domain, gauges.map_or(&[], |(_, g)| *g)));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
 }
 
 #[test]
-fn lock_waits_subtract() {
-    check("locks", &[]);
-}
-
-#[test]
-fn cost_class_samples_subtract_and_the_models_are_the_latest() {
-    check("cost_models", &LinearModel::KEYS);
-}
-
-#[test]
-fn kernel_diskstats_subtract() {
-    check("kernel_diskstats", &[]);
-}
-
-#[test]
-fn task_delays_subtract() {
-    check("task_delays", &[]);
+fn the_lists_name_domains_only() {
+    let named = STATE.iter().chain(GAUGES.iter().map(|(d, _)| d));
+    for d in named {
+        assert!(Snapshot::DOMAINS.contains(d), "{d} is no domain");
+    }
 }

@@ -5,8 +5,15 @@
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::registry::Unit;
 
+use super::expose::{Expose, Input};
 use super::family::{encode_families, gauge, Labels, Rows};
 use crate::model::{CostClass, DeviceCostModel, DeviceRef, Op};
+
+impl Expose for Vec<DeviceCostModel> {
+    fn expose(&self, enc: &mut DescriptorEncoder, _: &Input) -> std::fmt::Result {
+        encode(enc, self)
+    }
+}
 
 fn labels(d: &DeviceRef, extra: &[(&str, String)]) -> Labels {
     let mut l = vec![
@@ -17,7 +24,7 @@ fn labels(d: &DeviceRef, extra: &[(&str, String)]) -> Labels {
     l
 }
 
-pub(crate) fn encode(enc: &mut DescriptorEncoder, models: &[DeviceCostModel]) -> std::fmt::Result {
+fn encode(enc: &mut DescriptorEncoder, models: &[DeviceCostModel]) -> std::fmt::Result {
     encode_classes(enc, models)?;
     encode_errors(enc, models)?;
     encode_params(enc, models)

@@ -2,10 +2,17 @@
 
 use prometheus_client::encoding::DescriptorEncoder;
 
+use super::expose::{Expose, Input};
 use super::family::{encode_families, labels, Labels};
 use crate::model::CulpritSeries;
 
-pub(crate) fn encode(enc: &mut DescriptorEncoder, culprits: &[CulpritSeries]) -> std::fmt::Result {
+impl Expose for Vec<CulpritSeries> {
+    fn expose(&self, enc: &mut DescriptorEncoder, _: &Input) -> std::fmt::Result {
+        encode(enc, self)
+    }
+}
+
+fn encode(enc: &mut DescriptorEncoder, culprits: &[CulpritSeries]) -> std::fmt::Result {
     let records: Vec<(Labels, &CulpritSeries)> = culprits
         .iter()
         .map(|c| {

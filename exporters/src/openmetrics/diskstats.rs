@@ -3,11 +3,18 @@
 
 use prometheus_client::encoding::DescriptorEncoder;
 
+use super::expose::{Expose, Input};
 use super::family::{encode_families, Labels};
 use crate::model::KernelDiskStats;
 
+impl Expose for Vec<KernelDiskStats> {
+    fn expose(&self, enc: &mut DescriptorEncoder, _: &Input) -> std::fmt::Result {
+        encode(enc, self)
+    }
+}
+
 /// The families model/diskstats.rs declares, per device.
-pub(crate) fn encode(enc: &mut DescriptorEncoder, stats: &[KernelDiskStats]) -> std::fmt::Result {
+fn encode(enc: &mut DescriptorEncoder, stats: &[KernelDiskStats]) -> std::fmt::Result {
     let records: Vec<(Labels, &KernelDiskStats)> = stats
         .iter()
         .map(|s| {

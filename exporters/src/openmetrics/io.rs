@@ -6,59 +6,42 @@ use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Unit;
 
+use super::expose::{Expose, Input, IoCounter};
 use super::family::{collapse_buckets, counter, encode_family, ClassicBuckets, Labels};
 use crate::model::{
-    DropCounters, Families, IoSeries, Snapshot, Stage, TaskDelay, Volume, OTHER_CGROUP,
-    OTHER_CGROUP_ID,
+    DropCounters, Families, IoSeries, Stage, TaskDelay, Volume, OTHER_CGROUP, OTHER_CGROUP_ID,
 };
 
-/// A counter family of IoSeries that `--io-counters` selects: those
-/// model/io.rs's `metrics!` names with `as "..."`, by their place there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IoCounter(usize);
-
-impl IoCounter {
-    /// Fleet default: what the dashboards and rules use (IOPS, throughput,
-    /// device-time share, time held by io.max: a series only for a cgroup
-    /// io.max has held).
-    /// As `--io-counters` takes it.
-    pub const FLEET: &'static str = "requests,bytes,device,held-io-max";
-
-    /// Every selectable family, in exposition order.
-    pub fn all() -> Vec<IoCounter> {
-        IoSeries::families()
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| f.select.is_some())
-            .map(|(i, _)| IoCounter(i))
-            .collect()
-    }
-
-    /// The family selected by `name`, if any.
-    pub fn named(name: &str) -> Option<IoCounter> {
-        Self::all().into_iter().find(|c| c.as_str() == name)
-    }
-
-    /// The fleet default's families.
-    pub fn fleet() -> Vec<IoCounter> {
-        Self::FLEET
-            .split(',')
-            .map(|n| Self::named(n).unwrap_or_else(|| panic!("FLEET names no counter '{n}'")))
-            .collect()
-    }
-
-    /// Name on the command line.
-    pub fn as_str(self) -> &'static str {
-        IoSeries::families()[self.0].select.unwrap_or_default()
-    }
-
-    /// Its family's place among IoSeries' families.
-    pub(crate) fn index(self) -> usize {
-        self.0
+/// The selected counter families, then the latency histogram of each
+/// selected stage.
+impl Expose for Vec<IoSeries> {
+    fn expose(&self, enc: &mut DescriptorEncoder, input: &Input) -> std::fmt::Result {
+        let opts = input.opts;
+        encode_counters(enc, self, &opts.counters)?;
+        let lower_bounds = &input.snap.hist_lower_bounds_seconds;
+        encode_latency(enc, self, lower_bounds, &opts.stages, opts.classic)
     }
 }
 
-fn cgroup_id_label(id: u64) -> String {
+impl Expose for Vec<Volume> {
+    fn expose(&self, enc: &mut DescriptorEncoder, _: &Input) -> std::fmt::Result {
+        encode_volumes(enc, self)
+    }
+}
+
+impl Expose for Vec<TaskDelay> {
+    fn expose(&self, enc: &mut DescriptorEncoder, _: &Input) -> std::fmt::Result {
+        encode_task_delays(enc, self)
+    }
+}
+
+impl Expose for DropCounters {
+    fn expose(&self, enc: &mut DescriptorEncoder, _: &Input) -> std::fmt::Result {
+        encode_drops(enc, self)
+    }
+}
+
+pub(super) fn cgroup_id_label(id: u64) -> String {
     match id {
         OTHER_CGROUP_ID => OTHER_CGROUP.into(),
         id => id.to_string(),
@@ -76,7 +59,7 @@ pub(crate) fn io_labels(s: &IoSeries) -> Labels {
 }
 
 /// One family per selected counter, in the order given.
-pub(crate) fn encode_counters(
+fn encode_counters(
     enc: &mut DescriptorEncoder,
     io: &[IoSeries],
     counters: &[IoCounter],
@@ -96,13 +79,14 @@ pub(crate) const LATENCY_HELP: &str = "Request latency by stage: throttle (bio s
 
 /// The latency histogram of every series for each selected stage, in
 /// classic buckets.
-pub(crate) fn encode_latency(
+fn encode_latency(
     enc: &mut DescriptorEncoder,
-    snap: &Snapshot,
+    io: &[IoSeries],
+    lower_bounds: &[f64],
     stages: &[Stage],
     classic: ClassicBuckets,
 ) -> std::fmt::Result {
-    if snap.io.is_empty() || stages.is_empty() {
+    if io.is_empty() || stages.is_empty() {
         return Ok(());
     }
     let mut d = enc.encode_descriptor(
@@ -111,12 +95,12 @@ pub(crate) fn encode_latency(
         Some(&Unit::Seconds),
         MetricType::Histogram,
     )?;
-    for x in &snap.io {
+    for x in io {
         for &stage in stages {
             let h = x.latency.get(stage);
             let mut l = io_labels(x);
             l.push(("stage".into(), stage.as_str().into()));
-            let buckets = collapse_buckets(h, &snap.hist_lower_bounds_seconds, classic);
+            let buckets = collapse_buckets(h, lower_bounds, classic);
             d.encode_family(&l)?.encode_histogram::<Labels>(
                 h.sum_seconds,
                 h.count(),
@@ -130,7 +114,7 @@ pub(crate) fn encode_latency(
 
 /// One sample per (volume, disk below it): join on device to show a
 /// volume with its disk.
-pub(crate) fn encode_volumes(enc: &mut DescriptorEncoder, volumes: &[Volume]) -> std::fmt::Result {
+fn encode_volumes(enc: &mut DescriptorEncoder, volumes: &[Volume]) -> std::fmt::Result {
     let rows: Vec<(Labels, f64)> = volumes
         .iter()
         .flat_map(|v| {
@@ -160,10 +144,7 @@ pub(crate) fn encode_volumes(enc: &mut DescriptorEncoder, volumes: &[Volume]) ->
 
 /// The delays io.latency and iocost put on each cgroup's tasks, per
 /// device.
-pub(crate) fn encode_task_delays(
-    enc: &mut DescriptorEncoder,
-    delays: &[TaskDelay],
-) -> std::fmt::Result {
+fn encode_task_delays(enc: &mut DescriptorEncoder, delays: &[TaskDelay]) -> std::fmt::Result {
     let records: Vec<(Labels, &TaskDelay)> = delays
         .iter()
         .map(|d| {
@@ -179,7 +160,7 @@ pub(crate) fn encode_task_delays(
 }
 
 /// Events the BPF side could not record fully, by reason.
-pub(crate) fn encode_drops(enc: &mut DescriptorEncoder, drops: &DropCounters) -> std::fmt::Result {
+fn encode_drops(enc: &mut DescriptorEncoder, drops: &DropCounters) -> std::fmt::Result {
     let rows: Vec<(Labels, f64)> = [
         ("slot_table_full", drops.slot_table_full),
         ("device_table_full", drops.device_table_full),
@@ -197,28 +178,4 @@ pub(crate) fn encode_drops(enc: &mut DescriptorEncoder, drops: &DropCounters) ->
         None,
         &rows,
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_family_of_io_series_is_selectable_once_and_the_fleet_default_exists() {
-        // encode_counters is IoSeries' only way out: a family without
-        // `as "..."` would never be exported.
-        let families = IoSeries::families();
-        let all = IoCounter::all();
-        assert_eq!(all.len(), families.len());
-        let mut names: Vec<&str> = all.iter().map(|c| c.as_str()).collect();
-        assert_eq!(names[0], "requests");
-        names.sort();
-        names.dedup();
-        assert_eq!(names.len(), families.len(), "a name selects two families");
-        assert_eq!(
-            IoCounter::fleet().len(),
-            IoCounter::FLEET.split(',').count()
-        );
-        assert_eq!(IoCounter::named("iops"), None);
-    }
 }

@@ -3,14 +3,22 @@
 
 use prometheus_client::encoding::DescriptorEncoder;
 
+use super::expose::{Expose, Input};
 use super::family::{counter, encode_families, gauge, labels, Labels, Rows};
-use crate::model::{IocostCgroup, IocostDevice, Snapshot};
+use crate::model::{IocostCgroup, IocostDevice};
 
-pub(crate) fn encode(enc: &mut DescriptorEncoder, snap: &Snapshot) -> std::fmt::Result {
-    encode_devices(enc, &snap.iocost_devices)?;
-    encode_missed(enc, &snap.iocost_devices)?;
-    encode_cgroups(enc, &snap.iocost_cgroups)?;
-    encode_events(enc, &snap.iocost_cgroups)
+impl Expose for Vec<IocostDevice> {
+    fn expose(&self, enc: &mut DescriptorEncoder, _: &Input) -> std::fmt::Result {
+        encode_devices(enc, self)?;
+        encode_missed(enc, self)
+    }
+}
+
+impl Expose for Vec<IocostCgroup> {
+    fn expose(&self, enc: &mut DescriptorEncoder, _: &Input) -> std::fmt::Result {
+        encode_cgroups(enc, self)?;
+        encode_events(enc, self)
+    }
 }
 
 fn encode_devices(enc: &mut DescriptorEncoder, devices: &[IocostDevice]) -> std::fmt::Result {

@@ -4,10 +4,17 @@
 
 use prometheus_client::encoding::DescriptorEncoder;
 
+use super::expose::{Expose, Input};
 use super::family::{gauge, Labels};
 use crate::model::LimitVerdict;
 
-pub(crate) fn encode(enc: &mut DescriptorEncoder, limits: &[LimitVerdict]) -> std::fmt::Result {
+impl Expose for Vec<LimitVerdict> {
+    fn expose(&self, enc: &mut DescriptorEncoder, _: &Input) -> std::fmt::Result {
+        encode(enc, self)
+    }
+}
+
+fn encode(enc: &mut DescriptorEncoder, limits: &[LimitVerdict]) -> std::fmt::Result {
     let rows: Vec<(Labels, f64)> = limits
         .iter()
         .map(|v| {

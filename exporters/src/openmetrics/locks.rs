@@ -3,16 +3,19 @@
 
 use prometheus_client::encoding::DescriptorEncoder;
 
+use super::expose::{Expose, Input};
 use super::family::{counter, encode_families, Labels};
 use crate::model::{LockReport, LockSiteRow};
 
 /// Nothing without a report (the lock programs are off).
-pub(crate) fn encode(enc: &mut DescriptorEncoder, report: Option<&LockReport>) -> std::fmt::Result {
-    let Some(r) = report else {
-        return Ok(());
-    };
-    encode_top_sites(enc, &r.top)?;
-    encode_drops(enc, r)
+impl Expose for Option<LockReport> {
+    fn expose(&self, enc: &mut DescriptorEncoder, _: &Input) -> std::fmt::Result {
+        let Some(r) = self else {
+            return Ok(());
+        };
+        encode_top_sites(enc, &r.top)?;
+        encode_drops(enc, r)
+    }
 }
 
 fn encode_top_sites(enc: &mut DescriptorEncoder, top: &[LockSiteRow]) -> std::fmt::Result {

@@ -1,9 +1,10 @@
 //! OpenMetrics text encoding of a [`Snapshot`], through prometheus-client's
 //! collector API (it escapes label values and writes the exposition format).
 //!
-//! This file walks the snapshot, domain by domain, in exposition order; each
-//! domain's families are written by a file of their own (io, queues,
-//! runtime, nvme, iocost, locks, cost, tuner) with the helpers of `family`.
+//! Each domain's families are written by its file (io, queues, runtime,
+//! nvme, iocost, locks, cost, tuner, ...), an `Expose` impl for its field's
+//! type, with the helpers of `family`; this file calls them in the order
+//! model/snapshot.rs's `snapshot_domains!` gives.
 
 use std::sync::Arc;
 
@@ -11,80 +12,59 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::registry::Registry;
 
-use crate::model::{SelfMetrics, Snapshot, Stage};
+use crate::model::{snapshot_domains, SelfMetrics, Snapshot};
 
 mod cost;
 mod culprits;
 mod diskstats;
+mod expose;
 mod family;
 mod io;
 mod iocost;
 mod limits;
 mod locks;
 mod nvme;
+mod pressure;
 mod queues;
 mod runtime;
 mod tune_model;
 mod tuner;
 
+use expose::{Expose, Input};
+pub use expose::{ExpositionOptions, IoCounter};
 pub(crate) use family::unit_of;
 pub use family::{collapse_buckets, ClassicBuckets};
 pub(crate) use io::io_labels;
-pub use io::IoCounter;
 pub(crate) use io::LATENCY_HELP;
 pub use nvme::hol_extra_latency;
 
-/// Which counters and latency stages go out per series, and how coarse the classic
-/// (text) buckets are: what a series costs the Prometheus that stores it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ExpositionOptions {
-    pub counters: Vec<IoCounter>,
-    pub stages: Vec<Stage>,
-    pub classic: ClassicBuckets,
-}
+/// A part of the exposition: one domain's families, or iowarden's own.
+type Part = fn(&mut DescriptorEncoder, &Input) -> std::fmt::Result;
 
-/// Fleet defaults: requests, bytes and device time, the total stage only,
-/// classic buckets at powers of four.
-impl Default for ExpositionOptions {
-    fn default() -> Self {
-        ExpositionOptions {
-            counters: IoCounter::fleet(),
-            stages: vec![Stage::Total],
-            classic: ClassicBuckets::PowersOfFour,
+/// iowarden's own families (polls, build, BPF programs, ...): between the
+/// snapshot's drops (exposed 80) and CPU map (100).
+const SELF_METRICS_AT: u32 = 90;
+
+macro_rules! domain_parts {
+    ($(
+        $(#[$attr:meta])*
+        $field:ident: $ty:ty, $window:ident, exposed $at:literal, families [$($fam:ty),*];
+    )+) => {
+        /// Every domain's part, with its place.
+        fn domain_parts() -> Vec<(u32, Part)> {
+            vec![$(($at, |enc, input| Expose::expose(&input.snap.$field, enc, input))),+]
         }
-    }
+    };
 }
-
-/// What one encoding reads, borrowed from the collector.
-struct Input<'a> {
-    snap: &'a Snapshot,
-    extra: &'a SelfMetrics,
-    opts: &'a ExpositionOptions,
-}
+snapshot_domains!(domain_parts);
 
 /// Every family, in exposition order.
 fn encode_families(enc: &mut DescriptorEncoder, input: &Input) -> std::fmt::Result {
-    let Input { snap, extra, opts } = *input;
-    io::encode_counters(enc, &snap.io, &opts.counters)?;
-    io::encode_latency(enc, snap, &opts.stages, opts.classic)?;
-    io::encode_volumes(enc, &snap.volumes)?;
-    io::encode_task_delays(enc, &snap.task_delays)?;
-    culprits::encode(enc, &snap.culprits)?;
-    queues::encode_hw_queues(enc, &snap.queues)?;
-    diskstats::encode(enc, &snap.kernel_diskstats)?;
-    runtime::encode_probes(enc, &snap.probes)?;
-    io::encode_drops(enc, &snap.drops)?;
-    runtime::encode_polls(enc, extra)?;
-    runtime::encode_build_info(enc, extra, &snap.kernel, &snap.hostname)?;
-    runtime::encode_runtime(enc, &extra.runtime, extra.scrape_count)?;
-    queues::encode_cpu_map(enc, &snap.cpu_queue_map)?;
-    nvme::encode(enc, snap)?;
-    iocost::encode(enc, snap)?;
-    locks::encode(enc, snap.locks.as_ref())?;
-    cost::encode(enc, &snap.cost_models)?;
-    limits::encode(enc, &snap.limits)?;
-    if let Some(t) = &snap.tuner {
-        tuner::encode(enc, t)?;
+    let mut parts = domain_parts();
+    parts.push((SELF_METRICS_AT, runtime::encode_self));
+    parts.sort_by_key(|(at, _)| *at);
+    for (_, part) in parts {
+        part(enc, input)?;
     }
     Ok(())
 }

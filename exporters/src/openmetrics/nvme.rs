@@ -4,8 +4,9 @@
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::registry::Unit;
 
+use super::expose::{Expose, Input};
 use super::family::{counter, encode_families, gauge, labels, Labels, Rows};
-use crate::model::{HolSeries, NvmeQueue, NvmeQueueCgroup, Snapshot};
+use crate::model::{HolSeries, NvmeQueue, NvmeQueueCgroup};
 
 /// Per (device, qid, victim): mean submit -> complete time of the victim's
 /// small requests that had a large request of another cgroup in flight on
@@ -39,10 +40,22 @@ pub fn hol_extra_latency(hol: &[HolSeries]) -> Vec<(String, u32, String, f64)> {
         .collect()
 }
 
-pub(crate) fn encode(enc: &mut DescriptorEncoder, snap: &Snapshot) -> std::fmt::Result {
-    encode_queue_cgroups(enc, &snap.nvme_queue_cgroups)?;
-    encode_sq_occupancy(enc, &snap.nvme_queues)?;
-    encode_hol(enc, &snap.nvme_hol)
+impl Expose for Vec<NvmeQueueCgroup> {
+    fn expose(&self, enc: &mut DescriptorEncoder, _: &Input) -> std::fmt::Result {
+        encode_queue_cgroups(enc, self)
+    }
+}
+
+impl Expose for Vec<NvmeQueue> {
+    fn expose(&self, enc: &mut DescriptorEncoder, _: &Input) -> std::fmt::Result {
+        encode_sq_occupancy(enc, self)
+    }
+}
+
+impl Expose for Vec<HolSeries> {
+    fn expose(&self, enc: &mut DescriptorEncoder, _: &Input) -> std::fmt::Result {
+        encode_hol(enc, self)
+    }
 }
 
 fn encode_queue_cgroups(enc: &mut DescriptorEncoder, qcg: &[NvmeQueueCgroup]) -> std::fmt::Result {

@@ -3,16 +3,26 @@
 
 use prometheus_client::encoding::DescriptorEncoder;
 
+use super::expose::{Expose, Input};
 use super::family::{encode_families, gauge, labels, Labels, Rows};
 use crate::model::{CpuQueueMap, QueueSeries};
+
+impl Expose for Vec<QueueSeries> {
+    fn expose(&self, enc: &mut DescriptorEncoder, _: &Input) -> std::fmt::Result {
+        encode_hw_queues(enc, self)
+    }
+}
+
+impl Expose for Vec<CpuQueueMap> {
+    fn expose(&self, enc: &mut DescriptorEncoder, _: &Input) -> std::fmt::Result {
+        encode_cpu_map(enc, self)
+    }
+}
 
 /// The queue families model/queues.rs declares. inserted/issued/inflight
 /// are counted only with --hwq-events: queues without them are left out,
 /// and a family with none is not written.
-pub(crate) fn encode_hw_queues(
-    enc: &mut DescriptorEncoder,
-    queues: &[QueueSeries],
-) -> std::fmt::Result {
+fn encode_hw_queues(enc: &mut DescriptorEncoder, queues: &[QueueSeries]) -> std::fmt::Result {
     let records: Vec<(Labels, &QueueSeries)> = queues
         .iter()
         .map(|q| {
@@ -28,7 +38,7 @@ pub(crate) fn encode_hw_queues(
 }
 
 /// 1 per (queue, CPU) mapped to it.
-pub(crate) fn encode_cpu_map(enc: &mut DescriptorEncoder, map: &[CpuQueueMap]) -> std::fmt::Result {
+fn encode_cpu_map(enc: &mut DescriptorEncoder, map: &[CpuQueueMap]) -> std::fmt::Result {
     let cpus: Rows = map
         .iter()
         .flat_map(|m| {

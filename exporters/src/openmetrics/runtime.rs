@@ -5,13 +5,26 @@
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::registry::Unit;
 
+use super::expose::{Expose, Input};
 use super::family::{counter, gauge, Labels, Rows};
 use crate::model::{BpfProgramStats, ProbeStatus, RuntimeMetrics, SelfMetrics, TableFill};
 
-pub(crate) fn encode_probes(
-    enc: &mut DescriptorEncoder,
-    probes: &[ProbeStatus],
-) -> std::fmt::Result {
+impl Expose for Vec<ProbeStatus> {
+    fn expose(&self, enc: &mut DescriptorEncoder, _: &Input) -> std::fmt::Result {
+        encode_probes(enc, self)
+    }
+}
+
+/// iowarden's own families (not the snapshot's): polls, build, BPF
+/// programs, tables, scrapes, cgroup attribution.
+pub(crate) fn encode_self(enc: &mut DescriptorEncoder, input: &Input) -> std::fmt::Result {
+    let Input { snap, extra, .. } = *input;
+    encode_polls(enc, extra)?;
+    encode_build_info(enc, extra, &snap.kernel, &snap.hostname)?;
+    encode_runtime(enc, &extra.runtime, extra.scrape_count)
+}
+
+fn encode_probes(enc: &mut DescriptorEncoder, probes: &[ProbeStatus]) -> std::fmt::Result {
     let rows: Rows = probes
         .iter()
         .map(|p| {
@@ -33,7 +46,7 @@ pub(crate) fn encode_probes(
     )
 }
 
-pub(crate) fn encode_polls(enc: &mut DescriptorEncoder, extra: &SelfMetrics) -> std::fmt::Result {
+fn encode_polls(enc: &mut DescriptorEncoder, extra: &SelfMetrics) -> std::fmt::Result {
     gauge(
         enc,
         "iowarden_poll_duration",
@@ -60,7 +73,7 @@ pub(crate) fn encode_polls(enc: &mut DescriptorEncoder, extra: &SelfMetrics) -> 
     }
 }
 
-pub(crate) fn encode_build_info(
+fn encode_build_info(
     enc: &mut DescriptorEncoder,
     extra: &SelfMetrics,
     kernel: &str,
@@ -81,7 +94,7 @@ pub(crate) fn encode_build_info(
 }
 
 /// BPF program cost, table fill, scrapes, start time, cgroup attribution.
-pub(crate) fn encode_runtime(
+fn encode_runtime(
     enc: &mut DescriptorEncoder,
     m: &RuntimeMetrics,
     scrapes: u64,

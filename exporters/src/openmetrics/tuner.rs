@@ -4,8 +4,19 @@
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::registry::Unit;
 
+use super::expose::{Expose, Input};
 use super::family::{counter, encode_families, gauge, Labels};
 use crate::model::{TunerSlo, TunerStatus};
+
+/// Nothing outside `iowarden tune`.
+impl Expose for Option<TunerStatus> {
+    fn expose(&self, enc: &mut DescriptorEncoder, _: &Input) -> std::fmt::Result {
+        match self {
+            Some(t) => encode(enc, t),
+            None => Ok(()),
+        }
+    }
+}
 
 fn kv(pairs: &[(&str, &str)]) -> Labels {
     pairs
@@ -15,7 +26,7 @@ fn kv(pairs: &[(&str, &str)]) -> Labels {
 }
 
 /// The tuner's SLOs, QoS settings, decisions and state.
-pub(crate) fn encode(enc: &mut DescriptorEncoder, t: &TunerStatus) -> std::fmt::Result {
+fn encode(enc: &mut DescriptorEncoder, t: &TunerStatus) -> std::fmt::Result {
     encode_slos(enc, t)?;
     encode_state(enc, t)
 }

@@ -5,12 +5,10 @@
 //! Nothing here repeats a family's name, help or labels: a family added to
 //! an encoder appears, and one no domain claims fails the tests.
 
-mod fixture;
-
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use crate::model::{Families, IoSeries, Stage};
+use crate::model::{fixture, Families, IoSeries, Stage};
 use crate::openmetrics::{
     encode_openmetrics, unit_of, ClassicBuckets, ExpositionOptions, IoCounter,
 };
@@ -75,6 +73,15 @@ const DOMAINS: &[Domain] = &[
                one for its own queue and one for its service (`culprit=\"none\"`); \
                `--max-cgroups N` names a victim or culprit beyond the N busiest \
                `other`; see docs/culprits.md.",
+    },
+    Domain {
+        title: "I/O pressure (PSI)",
+        prefixes: &["iowarden_io_pressure"],
+        when: "Where the io controller's hierarchy is cgroup v2 and the kernel has PSI \
+               (`iowarden_probe_active{probe=\"io_pressure\"}` says why not): the kernel's \
+               io.pressure of each cgroup with I/O series, read at every poll. \
+               `--max-cgroups N` sums the cgroups beyond the N busiest into \
+               `cgroup=\"other\"`. How it relates to the culprit account: docs/semantics.md.",
     },
     Domain {
         title: "Volumes (device-mapper, md)",
@@ -153,8 +160,7 @@ const TEST_ONLY: &[&str] = &["iowarden_walkthrough"];
 /// Every family, in exposition order. `cgroup_labels`: the attribution
 /// labels `iowarden_cgroup_info` can carry (the loader knows them).
 pub fn families(cgroup_labels: &[(String, String)]) -> Vec<FamilyDoc> {
-    let lower: Vec<f64> = (0..24).map(|i| (1u64 << i) as f64 / 1e6).collect();
-    let snap = Arc::new(fixture::snapshot(lower));
+    let snap = Arc::new(fixture::snapshot());
     let mut extra = fixture::self_metrics();
     extra.runtime.cgroups[0].1 = cgroup_labels.to_vec();
     let opts = ExpositionOptions {
@@ -358,27 +364,21 @@ mod tests {
     use super::*;
     use crate::model::*;
 
+    /// The families every domain's records declare (snapshot_domains!'s
+    /// `families`).
     fn declared() -> Vec<(&'static str, Option<MetricUnit>)> {
         fn of<T: Families>() -> Vec<(&'static str, Option<MetricUnit>)> {
             T::families().iter().map(|f| (f.name, f.unit)).collect()
         }
-        [
-            of::<IoSeries>(),
-            of::<QueueSeries>(),
-            of::<KernelDiskStats>(),
-            of::<NvmeQueueCgroup>(),
-            of::<NvmeQueue>(),
-            of::<HolSeries>(),
-            of::<IocostDevice>(),
-            of::<IocostCgroup>(),
-            of::<LockSiteRow>(),
-            of::<CostClass>(),
-            of::<TunerSlo>(),
-            of::<ModelParam>(),
-            of::<TaskDelay>(),
-            of::<CulpritSeries>(),
-        ]
-        .concat()
+        macro_rules! families_of_every_domain {
+            ($(
+                $(#[$attr:meta])*
+                $field:ident: $ty:ty, $window:ident, exposed $at:literal, families [$($fam:ty),*];
+            )+) => {
+                [$($(of::<$fam>(),)*)+].concat()
+            };
+        }
+        snapshot_domains!(families_of_every_domain)
     }
 
     #[test]
@@ -392,7 +392,7 @@ mod tests {
             assert!(
                 names.iter().any(|n| n.starts_with(name)),
                 "{name} is declared but the reference's snapshot does not expose it: \
-                 fill its record in reference/fixture.rs"
+                 fill its record in model/fixture.rs"
             );
         }
         assert!(!names.contains(&"iowarden_walkthrough"));

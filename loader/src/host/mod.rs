@@ -7,6 +7,7 @@ pub mod container;
 pub mod devices;
 pub mod diskstats;
 pub mod preflight;
+pub mod pressure;
 pub mod privileges;
 pub mod selfstats;
 pub mod sysinfo;

@@ -105,6 +105,23 @@ pub fn parse_all(content: &str) -> Result<Vec<PsiLine>, KnobError> {
     fields::lines(content).map(PsiLine::parse).collect()
 }
 
+/// The `total` of the `some` and of the `full` line, µs: how long at
+/// least one task, and all non-idle tasks at once, stalled on I/O. Both
+/// lines and their totals are required (the kernel writes them for io
+/// since PSI exists).
+pub fn stall_totals_us(content: &str) -> Result<(u64, u64), KnobError> {
+    let lines = parse_all(content)?;
+    let total = |kind: PsiKind, name: &str| {
+        lines
+            .iter()
+            .find(|l| l.kind == kind)
+            .ok_or_else(|| KnobError::new(KNOB, format!("no {name} line")))?
+            .total
+            .ok_or_else(|| KnobError::new(KNOB, format!("the {name} line has no total")))
+    };
+    Ok((total(PsiKind::Some, "some")?, total(PsiKind::Full, "full")?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,6 +135,28 @@ mod tests {
         assert_eq!(v[0].avg10, Some(Fixed2(153)));
         assert_eq!(v[1].total, Some(1960233));
         assert_eq!(format_lines(&v), s);
+    }
+
+    #[test]
+    fn stall_totals_are_the_some_and_full_totals() {
+        let s = "some avg10=1.53 avg60=0.40 avg300=0.09 total=2251874\nfull avg10=1.20 avg60=0.31 avg300=0.07 total=1960233\n";
+        assert_eq!(stall_totals_us(s), Ok((2251874, 1960233)));
+        // Lines in either order, fields the kernel may add kept aside.
+        let s = "full total=5 avg10=0.00\nsome avg10=0.00 total=7 new=1\n";
+        assert_eq!(stall_totals_us(s), Ok((7, 5)));
+        assert_eq!(
+            stall_totals_us("some avg10=0.00 total=7\n")
+                .unwrap_err()
+                .to_string(),
+            "io.pressure: no full line"
+        );
+        assert_eq!(
+            stall_totals_us("some total=7\nfull avg10=0.00\n")
+                .unwrap_err()
+                .to_string(),
+            "io.pressure: the full line has no total"
+        );
+        assert!(stall_totals_us("some total=x\nfull total=1\n").is_err());
     }
 
     #[test]

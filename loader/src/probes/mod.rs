@@ -4,7 +4,8 @@
 //! implements [`Probe`]. block is always loaded; the optional objects are
 //! described once in [`optional::ALL`], from which the command line's
 //! switches, the monitor's configuration and the statuses of probes left
-//! off follow.
+//! off follow. `pressure` is a [`Probe`] too, with no BPF: it reads the
+//! kernel's io.pressure of the cgroups the block programs report.
 //! This file holds what they share: opening objects, tracepoint checks,
 //! series-table slots, program statistics, cgroup names.
 
@@ -30,6 +31,7 @@ pub mod locks;
 pub mod mapped;
 pub mod nvme;
 pub mod optional;
+pub mod pressure;
 
 /// What probes name cgroups and devices with.
 pub struct HostNames<'a> {

@@ -6,6 +6,7 @@ pub mod keys;
 pub mod limits;
 pub mod locks;
 pub mod names;
+pub mod pressure;
 pub mod support;
 pub mod top;
 #[cfg(test)]

@@ -1,4 +1,4 @@
-# vmtest-checks: 13
+# vmtest-checks: 16
 # vmtest-kernels: 6.1 6.12
 # The throttle stage: what a cgroup's reads wait for, from the bio's
 # submission, when its own io.max or iocost holds them before a request
@@ -21,7 +21,11 @@
 # exporter runs the default counters plus `throttle`, whose series per
 # cgroup equals the snapshot's throttle stage. (io.latency: Debian's
 # kernels are built without it; t-19 times the delays iocost puts on
-# tasks.)
+# tasks.) The kernel's io.pressure (PSI) of each cgroup is exported beside:
+# th-m's, held by io.max, grows by at least half of its reader's run time
+# while th-f's, idle then, does not, and iowarden's totals, some and full,
+# equal the cgroups' own files read before and after the snapshot and
+# /metrics were fetched (idle, the files do not move between the reads).
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 MM=$(cat /sys/block/$DEV/dev)
@@ -35,9 +39,20 @@ reader() { # cgroup I/Os offset [rw]
   bash -c "echo \$\$ > $CG/$1/cgroup.procs; exec fio --name=$1 --filename=/dev/$DEV --direct=1 --ioengine=psync --rw=${4:-randread} \
     --bs=4k --number_ios=$2 --offset=$3 --size=256M --lat_percentiles=1 --output-format=json --output=$SCRATCH/fio-$1.json"
 }
+# io.pressure: $1's snapshot, /metrics and the kernel's files of th-f and
+# th-m between two reads of those files, after a poll (--interval 1s).
+psi_read() {
+  sleep 2.5
+  for c in th-f th-m; do echo "$c $(tr '\n' ' ' < $CG/$c/io.pressure)"; done > $SCRATCH/psi-$1-before
+  get http://127.0.0.1:9616/snapshot.json > $SCRATCH/psi-$1.json
+  get http://127.0.0.1:9616/metrics > $SCRATCH/psi-$1.txt
+  for c in th-f th-m; do echo "$c $(tr '\n' ' ' < $CG/$c/io.pressure)"; done > $SCRATCH/psi-$1-after
+}
 reader th-f 1000 0
+psi_read 0
 echo "$MM riops=200" > $CG/th-m/io.max
 reader th-m 1000 256M
+psi_read 1
 echo "$MM rbps=max wbps=max riops=max wiops=max" > $CG/th-m/io.max
 echo "$MM wbps=819200" > $CG/th-w/io.max
 reader th-w 400 1536M randwrite
@@ -203,4 +218,51 @@ ok "throttle: iowarden_io_throttle_seconds_total (--io-counters ...,throttle) eq
 held_cgroups=$(grep '^iowarden_io_held_io_max_seconds_total{' $SCRATCH/th-metrics.txt | grep -o 'cgroup="[^"]*"' | sort -u | tr '\n' ' ')
 echo "  io.max holds in /metrics: ${held_cgroups:-none}"
 ok "throttle: /metrics names the io.max holds of /th-m and /th-w, and of no other cgroup" "[ '$held_cgroups' = 'cgroup=\"/th-m\" cgroup=\"/th-w\" ' ]"
+python3 - $SCRATCH > $SCRATCH/psi-check 2>&1 <<'PY'
+import json, sys
+scratch = sys.argv[1]
+def files(name):
+    # "cgroup some avg10=.. total=N full avg10=.. total=M": totals in us.
+    out = {}
+    for line in open(f"{scratch}/psi-{name}"):
+        w = line.split()
+        totals = [int(x.split("=")[1]) for x in w if x.startswith("total=")]
+        out[w[0]] = dict(zip(("some", "full"), totals))
+    return out
+def snapshot(i):
+    snap = json.load(open(f"{scratch}/psi-{i}.json"))
+    p = {x["cgroup"]["path"].lstrip("/"): x for x in snap["io_pressure"]}
+    status = [x for x in snap["probes"] if x["name"] == "io_pressure"]
+    return {c: {k: round(p[c][f"{k}_seconds"] * 1e6) for k in ("some", "full")} for c in p}, status
+def metrics(i):
+    out = {}
+    for line in open(f"{scratch}/psi-{i}.txt"):
+        if line.startswith("iowarden_io_pressure_seconds_total{"):
+            c = line.split('cgroup="/')[1].split('"')[0]
+            k = line.split('kind="')[1].split('"')[0]
+            out.setdefault(c, {})[k] = round(float(line.split()[-1]) * 1e6)
+    return out
+status = snapshot(1)[1]
+print(("OK" if len(status) == 1 and status[0]["active"] else "BAD"), "psi status", status)
+same = True
+for i in ("0", "1"):
+    before, after = files(f"{i}-before"), files(f"{i}-after")
+    for name, got in (("snapshot", snapshot(i)[0]), ("/metrics", metrics(i))):
+        for c in ("th-f", "th-m") if i == "1" else ("th-f",):
+            for k in ("some", "full"):
+                inside = c in got and before[c][k] <= got[c][k] <= after[c][k]
+                same &= inside
+                print(f"  poll {i} {name} {c} {k}: file {before[c][k]}..{after[c][k]} us, iowarden {got.get(c, {}).get(k)} us")
+print(("OK" if same else "BAD"), "psi equals the files")
+runtime = json.load(open(f"{scratch}/fio-th-m.json"))["jobs"][0]["read"]["runtime"] / 1e3
+m0, m1 = metrics("0"), metrics("1")
+grown = (m1["th-m"]["some"] - files("0-after")["th-m"]["some"]) / 1e6
+idle = m1["th-f"]["some"] - m0["th-f"]["some"]
+print(f"th-m (io.max riops=200) stalled {grown:.2f} s of its reader's {runtime:.2f} s; th-f grew {idle} us meanwhile")
+print(("OK" if grown >= 0.5 * runtime and m1["th-m"]["full"] > 0 and idle == 0 else "BAD"), "psi held and idle")
+PY
+cat $SCRATCH/psi-check
+ok "io pressure: the probe is active (cgroup v2, PSI)" "grep -q '^OK psi status' $SCRATCH/psi-check"
+ok "io pressure: iowarden_io_pressure_seconds_total of /th-m, held by io.max riops=200, grew by at least half of its reader's run time (full too), and of /th-f, idle meanwhile, not at all" "grep -q '^OK psi held and idle' $SCRATCH/psi-check"
+ok "io pressure: iowarden's some and full (snapshot and /metrics) equal the cgroups' io.pressure totals, read before and after" "grep -q '^OK psi equals the files' $SCRATCH/psi-check"
 rmdir $CG/th-f $CG/th-m $CG/th-w $CG/th-v $CG/th-h $CG/th-b0 $CG/th-b $CG/th-bh $CG/th-br 2>/dev/null || true

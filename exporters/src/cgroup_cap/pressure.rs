@@ -1,0 +1,154 @@
+//! The io.pressure family under the cap: the cgroups outside the top K
+//! summed into one `cgroup="other"` series, as for io (mod.rs): whatever
+//! a cgroup stalled while outside the top K is credited to "other" and
+//! stays there; one entering the top K counts from that point, one
+//! leaving it hands its count over.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::model::{CgroupRef, Delta, PressureSeries, OTHER_CGROUP, OTHER_CGROUP_ID};
+
+#[derive(Debug, Default)]
+pub(super) struct PressureFold {
+    /// Per cgroup: its totals credited to "other" (all of them while it
+    /// is outside the top K, frozen while inside).
+    credited: HashMap<u64, PressureSeries>,
+    /// The credit of cgroups gone from the snapshot; None before any.
+    retired: Option<PressureSeries>,
+}
+
+impl PressureFold {
+    /// The series to export, given the cgroups that keep their own.
+    pub(super) fn apply(
+        &mut self,
+        series: &[PressureSeries],
+        top: &HashSet<u64>,
+    ) -> Vec<PressureSeries> {
+        self.retire_vanished(series);
+        for s in series.iter().filter(|s| !top.contains(&s.cgroup.id)) {
+            self.credited.insert(s.key(), s.clone());
+        }
+        let mut out: Vec<PressureSeries> = series
+            .iter()
+            .filter(|s| top.contains(&s.cgroup.id))
+            .map(|s| match self.credited.get(&s.key()) {
+                Some(credit) => s.delta(credit),
+                None => s.clone(),
+            })
+            .collect();
+        out.extend(self.other());
+        out
+    }
+
+    /// The "other" series: the credit of every cgroup, gone or not; None
+    /// while no cgroup was ever outside the top K.
+    fn other(&self) -> Option<PressureSeries> {
+        let credits = self.credited.values().chain(&self.retired);
+        credits.fold(None, |sum, c| {
+            let mut sum = sum.unwrap_or_else(empty_other);
+            add(&mut sum, c);
+            Some(sum)
+        })
+    }
+
+    /// Moves the credit of cgroups no longer in the snapshot into the
+    /// remainder, so "other" keeps it.
+    fn retire_vanished(&mut self, series: &[PressureSeries]) {
+        let present: HashSet<u64> = series.iter().map(PressureSeries::key).collect();
+        let gone: Vec<u64> = self
+            .credited
+            .keys()
+            .filter(|id| !present.contains(id))
+            .copied()
+            .collect();
+        for id in gone {
+            let credit = self.credited.remove(&id).expect("listed key");
+            add(self.retired.get_or_insert_with(empty_other), &credit);
+        }
+    }
+}
+
+fn add(to: &mut PressureSeries, s: &PressureSeries) {
+    to.some_seconds += s.some_seconds;
+    to.full_seconds += s.full_seconds;
+}
+
+fn empty_other() -> PressureSeries {
+    PressureSeries {
+        cgroup: CgroupRef {
+            id: OTHER_CGROUP_ID,
+            path: OTHER_CGROUP.into(),
+        },
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cg(id: u64, some_seconds: f64) -> PressureSeries {
+        PressureSeries {
+            cgroup: CgroupRef {
+                id,
+                path: format!("/c{id}"),
+            },
+            some_seconds,
+            full_seconds: some_seconds / 2.0,
+        }
+    }
+
+    fn exported(out: &[PressureSeries]) -> Vec<(String, f64, f64)> {
+        let mut v: Vec<_> = out
+            .iter()
+            .map(|p| (p.cgroup.path.clone(), p.some_seconds, p.full_seconds))
+            .collect();
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        v
+    }
+
+    #[test]
+    fn cgroups_outside_the_top_are_summed_into_other() {
+        let mut fold = PressureFold::default();
+        let out = fold.apply(&[cg(1, 1.0), cg(2, 2.0), cg(3, 4.0)], &HashSet::from([1]));
+        assert_eq!(
+            exported(&out),
+            vec![("/c1".into(), 1.0, 0.5), ("other".into(), 6.0, 3.0)]
+        );
+        let out = PressureFold::default().apply(&[cg(1, 1.0)], &HashSet::from([1]));
+        assert_eq!(exported(&out), vec![("/c1".into(), 1.0, 0.5)], "no other");
+    }
+
+    #[test]
+    fn every_exported_series_only_grows_as_the_top_changes() {
+        let mut fold = PressureFold::default();
+        let polls: [(&[u64], Vec<PressureSeries>); 4] = [
+            (&[1], vec![cg(1, 1.0), cg(2, 2.0)]),
+            // Cgroup 2 enters the top: it counts from its 2 of then.
+            (&[1, 2], vec![cg(1, 2.0), cg(2, 5.0)]),
+            // And leaves it: other gets its 6 of now.
+            (&[1], vec![cg(1, 3.0), cg(2, 6.0)]),
+            // Cgroup 2 removed: other keeps its credit.
+            (&[1], vec![cg(1, 4.0)]),
+        ];
+        let mut seen = Vec::new();
+        for (top, series) in polls {
+            let top = HashSet::from_iter(top.iter().copied());
+            let some: Vec<(String, f64)> = exported(&fold.apply(&series, &top))
+                .into_iter()
+                .map(|(c, some, _)| (c, some))
+                .collect();
+            seen.push(some);
+        }
+        let s = |c: &str, v: f64| (c.to_string(), v);
+        assert_eq!(
+            seen,
+            vec![
+                vec![s("/c1", 1.0), s("other", 2.0)],
+                vec![s("/c1", 2.0), s("/c2", 3.0), s("other", 2.0)],
+                vec![s("/c1", 3.0), s("other", 6.0)],
+                vec![s("/c1", 4.0), s("other", 6.0)],
+            ]
+        );
+    }
+}
