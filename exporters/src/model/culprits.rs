@@ -1,4 +1,5 @@
-//! Whom each cgroup's requests waited behind (`--culprits`). On the device:
+//! Whom each cgroup's requests waited behind (the culprit account, on by
+//! default: docs/culprits.md). On the device:
 //! while N requests are on it, each has 1/N of it (its service) and waits
 //! behind each other one for the rest (processor sharing); summed over a
 //! victim's requests, the parts add up to their device time. In the I/O
@@ -11,9 +12,10 @@ use super::metric::metrics;
 
 /// The time of `victim`'s `op` requests spent behind `culprit`'s
 /// `culprit_op` requests in `stage`, since start: on the device, or queued
-/// in the I/O scheduler while it issued the culprit's. `culprit` None: the
-/// victim's own share of the device (its service); `culprit` = `victim`:
-/// behind its own other requests.
+/// in the I/O scheduler while the culprit's held the device. `culprit`
+/// None: the victim's own share of the device (its service); `culprit` =
+/// `victim`: behind its own other requests; `culprit` "other": behind the
+/// series not named apart on the device (beyond its 16 busiest).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct CulpritSeries {
     pub device: DeviceRef,
@@ -77,5 +79,5 @@ impl CulpritSeries {
 
 metrics!(CulpritSeries {
     counter seconds => "iowarden_culprit" [Seconds],
-        "Time (summed over requests) of `victim`'s `op` requests spent behind `culprit`'s `culprit_op` requests. stage=\"device\" (issue to completion): with N requests on the device, n of them the culprit's, n/N of the time (culprit=\"none\": its own 1/N, its service). stage=\"queue\" (insert to issue, under an I/O scheduler): the time the scheduler issued the culprit's requests ahead of the victim's. culprit = victim: behind its own requests. Needs --culprits";
+        "Time (summed over requests) of `victim`'s `op` requests spent behind `culprit`'s `culprit_op` requests. stage=\"device\" (issue to completion): with N requests on the device, n of them the culprit's, n/N of the time (culprit=\"none\": its own 1/N, its service). stage=\"queue\" (allocation to issue, under an I/O scheduler): the time it waited while the culprit's requests held the device, or, with none on it, while the scheduler kept the device for the culprit. culprit = victim: behind its own requests; culprit=\"other\": the device's series beyond its 16 busiest, by op. On by default (--no-culprits)";
 });

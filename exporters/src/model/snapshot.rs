@@ -100,8 +100,8 @@ macro_rules! snapshot_domains {
             /// their I/Os (where the kernel lets them be timed).
             #[serde(default)]
             task_delays: Vec<TaskDelay>, keyed, exposed 30, families [TaskDelay];
-            /// Whom each cgroup's requests waited behind on the device
-            /// (`--culprits`; empty without).
+            /// Whom each cgroup's requests waited behind, on the device and
+            /// in the I/O scheduler (empty with `--no-culprits`).
             #[serde(default)]
             culprits: Vec<CulpritSeries>, keyed, exposed 40, families [CulpritSeries];
             /// The kernel's I/O stall time (io.pressure) of each cgroup with

@@ -65,14 +65,13 @@ const DOMAINS: &[Domain] = &[
     Domain {
         title: "Culprits (whom requests waited behind)",
         prefixes: &["iowarden_culprit_"],
-        when: "With `--culprits` (two more programs per request, block_rq_issue and \
-               block_rq_insert; BPF compare-and-swap, Linux 5.12+): \
-               per (device, victim, op), a series for each cgroup and op whose requests \
-               shared the device with the victim's (`stage=\"device\"`) or were issued \
-               first by the scheduler while the victim's waited (`stage=\"queue\"`), \
-               one for its own queue and one for its service (`culprit=\"none\"`); \
-               `--max-cgroups N` names a victim or culprit beyond the N busiest \
-               `other`; see docs/culprits.md.",
+        when: "Always (`--no-culprits` turns it off): per (device, victim, op), a series \
+               for each cgroup and op whose requests shared the device with the victim's \
+               (`stage=\"device\"`) or held it while the victim's waited in the I/O \
+               scheduler (`stage=\"queue\"`), one for its own queue, one for its service \
+               (`culprit=\"none\"`), and, past the device's 16 busiest series, one per op \
+               for the rest (`culprit=\"other\"`); `--max-cgroups N` names a victim or \
+               culprit beyond the N busiest `other`; see docs/culprits.md.",
     },
     Domain {
         title: "I/O pressure (PSI)",

@@ -246,13 +246,18 @@ pub fn line(a: &Account) -> String {
 }
 
 /// The panel under `top`'s table, the one place `top` prints the account:
-/// the victims most held up (at least a tenth of their time).
+/// the victims most held up (at least a tenth of their time), each with
+/// its I/O pressure where the kernel reports it.
 pub fn render_panel(delta: &Snapshot, device: Option<&str>, n: usize) -> String {
     accounts(delta, device)
         .iter()
         .filter(|a| a.held_up() >= 0.1)
         .take(n)
-        .map(|a| format!("culprits {}\n", line(a)))
+        .map(|a| match super::pressure::pressure_text(delta, &a.victim) {
+            // What its tasks felt of it, beside behind whom: PSI.
+            Some(p) => format!("culprits {}; {p}\n", line(a)),
+            None => format!("culprits {}\n", line(a)),
+        })
         .collect()
 }
 
@@ -385,6 +390,29 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(render_panel(&mostly_own, None, 5), "");
+    }
+
+    #[test]
+    fn the_account_says_the_victims_io_pressure_beside_it() {
+        let (v, hog) = (cg(1, "/a"), cg(2, "/hog"));
+        let delta = Snapshot {
+            window_seconds: 2.0,
+            culprits: vec![
+                culprit(&v, Some(&hog), Op::Write, 0.6),
+                culprit(&v, None, Op::Read, 0.4),
+            ],
+            io_pressure: vec![iowarden_exporters::PressureSeries {
+                cgroup: v.clone(),
+                some_seconds: 1.5,
+                full_seconds: 1.0,
+            }],
+            ..Default::default()
+        };
+        let panel = render_panel(&delta, None, 5);
+        assert!(
+            panel.ends_with("; io pressure: some 75% full 50%\n"),
+            "{panel}"
+        );
     }
 
     #[test]
