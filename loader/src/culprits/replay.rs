@@ -10,7 +10,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use iowarden_exporters::{Op, Stage};
 
-use super::series::{op_index, Integrals, NamedNow, Series, DEVICE, NAMED, OPS, QUEUE};
+use super::series::{op_index, Integrals, NamedNow, NamedSet, Series, DEVICE, NAMED, OPS, QUEUE};
 use super::Culprit;
 
 /// A series with nothing in flight or queued for this long leaves the
@@ -52,12 +52,42 @@ enum Kind {
     Queue,
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Event {
-    at: u64,
-    kind: Kind,
-    slot: u32,
-    op: usize,
+impl Kind {
+    const ALL: [Kind; 4] = [
+        Kind::Done,
+        Kind::Issue(false),
+        Kind::Issue(true),
+        Kind::Queue,
+    ];
+}
+
+/// An event packed in one sort key: (instant, kind, slot) order, the
+/// series' op in the low bits. Sorting u128s is what the replay spends
+/// most of its time on after the charges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Event(u128);
+
+impl Event {
+    fn new(at: u64, kind: Kind, slot: u32, op: usize) -> Event {
+        let k = Kind::ALL.iter().position(|&x| x == kind).unwrap_or(0) as u128;
+        Event((at as u128) << 64 | k << 32 | (slot as u128) << 2 | op as u128)
+    }
+
+    fn at(self) -> u64 {
+        (self.0 >> 64) as u64
+    }
+
+    fn kind(self) -> Kind {
+        Kind::ALL[(self.0 >> 32) as usize & 3]
+    }
+
+    fn slot(self) -> u32 {
+        (self.0 as u32) >> 2
+    }
+
+    fn op(self) -> usize {
+        self.0 as usize & 3
+    }
 }
 
 /// The (victim slot, culprit, stage) totals, ns times requests.
@@ -74,9 +104,14 @@ struct DeviceReplay {
     /// The series issued last.
     ahead: Option<usize>,
     series: Vec<Series>,
-    index: HashMap<u32, usize>,
+    /// By slot: the series' index, u32::MAX for none.
+    index: Vec<u32>,
     named: [Option<usize>; NAMED],
+    /// The named ones' values, refreshed at each event.
+    named_set: NamedSet,
+    /// Events not applied yet: in order, and as they came since.
     pending: Vec<Event>,
+    fresh: Vec<Event>,
     /// When the series were last scored.
     scored_at: u64,
 }
@@ -91,18 +126,13 @@ impl DeviceReplay {
         if r.done < self.clock {
             return false;
         }
-        let ev = |at, kind| Event {
-            at,
-            kind,
-            slot: r.slot,
-            op,
-        };
+        let ev = |at, kind| Event::new(at, kind, r.slot, op);
         let queued = r.queue_ns > 0 && r.issued() > self.clock;
         if queued {
-            self.pending.push(ev(at(r.started()), Kind::Queue));
+            self.fresh.push(ev(at(r.started()), Kind::Queue));
         }
-        self.pending.push(ev(at(r.issued()), Kind::Issue(queued)));
-        self.pending.push(ev(r.done, Kind::Done));
+        self.fresh.push(ev(at(r.issued()), Kind::Issue(queued)));
+        self.fresh.push(ev(r.done, Kind::Done));
         r.started() >= self.clock
     }
 
@@ -110,20 +140,38 @@ impl DeviceReplay {
     /// flushes their charges into `totals`.
     fn advance(&mut self, horizon: u64, totals: &mut Totals) {
         let horizon = horizon.max(self.clock);
-        self.pending.sort_by_key(|e| (e.at, e.kind, e.slot));
-        let due = self.pending.partition_point(|e| e.at <= horizon);
+        self.take_fresh();
+        let due = self.pending.partition_point(|e| e.at() <= horizon);
         let events: Vec<Event> = self.pending.drain(..due).collect();
         for e in events {
             self.apply(e);
         }
         self.run_clock(horizon);
-        let named = self.named_now();
+        self.refresh_named();
         for (i, s) in self.series.iter_mut().enumerate() {
-            s.settle(&self.now, &named, i);
+            s.settle(&self.now, &self.named_set, i);
         }
         self.flush(totals);
         self.forget_idle();
         self.rename();
+    }
+
+    /// Sorts the events that came since the last advance into the pending
+    /// ones (each sorted once, then merged).
+    fn take_fresh(&mut self) {
+        if self.fresh.is_empty() {
+            return;
+        }
+        self.fresh.sort_unstable();
+        let old = std::mem::take(&mut self.pending);
+        let mut merged = Vec::with_capacity(old.len() + self.fresh.len());
+        let (mut a, mut b) = (old.into_iter().peekable(), self.fresh.drain(..).peekable());
+        while let (Some(x), Some(y)) = (a.peek(), b.peek()) {
+            merged.push(if x <= y { a.next() } else { b.next() }.unwrap());
+        }
+        merged.extend(a);
+        merged.extend(b);
+        self.pending = merged;
     }
 
     /// Moves the integrals to `t`.
@@ -147,15 +195,15 @@ impl DeviceReplay {
     }
 
     fn apply(&mut self, e: Event) {
-        self.run_clock(e.at);
-        let i = self.series_of(e.slot, e.op);
-        let named = self.named_now();
+        self.run_clock(e.at());
+        let i = self.series_of(e.slot(), e.op());
+        self.refresh_named();
         let psi = self.now.psi;
         let s = &mut self.series[i];
-        s.settle(&self.now, &named, i);
+        s.settle(&self.now, &self.named_set, i);
         s.rebase(psi);
-        s.last_event = e.at;
-        match e.kind {
+        s.last_event = e.at();
+        match e.kind() {
             Kind::Queue => s.queued += 1,
             Kind::Issue(queued) => {
                 if queued {
@@ -163,13 +211,13 @@ impl DeviceReplay {
                 }
                 s.in_flight += 1;
                 self.in_flight += 1;
-                self.in_flight_op[e.op] += 1;
+                self.in_flight_op[e.op()] += 1;
                 self.ahead = Some(i);
             }
             Kind::Done if s.in_flight > 0 => {
                 s.in_flight -= 1;
                 self.in_flight -= 1;
-                self.in_flight_op[e.op] -= 1;
+                self.in_flight_op[e.op()] -= 1;
             }
             Kind::Done => {}
         }
@@ -177,35 +225,50 @@ impl DeviceReplay {
 
     /// The index of the series in `slot`, added on first sight.
     fn series_of(&mut self, slot: u32, op: usize) -> usize {
-        if let Some(&i) = self.index.get(&slot) {
-            return i;
+        let at = slot as usize;
+        if let Some(&i) = self.index.get(at).filter(|&&i| i != u32::MAX) {
+            return i as usize;
         }
-        let named = self.named_now();
-        self.series.push(Series::new(slot, op, &self.now, &named));
+        self.refresh_named();
+        self.series
+            .push(Series::new(slot, op, &self.now, &self.named_set));
         let i = self.series.len() - 1;
-        self.index.insert(slot, i);
+        if self.index.len() <= at {
+            self.index.resize(at + 1, u32::MAX);
+        }
+        self.index[at] = i as u32;
         // Named at once where a position is free: its Φ and Ω are 0, as
         // every series' mark of an empty position is.
         if let Some(free) = self.named.iter_mut().find(|c| c.is_none()) {
             *free = Some(i);
+            self.restructure_named();
         }
         i
     }
 
-    fn named_now(&self) -> [NamedNow; NAMED] {
-        let mut out = [NamedNow::default(); NAMED];
-        for (j, c) in self.named.iter().enumerate() {
-            if let Some(i) = *c {
-                let s = &self.series[i];
-                out[j] = NamedNow {
-                    phi: s.phi(self.now.psi),
-                    omega: s.omega,
-                    op: s.op,
-                    index: Some(i),
-                };
+    /// The named set after a position changed hands.
+    fn restructure_named(&mut self) {
+        self.named_set = NamedSet::default();
+        for (pos, c) in self.named.iter().enumerate() {
+            if let Some(index) = *c {
+                self.named_set.push(NamedNow {
+                    pos,
+                    index,
+                    op: self.series[index].op,
+                    ..Default::default()
+                });
             }
         }
-        out
+    }
+
+    /// The named ones' Φ and Ω now.
+    fn refresh_named(&mut self) {
+        let psi = self.now.psi;
+        for x in self.named_set.held_mut() {
+            let s = &self.series[x.index];
+            x.phi = s.phi(psi);
+            x.omega = s.omega;
+        }
     }
 
     /// Moves every series' charges into the totals.
@@ -279,10 +342,20 @@ impl DeviceReplay {
                 changed.push(j);
             }
         }
-        let named = self.named_now();
+        if !changed.is_empty() {
+            self.restructure_named();
+        }
+        let psi = self.now.psi;
+        let now: Vec<(usize, f64, f64)> = changed
+            .iter()
+            .map(|&j| match self.named[j] {
+                Some(i) => (j, self.series[i].phi(psi), self.series[i].omega),
+                None => (j, 0.0, 0.0),
+            })
+            .collect();
         for s in &mut self.series {
-            for &j in &changed {
-                s.mark_named(j, &named[j]);
+            for &(j, phi, omega) in &now {
+                s.mark_named(j, phi, omega);
             }
         }
     }
@@ -323,12 +396,10 @@ impl DeviceReplay {
             i += 1;
             kept[i - 1]
         });
-        self.index = self
-            .series
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.slot, i))
-            .collect();
+        self.index.fill(u32::MAX);
+        for (i, s) in self.series.iter().enumerate() {
+            self.index[s.slot as usize] = i as u32;
+        }
         self.ahead = self.ahead.and_then(|a| new_index[a]);
         let mut vacated = Vec::new();
         for (j, c) in self.named.iter_mut().enumerate() {
@@ -340,9 +411,10 @@ impl DeviceReplay {
         // Settled and flushed: a vacated position is marked empty (0).
         for s in &mut self.series {
             for &j in &vacated {
-                s.mark_named(j, &NamedNow::default());
+                s.mark_named(j, 0.0, 0.0);
             }
         }
+        self.restructure_named();
     }
 
     /// Drops the series of `slots` that hold nothing (their cgroups are gone).
@@ -399,7 +471,10 @@ impl Replay {
 
     /// Events waiting for the horizon.
     pub fn pending(&self) -> usize {
-        self.devices.values().map(|d| d.pending.len()).sum()
+        self.devices
+            .values()
+            .map(|d| d.pending.len() + d.fresh.len())
+            .sum()
     }
 
     /// Forgets the series of released slots and every total naming them.

@@ -36,14 +36,37 @@ pub struct Integrals {
     pub omega_op: [f64; OPS],
 }
 
-/// A named culprit's Φ and Ω at one instant, and its op.
+/// A named culprit's Φ and Ω at one instant, its op, its position among
+/// the named and its index among the device's series.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NamedNow {
     pub phi: f64,
     pub omega: f64,
     pub op: usize,
-    /// Its index among the device's series; None: the position is empty.
-    pub index: Option<usize>,
+    pub pos: usize,
+    pub index: usize,
+}
+
+/// The named culprits at one instant: the positions held, in order.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NamedSet {
+    held: [NamedNow; NAMED],
+    len: usize,
+}
+
+impl NamedSet {
+    pub fn push(&mut self, x: NamedNow) {
+        self.held[self.len] = x;
+        self.len += 1;
+    }
+
+    pub fn held(&self) -> &[NamedNow] {
+        &self.held[..self.len]
+    }
+
+    pub fn held_mut(&mut self) -> &mut [NamedNow] {
+        &mut self.held[..self.len]
+    }
 }
 
 /// What a victim series was charged since the last flush, in ns times
@@ -89,7 +112,7 @@ pub struct Series {
 
 impl Series {
     /// A series first seen now: it owes nothing before.
-    pub fn new(slot: u32, op: usize, now: &Integrals, named: &[NamedNow; NAMED]) -> Series {
+    pub fn new(slot: u32, op: usize, now: &Integrals, named: &NamedSet) -> Series {
         let mut s = Series {
             slot,
             op,
@@ -121,14 +144,14 @@ impl Series {
 
     /// Charges what it owes since its last settle, as victim, and marks
     /// the integrals' values now.
-    pub fn settle(&mut self, now: &Integrals, named: &[NamedNow; NAMED], me: usize) {
+    pub fn settle(&mut self, now: &Integrals, named: &NamedSet, me: usize) {
         if self.in_flight > 0 || self.queued > 0 {
             self.charge(now, named, me);
         }
         self.mark_now(now, named);
     }
 
-    fn charge(&mut self, now: &Integrals, named: &[NamedNow; NAMED], me: usize) {
+    fn charge(&mut self, now: &Integrals, named: &NamedSet, me: usize) {
         let (n, q) = (self.in_flight as f64, self.queued as f64);
         let m = &self.mark;
         let d_psi = now.psi - m.at.psi;
@@ -147,15 +170,12 @@ impl Series {
         }
         other[self.op][DEVICE] -= n * own_phi;
         other[self.op][QUEUE] -= q * (own_phi + own_omega);
-        for (j, x) in named.iter().enumerate() {
-            if x.index.is_none_or(|i| i == me) {
-                continue;
-            }
-            let d_phi = x.phi - m.named_phi[j];
-            let d_omega = x.omega - m.named_omega[j];
+        for x in named.held().iter().filter(|x| x.index != me) {
+            let d_phi = x.phi - m.named_phi[x.pos];
+            let d_omega = x.omega - m.named_omega[x.pos];
             let part = [n * d_phi, q * (d_phi + d_omega)];
             for st in [DEVICE, QUEUE] {
-                c.named[j][st] += part[st];
+                c.named[x.pos][st] += part[st];
                 other[x.op][st] -= part[st];
             }
         }
@@ -167,20 +187,24 @@ impl Series {
         }
     }
 
-    fn mark_now(&mut self, now: &Integrals, named: &[NamedNow; NAMED]) {
+    /// Marks the integrals now. An empty position's mark stays 0, as an
+    /// empty position's values are (a series named on first sight has Φ
+    /// and Ω 0; a vacated position's marks are zeroed).
+    fn mark_now(&mut self, now: &Integrals, named: &NamedSet) {
         self.mark.at = *now;
         self.mark.omega_self = self.omega;
-        for (j, x) in named.iter().enumerate() {
-            self.mark.named_phi[j] = x.phi;
-            self.mark.named_omega[j] = x.omega;
+        for x in named.held() {
+            self.mark.named_phi[x.pos] = x.phi;
+            self.mark.named_omega[x.pos] = x.omega;
         }
     }
 
-    /// Named position j now holds `x` (settled just before: it owes nothing
-    /// to the position's previous holder).
-    pub fn mark_named(&mut self, j: usize, x: &NamedNow) {
-        self.mark.named_phi[j] = x.phi;
-        self.mark.named_omega[j] = x.omega;
+    /// Named position j now holds a series whose Φ and Ω are `phi` and
+    /// `omega` (0, 0: none); settled just before, it owes nothing to the
+    /// position's previous holder.
+    pub fn mark_named(&mut self, j: usize, phi: f64, omega: f64) {
+        self.mark.named_phi[j] = phi;
+        self.mark.named_omega[j] = omega;
     }
 
     /// Its score after `elapsed_ns` more: the device time share it held
