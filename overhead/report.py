@@ -2,11 +2,12 @@
 """The arithmetic of overhead/run.sh (`make bench`): one fio run's record,
 a round's line, and the report whose last line is `bench-summary {json}`.
 
-  report.py record RUNS P0 P1 FIO IDS BENCH MODE READERS ROUND
+  report.py record RUNS P0 P1 FIO IDS CPU_NS BENCH MODE READERS ROUND
       appends one run to RUNS (JSON lines) and prints "iops ns_per_io
       detail": P0/P1 `bpftool prog show -j` before and after fio ("-" for
       an untraced run), FIO fio's JSON output, IDS the ids of the tool's
-      programs (those loaded while it started); detail is each program's
+      programs (those loaded while it started), CPU_NS the tool process's
+      CPU time over the run; detail is each program's
       "name=ns_per_run/runs_per_io/recursion_misses".
   report.py prog-sum P0 P1 IDS PREFIX
       "run_time_ns runs" gained by the tool's programs named PREFIX*.
@@ -49,7 +50,7 @@ def gained(p0, p1):
     return {n: tuple(b - a for a, b in zip(p0.get(n, (0, 0, 0)), v)) for n, v in p1.items()}
 
 
-def record(runs, p0, p1, fio, ids, bench, mode, readers, rnd):
+def record(runs, p0, p1, fio, ids, cpu_ns, bench, mode, readers, rnd):
     ids = {int(i) for i in ids.split()}
     read = json.load(open(fio))["jobs"][0]["read"]  # group_reporting: all jobs in one
     ios = float(read["total_ios"])
@@ -57,7 +58,7 @@ def record(runs, p0, p1, fio, ids, bench, mode, readers, rnd):
            for n, (dt, dc, dm) in sorted(gained(progs(p0, ids), progs(p1, ids)).items()) if dc}
     ns = sum(v["ns_per_run"] * v["runs_per_io"] for v in per.values())
     rec = {"bench": bench, "mode": mode, "readers": int(readers), "round": int(rnd),
-           "iops": read["iops"], "ios": ios, "ns_per_io": ns, "progs": per}
+           "iops": read["iops"], "ios": ios, "ns_per_io": ns, "cpu_ns_per_io": int(cpu_ns) / ios, "progs": per}
     with open(runs, "a") as f:
         f.write(json.dumps(rec) + "\n")
     detail = " ".join(f"{n}={v['ns_per_run']:.0f}/{v['runs_per_io']:.2f}/{v['misses']}" for n, v in per.items())
@@ -124,6 +125,9 @@ def qd_report(recs, summary):
     for mode, label in TOOLS.items():
         if mode in by:
             print(f"    {label:24s} {nsio[mode]:6.0f} ns   ratio to biolatency {nsio[mode] / bio:.2f}")
+    cpu = {mode: m([r["cpu_ns_per_io"] for r in v]) for mode, v in by.items()}
+    print("  the tool's process, CPU time per fio I/O (all threads; iowarden's user-space side): " +
+          ", ".join(f"{label} {cpu[mode]:.0f} ns" for mode, label in TOOLS.items() if mode in by))
     floor = {p: ns for p, (ns, _) in per_program(by["floor"], "floor").items()}
     print("  the floor (a program that returns at once, BPF stats' clock reads included): " +
           ", ".join(f"{p} {ns:.0f} ns a run" for p, ns in floor.items()))
@@ -131,6 +135,7 @@ def qd_report(recs, summary):
     for mode in ("iowarden", "shards1", "noculprits"):
         summary[f"{mode}_ns_per_io"] = nsio[mode]
         summary[f"{mode}_ratio"] = nsio[mode] / bio
+    summary["process_cpu_ns_per_io"] = {mode: cpu[mode] for mode in TOOLS if mode in by}
     for mode in ("iowarden", "shards1", "noculprits", "biolatency"):
         per = per_program(by[mode], mode)
         f = lambda p: floor.get(p.removesuffix("_btf"), float("nan"))
@@ -153,7 +158,8 @@ def readers_report(recs, summary):
     print(f"\nreaders pinned one per CPU (CPUs {','.join(cpus)} in that order; {os.environ['CPU_MODEL']}), "
           f"each 4 KiB randread at QD1 (psync), all in one cgroup, loop device (scheduler {os.environ['SCHED']}), "
           f"{os.environ['RUNTIME']} s per run, medians of {len({r['round'] for r in recs})} interleaved rounds")
-    print(f"  {'readers':>7}  {'mode':24s} {'ns/I/O':>7} {'x biolat':>8} {'runs/I/O':>8} {'IOPS':>9} {'x untraced':>10}")
+    print(f"  {'readers':>7}  {'mode':24s} {'ns/I/O':>7} {'x biolat':>8} {'runs/I/O':>8} {'IOPS':>9} {'x untraced':>10}"
+          f" {'CPU ns/I/O':>10}")
     rows = []
     for k in counts:
         by = collections.defaultdict(list)
@@ -168,10 +174,12 @@ def readers_report(recs, summary):
             v = by[mode]
             ns, iops = m([r["ns_per_io"] for r in v]), m([r["iops"] for r in v])
             runs = m([sum(p["runs_per_io"] for p in r["progs"].values()) for r in v])
+            cpu = m([r["cpu_ns_per_io"] for r in v])
             per_program(v, f"readers{k} {mode}")
             row[mode] = {"ns_per_io": ns, "runs_per_io": runs, "iops": iops,
-                         "ratio": ns / bio, "iops_ratio": iops / none}
-            print(f"  {k:>7}  {TOOLS[mode]:24s} {ns:7.0f} {ns / bio:8.2f} {runs:8.2f} {iops:9.0f} {iops / none:10.3f}")
+                         "ratio": ns / bio, "iops_ratio": iops / none, "process_cpu_ns_per_io": cpu}
+            print(f"  {k:>7}  {TOOLS[mode]:24s} {ns:7.0f} {ns / bio:8.2f} {runs:8.2f} {iops:9.0f} {iops / none:10.3f}"
+                  f" {cpu:10.0f}")
         rows.append(row)
     first, last = rows[0], rows[-1]
     print("  the culprit account (defaults against --no-culprits): " + ", ".join(

@@ -16,7 +16,9 @@
 # BPF stats are on only while fio runs: kernel-measured ns per fio I/O (a
 # tool's programs: those loaded while it started; every device the I/O
 # crosses), ns per run and runs per fio I/O of each program, the ratios to
-# biolatency and to untraced IOPS, and each tool's time above the floor.
+# biolatency and to untraced IOPS, each tool's time above the floor, and
+# its process's CPU time per fio I/O (all threads: iowarden's user-space
+# side, the culprit account's replay included).
 # Then `iowarden bench-shards` (the counter updates and the culprit
 # account's record on 1..N CPUs at once). The arithmetic is
 # overhead/report.py's; the last line, `bench-summary {json}`, holds the
@@ -157,21 +159,32 @@ stop_bg() {  # bpftrace has been seen to hang on SIGTERM: SIGKILL after 5 s
   wait "$BG" 2>/dev/null || true; BG=""; TOOL_IDS=""
 }
 
+# The running tool's CPU time so far, ns, all its threads (user and
+# kernel, BPF run from its syscalls included): what its user-space side
+# costs, beside the programs' time.
+tool_cpu_ns() {
+  if [[ -z $BG ]]; then echo 0; return; fi
+  cat /proc/"$BG"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'
+}
+
 # One fio run under the running tool (none: untraced), recorded in
 # $W/runs.jsonl; prints "iops ns_per_io detail" (report.py record).
 measure() {  # MODE ROUND qd | MODE ROUND readers K
-  local mode=$1 rnd=$2; shift 2
+  local mode=$1 rnd=$2 c0 c1; shift 2
   if [[ $mode == none ]]; then
     fio_run "$@"
-    overhead/report.py record "$W/runs.jsonl" - - "$W/fio.json" "" "$1" none "${2:-1}" "$rnd"
+    overhead/report.py record "$W/runs.jsonl" - - "$W/fio.json" "" 0 "$1" none "${2:-1}" "$rnd"
     return
   fi
   sysctl -qw kernel.bpf_stats_enabled=1
   bpftool prog show -j >"$W/p0.json"
+  c0=$(tool_cpu_ns)
   fio_run "$@"
+  c1=$(tool_cpu_ns)
   bpftool prog show -j >"$W/p1.json"
   sysctl -qw kernel.bpf_stats_enabled=0
-  overhead/report.py record "$W/runs.jsonl" "$W/p0.json" "$W/p1.json" "$W/fio.json" "$TOOL_IDS" "$1" "$mode" "${2:-1}" "$rnd"
+  overhead/report.py record "$W/runs.jsonl" "$W/p0.json" "$W/p1.json" "$W/fio.json" "$TOOL_IDS" $((c1 - c0)) \
+    "$1" "$mode" "${2:-1}" "$rnd"
 }
 
 if [[ ${MODE:-} == cost ]]; then

@@ -39,6 +39,9 @@ row("iowarden, BPF per fio I/O", [r["iowarden_ns_per_io"] for r in runs], ns)
 row("iowarden --shards 1, BPF per fio I/O", [r["shards1_ns_per_io"] for r in runs], ns)
 row("iowarden --no-culprits, BPF per fio I/O", [r["noculprits_ns_per_io"] for r in runs if "noculprits_ns_per_io" in r], ns)
 row("biolatency, BPF per fio I/O", [r["biolatency_ns_per_io"] for r in runs], ns)
+for key, label in (("iowarden", "iowarden"), ("noculprits", "iowarden --no-culprits"), ("biolatency", "biolatency")):
+    row(f"{label}, its process's CPU per fio I/O",
+        [r["process_cpu_ns_per_io"][key] for r in runs if key in r.get("process_cpu_ns_per_io", {})], ns)
 def above_floor(per):
     """ns per fio I/O above the floor, over programs that ran (an earlier
     floor had no requeue or merge program)."""
@@ -76,3 +79,5 @@ for k in sorted({row_["readers"] for r in per_cpu for row_ in r["rows"]}):
             row(f"  {label} / biolatency", [p[mode]["ratio"] for p in pts], ratio)
         row(f"  {label}, runs per fio I/O", [p[mode]["runs_per_io"] for p in pts], ratio)
         row(f"  {label}, IOPS / untraced", [p[mode]["iops_ratio"] for p in pts], lambda x: f"{x:.3f}")
+        row(f"  {label}, its process's CPU per fio I/O", [p[mode]["process_cpu_ns_per_io"] for p in pts
+                                                          if "process_cpu_ns_per_io" in p[mode]], ns)
