@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """What CPUs sharing a counter shard cost per request, measured where this
-machine can (1..its CPUs, `iowarden bench-shards` inside `make bench`) and
+machine can (1, 2, 4, ... and its CPUs, `iowarden bench-shards` inside `make bench`) and
 modelled beyond: the table overhead/RESULTS.md quotes and an SVG plot.
 
 Usage: contention_model.py OUT.svg BENCH-OUTPUT... (files with a

@@ -76,13 +76,13 @@ fn bpf_bucketing_matches_user_space_bounds() {
 /// per run, packed in one word.
 #[test]
 fn counter_updates_are_exact_on_shared_and_own_shards() {
-    use iowarden::probes::block::bench::ShardBench;
+    use iowarden::probes::block::bench::{ShardBench, Update};
     let cpus: Vec<usize> =
         (0..std::thread::available_parallelism().unwrap().get().min(2)).collect();
     const RUNS: u32 = 100_000;
     for shards in [1, 2] {
         let b = ShardBench::load(shards).expect("loading the bench program (needs root)");
-        b.run(&cpus, RUNS).unwrap();
+        b.run(Update::Counters, &cpus, RUNS).unwrap();
         let bytes = b.series_bytes().unwrap();
         // Each run adds 4096 and 1 to its CPU's shard (cpu & (shards - 1)).
         let mut want = vec![(0u64, 0u64); shards as usize];
@@ -93,4 +93,27 @@ fn counter_updates_are_exact_on_shared_and_own_shards() {
         }
         assert_eq!(bytes, want, "{shards} shard(s), CPUs {cpus:?}");
     }
+}
+
+/// The culprit account's log is per CPU: the bench's record, run on two
+/// CPUs at once, lands in each running CPU's own ring, every run counted
+/// once, and in no other CPU's.
+#[test]
+fn flight_log_runs_count_in_their_own_cpus_ring() {
+    use iowarden::probes::block::bench::{ShardBench, Update};
+    let cpus: Vec<usize> =
+        (0..std::thread::available_parallelism().unwrap().get().min(2)).collect();
+    const RUNS: u32 = 100_000;
+    let b = ShardBench::load(1).expect("loading the bench program (needs root)");
+    b.run(Update::FlightLog, &cpus, RUNS).unwrap();
+    let counts = b.flight_log_counts().unwrap();
+    // BPF_PROG_RUN runs the program `repeat` times; the empty program
+    // beside it writes nothing.
+    let want: Vec<u64> = (0..counts.len())
+        .map(|c| if cpus.contains(&c) { RUNS as u64 } else { 0 })
+        .collect();
+    assert_eq!(
+        counts, want,
+        "records per CPU after {RUNS} runs on CPUs {cpus:?}"
+    );
 }

@@ -1,15 +1,18 @@
 //! `iowarden bench-shards` (hidden; `make bench` runs it): the counter
-//! updates of one completed request (bpf/iowarden.bpf.c
-//! completion_adds_bench) run on 1..N CPUs at once, with a shard per CPU
-//! (plain adds) and with one shard all CPUs share (atomic adds, the path of
-//! hosts with more CPUs than shards). Prints ns per request above
+//! updates of one completed request (bpf/run_on_demand.bpf.h
+//! completion_adds_bench) run on 1, 2, 4, ... and all N CPUs this process
+//! may use at once, with a shard per CPU (plain adds) and with one shard
+//! all CPUs share (atomic adds, the path of hosts with more CPUs than
+//! shards); and the culprit account's part of one request
+//! (flight_log_bench: its record in its CPU's ring), which no two CPUs
+//! write, so it should stay flat from 1 to N. Prints ns per request above
 //! BPF_PROG_RUN's own loop, and a `shards-summary {json}` line.
 
 use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
-use iowarden::probes::block::bench::ShardBench;
+use iowarden::probes::block::bench::{ShardBench, Update};
 use iowarden::probes::block::capacity::{
     map_bytes, series_bytes, Capacity, DEFAULT_MAX_SHARDS, DEFAULT_SERIES, MAX_SHARDS,
 };
@@ -29,30 +32,38 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// ns per request above the empty program, on `n` CPUs at once: the median
-/// over rounds of the mean over CPUs.
-fn per_request(b: &ShardBench, n: usize, a: &BenchShardsArgs) -> Result<f64> {
-    let cpus: Vec<usize> = (0..n).collect();
+/// ns per request of `update` above the empty program, on `cpus` at once:
+/// the median over rounds of the mean over CPUs.
+fn per_request(b: &ShardBench, update: Update, cpus: &[usize], a: &BenchShardsArgs) -> Result<f64> {
     let mut rounds = Vec::new();
     for _ in 0..a.rounds {
-        let (adds, empty) = b.run(&cpus, a.repeat)?;
+        let (work, empty) = b.run(update, cpus, a.repeat)?;
         let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-        rounds.push(mean(&adds) - mean(&empty));
+        rounds.push(mean(&work) - mean(&empty));
     }
     Ok(median(rounds))
 }
 
+/// How many CPUs run at once, row by row: 1, 2, 4, ... below `n`, and `n`.
+fn cpu_counts(n: usize) -> Vec<usize> {
+    let mut counts: Vec<usize> = std::iter::successors(Some(1), |k| Some(k * 2))
+        .take_while(|&k| k < n)
+        .collect();
+    counts.push(n.max(1));
+    counts
+}
+
 pub fn run(a: BenchShardsArgs) -> Result<()> {
-    let cpus = std::thread::available_parallelism()?.get();
-    let own = ShardBench::load((cpus as u32).next_power_of_two().min(MAX_SHARDS))?;
+    let allowed = iowarden::host::sysinfo::allowed_cpus()?;
+    let own = ShardBench::load((allowed.len() as u32).next_power_of_two().min(MAX_SHARDS))?;
     let shared = ShardBench::load(1)?;
     iowarden::outln!(
-        "one request's counter updates (completion_adds_bench), ns per request above BPF_PROG_RUN's loop, \
-         median of {} rounds x {} runs per CPU",
+        "one request's counter updates (completion_adds_bench) and culprit record (flight_log_bench), \
+         ns per request above BPF_PROG_RUN's loop, median of {} rounds x {} runs per CPU",
         a.rounds, a.repeat
     )?;
     iowarden::outln!(
-        "  CPUs at once   a shard per CPU ({})   one shared shard (atomic)",
+        "  CPUs at once   a shard per CPU ({})   one shared shard (atomic)   culprit record (a ring per CPU)",
         if own.exclusive {
             "plain adds"
         } else {
@@ -60,10 +71,13 @@ pub fn run(a: BenchShardsArgs) -> Result<()> {
         }
     )?;
     let mut rows = Vec::new();
-    for n in 1..=cpus {
-        let (o, s) = (per_request(&own, n, &a)?, per_request(&shared, n, &a)?);
-        iowarden::outln!("  {n:>12}   {o:>22.1}   {s:>25.1}")?;
-        rows.push(json!({"cpus": n, "own_shard_ns": o, "shared_shard_ns": s}));
+    for n in cpu_counts(allowed.len()) {
+        let cpus = &allowed[..n];
+        let o = per_request(&own, Update::Counters, cpus, &a)?;
+        let s = per_request(&shared, Update::Counters, cpus, &a)?;
+        let f = per_request(&own, Update::FlightLog, cpus, &a)?;
+        iowarden::outln!("  {n:>12}   {o:>28.1}   {s:>25.1}   {f:>31.1}")?;
+        rows.push(json!({"cpus": n, "own_shard_ns": o, "shared_shard_ns": s, "flight_log_ns": f}));
     }
     let memory = memory_by_shards()?;
     iowarden::outln!(
@@ -97,4 +111,17 @@ fn memory_by_shards() -> Result<serde_json::Value> {
         shards *= 2;
     }
     Ok(serde_json::Value::Array(rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cpu_counts;
+
+    #[test]
+    fn cpu_counts_are_powers_of_two_then_all() {
+        assert_eq!(cpu_counts(1), [1]);
+        assert_eq!(cpu_counts(2), [1, 2]);
+        assert_eq!(cpu_counts(6), [1, 2, 4, 6]);
+        assert_eq!(cpu_counts(16), [1, 2, 4, 8, 16]);
+    }
 }

@@ -1,7 +1,9 @@
-//! What CPUs sharing a counter shard cost: bpf/iowarden.bpf.c's
+//! What CPUs sharing a counter shard cost, and what the culprit account's
+//! log costs on several CPUs: bpf/run_on_demand.bpf.h's
 //! completion_adds_bench (one timed request's counter updates, through the
-//! completion's own helpers) run by BPF_PROG_RUN on several CPUs at once,
-//! with the shard layout the daemon would use. `iowarden bench-shards`
+//! completion's own helpers) and flight_log_bench (its record in the
+//! CPU's ring) run by BPF_PROG_RUN on several CPUs at once, with the shard
+//! layout and the rings the daemon would use. `iowarden bench-shards`
 //! prints it; `make bench` runs it.
 
 use std::os::fd::{AsFd, AsRawFd};
@@ -16,13 +18,31 @@ use super::capacity::Capacity;
 use super::{BlockConfig, BlockProbe, Claims};
 use crate::probes::block::accumulate::unpack;
 use crate::probes::open_object;
-use crate::skel::types::iow_series;
+use crate::skel::types::{iow_flight_head, iow_series};
 use crate::skel::{IowardenSkel, IowardenSkelBuilder};
 
-const ADDS: &str = "completion_adds_bench";
 const EMPTY: &str = "empty_bench";
 
-/// The object loaded with `shards` counter shards, only its bench programs.
+/// One request's work that the bench times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Update {
+    /// The completion's counter updates, in the object's shards.
+    Counters,
+    /// The culprit account's record in the running CPU's ring.
+    FlightLog,
+}
+
+impl Update {
+    fn program(self) -> &'static str {
+        match self {
+            Update::Counters => "completion_adds_bench",
+            Update::FlightLog => "flight_log_bench",
+        }
+    }
+}
+
+/// The object loaded with `shards` counter shards and the culprit
+/// account's rings, only its bench programs.
 pub struct ShardBench {
     skel: IowardenSkel<'static>,
     /// Whether each CPU has a shard of its own (plain adds) or shares one
@@ -42,7 +62,13 @@ impl ShardBench {
             ..Default::default()
         };
         BlockProbe::configure(&mut open, &cfg, &btf, Claims::CompareAndSwap)?;
-        crate::probes::load_only(open.open_object_mut(), &[ADDS, EMPTY])?;
+        BlockProbe::configure_culprits(&mut open, true)?;
+        let progs = [
+            Update::Counters.program(),
+            Update::FlightLog.program(),
+            EMPTY,
+        ];
+        crate::probes::load_only(open.open_object_mut(), &progs)?;
         let skel = open
             .load()
             .map_err(|e| crate::probes::load_error("the bench", e))?;
@@ -50,12 +76,12 @@ impl ShardBench {
         Ok(ShardBench { skel, exclusive })
     }
 
-    /// ns per run of the counter updates and of the empty program, each run
-    /// `repeat` times on every CPU of `cpus` at once (one thread per CPU):
-    /// one figure per CPU.
-    pub fn run(&self, cpus: &[usize], repeat: u32) -> Result<(Vec<f64>, Vec<f64>)> {
+    /// ns per run of `update` and of the empty program, each run `repeat`
+    /// times on every CPU of `cpus` at once (one thread per CPU): one
+    /// figure per CPU.
+    pub fn run(&self, update: Update, cpus: &[usize], repeat: u32) -> Result<(Vec<f64>, Vec<f64>)> {
         Ok((
-            self.run_prog(ADDS, cpus, repeat)?,
+            self.run_prog(update.program(), cpus, repeat)?,
             self.run_prog(EMPTY, cpus, repeat)?,
         ))
     }
@@ -73,6 +99,20 @@ impl ShardBench {
                     .context("series entry missing")?;
                 let (random, bytes) = unpack(crate::probes::pod::<iow_series>(&v).bytes_rand, 0);
                 Ok((bytes, random))
+            })
+            .collect()
+    }
+
+    /// Records logged in each possible CPU's ring (flight_heads), in CPU
+    /// order: what the flight log runs wrote, each CPU in its own.
+    pub fn flight_log_counts(&self) -> Result<Vec<u64>> {
+        let map = &self.skel.maps.flight_heads;
+        (0..map.max_entries())
+            .map(|i| {
+                let v = map
+                    .lookup(&i.to_ne_bytes(), MapFlags::ANY)?
+                    .context("flight_heads entry missing")?;
+                Ok(crate::probes::pod::<iow_flight_head>(&v).logged)
             })
             .collect()
     }
