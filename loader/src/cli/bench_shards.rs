@@ -79,12 +79,27 @@ pub fn run(a: BenchShardsArgs) -> Result<()> {
         iowarden::outln!("  {n:>12}   {o:>28.1}   {s:>25.1}   {f:>31.1}")?;
         rows.push(json!({"cpus": n, "own_shard_ns": o, "shared_shard_ns": s, "flight_log_ns": f}));
     }
+    let replay = replay_cost()?;
     let memory = memory_by_shards()?;
     iowarden::outln!(
         "shards-summary {}",
-        json!({"rows": rows, "own_shard_plain": own.exclusive, "memory": memory})
+        json!({"rows": rows, "own_shard_plain": own.exclusive, "memory": memory, "replay": replay})
     )?;
     Ok(())
+}
+
+/// The culprit account's user-space side: its replay's time per request,
+/// with a few series on the device and with more than it names apart.
+fn replay_cost() -> Result<serde_json::Value> {
+    let mut rows = Vec::new();
+    for series in [3, 64] {
+        let ns = iowarden::culprits::cost::ns_per_request(series, 1_000_000);
+        iowarden::outln!(
+            "the culprit replay (user space, one thread): {ns:.0} ns per request, {series} series on the device"
+        )?;
+        rows.push(json!({"series": series, "ns_per_request": ns}));
+    }
+    Ok(serde_json::Value::Array(rows))
 }
 
 /// What the shard count costs in map memory at the default series

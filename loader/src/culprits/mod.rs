@@ -5,6 +5,7 @@
 //! time is split by processor sharing (docs/culprits.md). Pure logic: the
 //! log is read by probes/block/culprits.rs.
 
+pub mod cost;
 pub mod horizon;
 pub mod replay;
 mod series;

@@ -264,37 +264,3 @@ fn forgets_released_slots_and_their_pairs() {
         .all(|(v, c, _)| *v != 2 && *c != Culprit::Series(2)));
     assert_eq!(r.totals()[&(1, Culprit::Service, Stage::Device)], 2_000.0);
 }
-
-/// Not a check: the replay's own cost, ns per request (`cargo test
-/// --release -- --ignored --nocapture replay_cost`).
-#[test]
-#[ignore]
-fn replay_cost() {
-    let mut rng = Rng(7);
-    let n = 1_000_000u64;
-    let mut reqs = Vec::with_capacity(n as usize);
-    let mut t = 0;
-    for i in 0..n {
-        t += 20_000;
-        let slot = (i % 3) as u32;
-        let done = t + 80_000 + rng.next(40_000);
-        reqs.push(req(
-            slot,
-            Op::Read,
-            t,
-            done,
-            if i % 2 == 0 { 5_000 } else { 0 },
-        ));
-    }
-    let mut r = Replay::default();
-    let start = std::time::Instant::now();
-    for chunk in reqs.chunks(2_000) {
-        for q in chunk {
-            r.add(q);
-        }
-        r.advance(chunk[0].done.saturating_sub(2_000_000));
-    }
-    r.advance(u64::MAX / 2);
-    let ns = start.elapsed().as_nanos() as f64 / n as f64;
-    eprintln!("replay: {ns:.0} ns per request (3 series, half queued)");
-}
