@@ -60,7 +60,7 @@ enum iow_const {
 	/* The culprit account's log (culprits.bpf.h): one ring of records per
 	 * possible CPU, a power of two of records each, sized by the loader
 	 * within these bounds. */
-	IOW_FLIGHT_RING_MIN_BITS = 9,
+	IOW_FLIGHT_RING_MIN_BITS = 8,
 	IOW_FLIGHT_RING_MAX_BITS = 14,
 	/* A record's completion time keeps its low bits: user space, which
 	 * drains the rings within a second, restores the rest from its clock. */

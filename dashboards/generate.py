@@ -116,11 +116,13 @@ def device_share_rows(d, s, dev):
     d.bargauge("Current device-time share",
                "Latest device-time share per cgroup: the noisy neighbour is the longest bar.",
                [target(share_sel, "{{cgroup}} {{device}}", instant=True)], unit="percentunit", max_=1)
-    d.table("Who hurts whom",
+    measured_culprits(d, dev)
+    d.table("Who hurts whom, inferred from device-time shares",
             "Per device, every other cgroup (victim) against the cgroup taking the largest share of device "
             "time (culprit): the victim's mean wait in the queue (total latency less device time, per "
-            "request), its p99 in total, its own share, and the culprit's share. A victim with a small share "
-            "and a long queue wait is waiting behind the culprit.",
+            "request), its p99 in total, its own share, and the culprit's share. A guess where the measured "
+            "table above is empty (iowarden run --no-culprits): a victim with a small share and a long queue "
+            "wait is likely waiting behind the culprit.",
             [target(victims(mean_queue_wait(dev)), instant=True, fmt="table"),
              target(victims(p99("total", dev)), instant=True, fmt="table"),
              target(victims(share_all), instant=True, fmt="table"),
@@ -130,8 +132,6 @@ def device_share_rows(d, s, dev):
             rename={"cgroup": "victim", "Value #A": "victim mean queue wait (s)",
                     "Value #B": "victim p99 total (s)", "Value #C": "victim share",
                     "Value #D": "culprit share"})
-
-    measured_culprits(d, dev)
 
     d.row("Throughput")
     d.timeseries("IOPS by cgroup", "Completed requests per second, by cgroup and operation.",
@@ -143,22 +143,21 @@ def device_share_rows(d, s, dev):
 
 
 def measured_culprits(d, dev):
-    """Who hurts whom as iowarden measures it (--culprits): each victim's time on the device
-    and in the I/O scheduler by whose requests went with or ahead of it, as parts of that time."""
+    """Who hurts whom as iowarden measures it (the culprit account, on by default): each victim's
+    time on the device and in the I/O scheduler by whose requests held the device with or before
+    it, as parts of that time."""
     by = "instance, device, victim, culprit"
     behind = (f"sum by ({by}) (rate(iowarden_culprit_seconds_total"
               f"{{{dev[1:-1]}, culprit!=\"none\"}}[{RATE}]))")
     total = (f"sum by (instance, device, victim) "
              f"(rate(iowarden_culprit_seconds_total{dev}[{RATE}]))")
-    title, description = needs(
-        "--culprits", "Who hurts whom, measured",
-        "Per device and victim cgroup, every cgroup whose requests shared the device with the victim's "
-        "or went ahead of them out of the I/O scheduler (culprit; the victim itself: behind its own "
-        "requests): the part of the victim's time on the device and in the scheduler spent behind it "
-        "(on the device, processor sharing: n of the culprit's among N requests on it, n/N of the "
-        "time; in the scheduler, the time it issued the culprit's requests), and how many of the "
-        "victim's requests waited behind it on average. docs/culprits.md.")
-    d.table(title, description,
+    d.table("Who hurts whom",
+            "Per device and victim cgroup, every cgroup whose requests shared the device with the victim's "
+            "or held it while the victim's waited in the I/O scheduler (culprit; the victim itself: behind "
+            "its own requests; other: the device's series beyond its 16 busiest): the part of the victim's "
+            "time on the device and in the scheduler spent behind it (processor sharing: n of the "
+            "culprit's among N requests on the device, n/N of the time), and how many of the victim's "
+            "requests waited behind it on average. Measured by default (docs/culprits.md).",
             [target(f"{behind} / on (instance, device, victim) group_left () {total}",
                     instant=True, fmt="table"),
              target(behind, instant=True, fmt="table")],

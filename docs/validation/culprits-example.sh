@@ -2,7 +2,7 @@
 # The worked example of docs/culprits.md: a QD1 4 KiB reader /v beside a
 # 128 KiB sequential writer /hog (QD16) and a 4 KiB random reader /scan
 # (QD32), on a loop device over a 1 GiB file of random data, and
-# `iowarden top --culprits` over them. As root, from the repository, after
+# `iowarden top` over them. As root, from the repository, after
 # `make build`; cgroup v1 (blkio) or v2 (io). Prints top's last window.
 set -euo pipefail
 BIN=${IOWARDEN_BIN:-target/release/iowarden}
@@ -24,4 +24,4 @@ incg hog fio --name=hog $job --rw=write --bs=128k --iodepth=16 --ioengine=libaio
 incg scan fio --name=scan $job --rw=randread --bs=4k --iodepth=32 --ioengine=libaio --offset=256M --size=256M &
 sleep 1
 # From the last window's title on (its table, verdict and panels), and the closing verdict.
-"$BIN" top --device "$(basename "$LOOP")" --culprits --interval 2s --duration 6s 2>/dev/null | tac | sed '/^iowarden top /q' | tac
+"$BIN" top --device "$(basename "$LOOP")" --interval 2s --duration 6s 2>/dev/null | tac | sed '/^iowarden top /q' | tac

@@ -287,7 +287,6 @@ fn dashboards_query_a_real_prometheus() {
             &dev.name(),
             "--bpf-stats",
             "--locks",
-            "--culprits",
             // The per-stage panels (queue, device) need all three histograms;
             // the own limits' part the throttle counter (the shipped flags'
             // fallback, io.max's hold or 0: tests/defaults.rs).
@@ -480,14 +479,14 @@ fn dashboards_query_a_real_prometheus() {
         }
     }
 
-    // The "who hurts whom" table names the 64k writer as the culprit and the
-    // 4k reader as its victim.
+    // The inferred "who hurts whom" table names the 64k writer as the
+    // culprit and the 4k reader as its victim.
     let d = dashboards();
     let hurts = d
         .iter()
         .flat_map(queries)
-        .find(|q| q.panel == "Who hurts whom" && q.ref_id == "A")
-        .expect("who hurts whom");
+        .find(|q| q.panel == "Who hurts whom, inferred from device-time shares" && q.ref_id == "A")
+        .expect("who hurts whom, inferred");
     let r = prom.instant(&substitute(&hurts.expr, &vars));
     let rows: Vec<(String, String)> = r["data"]["result"]
         .as_array()
@@ -507,13 +506,13 @@ fn dashboards_query_a_real_prometheus() {
         "who hurts whom: {r}"
     );
 
-    // The measured one (--culprits): of the 4k reader's device time, the
-    // largest part is behind the 64k writer.
+    // The measured one: of the 4k reader's device time, the largest part
+    // is behind the 64k writer.
     let measured = d
         .iter()
         .flat_map(queries)
-        .find(|q| q.panel.starts_with("Who hurts whom, measured") && q.ref_id == "A")
-        .expect("who hurts whom, measured");
+        .find(|q| q.panel == "Who hurts whom" && q.ref_id == "A")
+        .expect("who hurts whom");
     let r = prom.instant(&substitute(&measured.expr, &vars));
     let largest = r["data"]["result"]
         .as_array()
