@@ -61,7 +61,7 @@ enum iow_const {
 	 * possible CPU, a power of two of records each, sized by the loader
 	 * within these bounds. */
 	IOW_FLIGHT_RING_MIN_BITS = 8,
-	IOW_FLIGHT_RING_MAX_BITS = 14,
+	IOW_FLIGHT_RING_MAX_BITS = 16,
 	/* A record's completion time keeps its low bits: user space, which
 	 * drains the rings within a second, restores the rest from its clock. */
 	IOW_FLIGHT_DONE_BITS = 50,

@@ -39,6 +39,21 @@ fn scheduler(dev: &LoopDev) -> String {
         .to_string()
 }
 
+/// A loop device whose scheduler is "none", so that the bench's
+/// mq-deadline knob changes it: mq-deadline is in every kernel iowarden
+/// runs on, where BFQ may be a module or absent (this host's 6.18 is built
+/// without it).
+fn device_without_scheduler() -> LoopDev {
+    let dev = LoopDev::file(512);
+    std::fs::write(
+        format!("/sys/block/{}/queue/scheduler", dev.name()),
+        "none",
+    )
+    .unwrap();
+    assert!(scheduler(&dev).contains("[none]"), "{}", scheduler(&dev));
+    dev
+}
+
 /// The bench's cgroups (iowarden-bench-PID) left in the io hierarchy.
 fn leftover_cgroups() -> Vec<String> {
     std::fs::read_dir(io_root().0)
@@ -238,7 +253,7 @@ fn refusals_change_nothing() {
 #[test]
 fn sigint_stops_the_run_and_restores_the_scheduler_and_cgroups() {
     let _serial = serial();
-    let dev = LoopDev::file(512);
+    let dev = device_without_scheduler();
     let before = scheduler(&dev);
     let out = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
@@ -250,7 +265,7 @@ fn sigint_stops_the_run_and_restores_the_scheduler_and_cgroups() {
             "--suite",
             "overhead",
             "--knobs",
-            "none,bfq",
+            "none,mq-deadline",
             "--quick",
             "--out",
             out.path().to_str().unwrap(),
@@ -260,12 +275,12 @@ fn sigint_stops_the_run_and_restores_the_scheduler_and_cgroups() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Interrupt while bfq is on.
+    // Interrupt while mq-deadline is on.
     wait_until(
-        "bfq never set",
+        "mq-deadline never set",
         Duration::from_secs(120),
         Duration::from_millis(50),
-        || scheduler(&dev).contains("[bfq]").then_some(()),
+        || scheduler(&dev).contains("[mq-deadline]").then_some(()),
     );
     std::thread::sleep(Duration::from_millis(500));
     signal(&child, nix::sys::signal::Signal::SIGINT);
@@ -287,7 +302,7 @@ fn sigint_stops_the_run_and_restores_the_scheduler_and_cgroups() {
 #[test]
 fn a_run_after_kill_9_restores_the_scheduler_and_removes_the_cgroups() {
     let _serial = serial();
-    let dev = LoopDev::file(512);
+    let dev = device_without_scheduler();
     let before = scheduler(&dev);
     let out = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
@@ -308,21 +323,21 @@ fn a_run_after_kill_9_restores_the_scheduler_and_removes_the_cgroups() {
         ]
     };
     let mut child = Command::new(BIN)
-        .args(args("bfq"))
+        .args(args("mq-deadline"))
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     wait_until(
-        "bfq never set",
+        "mq-deadline never set",
         Duration::from_secs(120),
         Duration::from_millis(50),
-        || scheduler(&dev).contains("[bfq]").then_some(()),
+        || scheduler(&dev).contains("[mq-deadline]").then_some(()),
     );
     std::thread::sleep(Duration::from_millis(500));
     child.kill().unwrap();
     child.wait().unwrap();
     let stale = format!("iowarden-bench-{}", child.id());
-    assert!(scheduler(&dev).contains("[bfq]"));
+    assert!(scheduler(&dev).contains("[mq-deadline]"));
     assert!(leftover_cgroups().contains(&stale));
     // fio outlives the bench (until its runtime cap): the next run stops it.
     let procs = |d: &Path| -> usize {

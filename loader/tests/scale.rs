@@ -158,11 +158,17 @@ fn thousand_cgroups_fit_the_fleet_budget() {
         }
     }
     let max_lines = per_triple.values().copied().max().unwrap();
+    let culprit_lines = text
+        .lines()
+        .filter(|l| l.starts_with("iowarden_culprit_seconds_total{"))
+        .count();
     println!(
-        "classic: {} lines, {} bytes per scrape; {} lines per (cgroup, device, op)",
+        "classic: {} lines, {} bytes per scrape; {} lines per (cgroup, device, op); {} of the \
+         culprit family",
         text.lines().count(),
         text.len(),
-        max_lines
+        max_lines,
+        culprit_lines
     );
     assert_eq!(per_triple.len(), triples);
     assert!(
@@ -191,7 +197,9 @@ fn thousand_cgroups_fit_the_fleet_budget() {
         ms[2],
         ms[0]
     );
-    assert!(proto.len() <= 1_000_000, "{} bytes", proto.len());
+    // The fleet budget of docs/fleet.md: 1.5 MB per native scrape at 1,000
+    // cgroups (their io families and, on by default, their culprit account).
+    assert!(proto.len() <= 1_500_000, "{} bytes", proto.len());
 
     // What real scrapes store: docs/fleet.md's series formula, both forms.
     let target = full.url.trim_start_matches("http://").to_string();
@@ -231,7 +239,7 @@ fn thousand_cgroups_fit_the_fleet_budget() {
          classic scrape {classic_ms:.1} ms; series stored: native {want_native}, classic {want_classic}"
     );
     if let Some(b) = body {
-        assert!(b <= 1e6, "native scrape body {b} bytes");
+        assert!(b <= 1.5e6, "native scrape body {b} bytes");
     }
 
     // The cap: CAP cgroups at most, plus "other"; the loop device's total

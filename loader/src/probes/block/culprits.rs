@@ -298,6 +298,7 @@ mod tests {
     #[test]
     fn rings_take_at_most_two_mib_within_their_bounds() {
         assert_eq!(ring_bits(2), MAX_BITS);
+        assert_eq!(ring_bits(4), 15);
         assert_eq!(ring_bits(16), 13);
         assert_eq!(ring_bits(192), 9);
         assert_eq!(ring_bits(384), 8);
