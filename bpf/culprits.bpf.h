@@ -44,18 +44,17 @@ static __always_inline __u64 sat32(__u64 v)
  * Logs a request of series `slot` issued at `issued`, completed at `now`;
  * `queued` its allocation where it went through an I/O scheduler (0: it
  * did not). The kernel never runs this program nested in itself on one
- * CPU, so the CPU's ring and count have one writer. The count is raised
- * after the record is written: an atomic add, which orders the record's
- * stores before it (x86; the fetching form, `cas`, on every architecture),
- * as user space reads the count before the records.
+ * CPU, so the CPU's ring and count have one writer, and plain stores do:
+ * the record is tagged with its lap, so user space, which reads the count
+ * before the records, can tell a record whose stores do not show yet.
  */
 static __always_inline void flight_log_request(__u32 slot, __u64 issued, __u64 now,
-					       __u64 queued, const bool cas)
+					       __u64 queued)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), idx;
 	struct iow_flight_head *h = bpf_map_lookup_elem(&flight_heads, &cpu);
 	struct iow_flight_rec *r;
-	__u64 n;
+	__u64 n, lap;
 
 	if (!h)
 		return;
@@ -64,16 +63,16 @@ static __always_inline void flight_log_request(__u32 slot, __u64 issued, __u64 n
 	r = bpf_map_lookup_elem(&flight_log, &idx);
 	if (!r)
 		return;
+	/* From 1: a ring's untouched entries (zeros) are no lap's. */
+	lap = ((n >> flight_ring_bits) + 1) & 3;
 	r->done_slot = (now & ((1ULL << IOW_FLIGHT_DONE_BITS) - 1)) |
-		       ((__u64)slot << IOW_FLIGHT_DONE_BITS);
+		       ((__u64)slot << IOW_FLIGHT_DONE_BITS) |
+		       (lap << (IOW_FLIGHT_DONE_BITS + IOW_FLIGHT_SLOT_BITS));
 	r->device_queue_ns =
 		sat32(now - issued) | (queued && queued <= issued ? sat32(issued - queued) << 32 : 0);
-	if (cas) {
-		n = __sync_fetch_and_add(&h->logged, 1);
-		barrier_var(n);
-	} else {
-		__sync_fetch_and_add(&h->logged, 1);
-	}
+	/* The record's stores before the count's, in the compiled program. */
+	barrier();
+	h->logged = n + 1;
 }
 
 #endif /* IOWARDEN_CULPRITS_BPF_H */

@@ -445,7 +445,7 @@ static __always_inline int on_complete(__u64 *ctx, const bool cas)
 	/* The requests whose device time the latency stages count: the
 	 * account splits the same time. */
 	if (enable_culprits && issued && start && start <= issued)
-		flight_log_request(slot, issued, now, in_scheduler(rq) ? start : 0, cas);
+		flight_log_request(slot, issued, now, in_scheduler(rq) ? start : 0);
 	if (enable_hwq)
 		count_hwq_completion(hwq_of(rq, dev, sh), issued, now);
 	if (class < IOW_COST_CLASSES && issued)

@@ -62,9 +62,11 @@ enum iow_const {
 	 * within these bounds. */
 	IOW_FLIGHT_RING_MIN_BITS = 8,
 	IOW_FLIGHT_RING_MAX_BITS = 16,
-	/* A record's completion time keeps its low bits: user space, which
-	 * drains the rings within a second, restores the rest from its clock. */
-	IOW_FLIGHT_DONE_BITS = 50,
+	/* A record's completion time keeps its low bits (78 hours' worth):
+	 * user space, which drains the rings within seconds, restores the rest
+	 * from its clock. Above them the series slot, then the lap. */
+	IOW_FLIGHT_DONE_BITS = 48,
+	IOW_FLIGHT_SLOT_BITS = 14,
 };
 
 /* Index into iow_cost_coefs.lcoef, as blk-iocost.c's LCOEF_*: op * 3 + term. */
@@ -258,7 +260,11 @@ struct iow_delay {
  */
 struct iow_flight_rec {
 	/* Completion time (bpf_ktime_get_ns) in the low IOW_FLIGHT_DONE_BITS
-	 * bits, the series slot above. */
+	 * bits, the series slot in the IOW_FLIGHT_SLOT_BITS above, and in the
+	 * top 2 bits the ring's lap it was written in (its index's bits above
+	 * the ring's, plus one): a record read before its stores show (possible on CPUs
+	 * that reorder stores, as the count is a plain store) is from an
+	 * earlier lap, and is read again at the next drain. */
 	__u64 done_slot;
 	/* Issue -> completion in the low 32 bits, allocation -> issue of a
 	 * request that went through an I/O scheduler in the high 32 (0:
@@ -267,7 +273,7 @@ struct iow_flight_rec {
 };
 
 /* The records a CPU has logged since load (the next one's index). On a
- * line of its own: only its CPU writes it. */
+ * line of its own: only its CPU writes it, with a plain store. */
 struct iow_flight_head {
 	__u64 logged;
 	__u64 pad[7];

@@ -45,7 +45,7 @@ int flight_log_bench(struct xdp_md *x)
 {
 	__u64 now = bpf_ktime_get_ns();
 
-	flight_log_request(0, now - 80000, now, now - 100000, true);
+	flight_log_request(0, now - 80000, now, now - 100000);
 	return XDP_PASS;
 }
 

@@ -45,11 +45,7 @@ fn scheduler(dev: &LoopDev) -> String {
 /// without it).
 fn device_without_scheduler() -> LoopDev {
     let dev = LoopDev::file(512);
-    std::fs::write(
-        format!("/sys/block/{}/queue/scheduler", dev.name()),
-        "none",
-    )
-    .unwrap();
+    std::fs::write(format!("/sys/block/{}/queue/scheduler", dev.name()), "none").unwrap();
     assert!(scheduler(&dev).contains("[none]"), "{}", scheduler(&dev));
     dev
 }

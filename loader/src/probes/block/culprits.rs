@@ -24,6 +24,7 @@ use crate::skel::types::{bss, iow_const, iow_flight_head, iow_flight_rec, iow_ta
 pub const STATUS: &str = "culprits";
 
 const DONE_BITS: u32 = iow_const::IOW_FLIGHT_DONE_BITS.0;
+const SLOT_BITS: u32 = iow_const::IOW_FLIGHT_SLOT_BITS.0;
 const MIN_BITS: u32 = iow_const::IOW_FLIGHT_RING_MIN_BITS.0;
 const MAX_BITS: u32 = iow_const::IOW_FLIGHT_RING_MAX_BITS.0;
 /// The rings of all CPUs together, at most (within the bounds per CPU):
@@ -124,36 +125,56 @@ impl FlightLog {
     /// that filled since the last drain.
     pub fn drain(&mut self, now: u64, out: &mut Vec<Request>) -> (u64, f64) {
         let (mut lost, mut fullest) = (0, 0.0f64);
-        let ring = 1u64 << self.ring_bits;
         for cpu in 0..self.taken.len() {
-            let head = self.heads.get(cpu).logged;
-            std::sync::atomic::fence(Ordering::Acquire);
-            let from = self.taken[cpu].max(head.saturating_sub(ring));
-            lost += from - self.taken[cpu];
-            fullest = fullest.max((head - self.taken[cpu]) as f64 / ring as f64);
-            let base = cpu << self.ring_bits;
-            let recs: Vec<iow_flight_rec> = (from..head)
-                .map(|i| self.log.get(base | (i & (ring - 1)) as usize))
-                .collect();
-            std::sync::atomic::fence(Ordering::Acquire);
-            // Those the writer may have overwritten while they were read.
-            let reused = self.heads.get(cpu).logged.saturating_sub(ring);
-            let skip = reused.saturating_sub(from).min(head - from);
-            lost += skip;
-            for r in &recs[skip as usize..] {
-                match self.request(r, now) {
-                    Some(q) => out.push(q),
-                    None => lost += 1,
-                }
-            }
-            self.taken[cpu] = head;
+            let (l, filled) = self.drain_cpu(cpu, now, out);
+            lost += l;
+            fullest = fullest.max(filled);
         }
         (lost, fullest)
     }
 
+    /// One CPU's ring since the last drain: its records lost, and the part
+    /// of the ring that filled.
+    fn drain_cpu(&mut self, cpu: usize, now: u64, out: &mut Vec<Request>) -> (u64, f64) {
+        let ring = 1u64 << self.ring_bits;
+        let head = self.heads.get(cpu).logged;
+        std::sync::atomic::fence(Ordering::Acquire);
+        let taken = self.taken[cpu];
+        let from = taken.max(head.saturating_sub(ring));
+        let mut lost = from - taken;
+        let base = cpu << self.ring_bits;
+        let recs: Vec<iow_flight_rec> = (from..head)
+            .map(|i| self.log.get(base | (i & (ring - 1)) as usize))
+            .collect();
+        std::sync::atomic::fence(Ordering::Acquire);
+        // Those the writer may have overwritten while they were read.
+        let reused = self.heads.get(cpu).logged.saturating_sub(ring);
+        let skip = reused.saturating_sub(from).min(head - from);
+        lost += skip;
+        let mut next = head;
+        for (i, r) in (from..head).zip(&recs).skip(skip as usize) {
+            match lap_of(r).wrapping_sub(lap_at(i, self.ring_bits)) & 3 {
+                0 => match self.request(r, now) {
+                    Some(q) => out.push(q),
+                    None => lost += 1,
+                },
+                // Its stores do not show yet: read it (and what follows)
+                // at the next drain.
+                3 => {
+                    next = i;
+                    break;
+                }
+                // Overwritten by a later lap meanwhile.
+                _ => lost += 1,
+            }
+        }
+        self.taken[cpu] = next;
+        (lost, (head - taken) as f64 / ring as f64)
+    }
+
     /// A record as a request: None when its slot holds no series now.
     fn request(&self, r: &iow_flight_rec, now: u64) -> Option<Request> {
-        let slot = (r.done_slot >> DONE_BITS) as u32;
+        let slot = ((r.done_slot >> DONE_BITS) & ((1 << SLOT_BITS) - 1)) as u32;
         let key = self.tables.key(slot);
         if key == 0 {
             return None;
@@ -170,9 +191,19 @@ impl FlightLog {
     }
 }
 
+/// The lap a record says it was written in (bpf/culprits.bpf.h).
+fn lap_of(r: &iow_flight_rec) -> u64 {
+    r.done_slot >> (DONE_BITS + SLOT_BITS)
+}
+
+/// The lap the record at index `i` of a ring of 2^bits is written in.
+fn lap_at(i: u64, bits: u32) -> u64 {
+    ((i >> bits) + 1) & 3
+}
+
 /// A completion time from its low DONE_BITS bits, the latest such time
-/// not after `now` (records are drained within a second, and the wrap is
-/// 13 days).
+/// not after `now` (records are drained within seconds, and the wrap is
+/// 78 hours).
 fn restore(low: u64, now: u64) -> u64 {
     let wrap = 1u64 << DONE_BITS;
     let t = (now & !(wrap - 1)) | low;
@@ -305,6 +336,19 @@ mod tests {
         assert_eq!(ring_bits(100_000), MIN_BITS);
         assert_eq!(log_bytes(192), (192 << 9) * 16 + 192 * 64);
         assert!(log_bytes(384) <= LOG_BYTES + 384 * 64);
+    }
+
+    #[test]
+    fn a_record_one_lap_old_is_waited_for_and_one_lap_ahead_is_lost() {
+        let bits = 4;
+        let ring = 1u64 << bits;
+        let stale =
+            |i: u64, written_at: u64| lap_at(written_at, bits).wrapping_sub(lap_at(i, bits)) & 3;
+        assert_eq!(lap_at(0, bits), 1, "untouched entries (lap 0) are no lap's");
+        assert_eq!(stale(5, 5), 0);
+        assert_eq!(stale(5 + ring, 5), 3, "not written yet: read again");
+        assert_eq!(stale(5, 5 + ring), 1, "overwritten: lost");
+        assert_eq!(stale(5 + 4 * ring, 5 + 3 * ring), 3, "the laps wrap");
     }
 
     #[test]
