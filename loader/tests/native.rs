@@ -205,7 +205,7 @@ fn bad_exposition_options_are_refused_at_start() {
 
 /// --max-cgroups K: `iowarden_cgroups_folded` counts the cgroups with I/O
 /// summed into "other", and the log says so once, when folding starts.
-/// With --culprits, the culprit family names only the top K and "other"
+/// The culprit family (on by default) names only the top K and "other"
 /// (the three cgroups read side by side, so each waits behind the others),
 /// and its series add up to the snapshot's.
 #[test]
@@ -222,7 +222,7 @@ fn folded_cgroups_are_counted_and_logged_once() {
     let (daemon, log) = Daemon::start_logged(
         port,
         "200ms",
-        &["--device", &dev.name(), "--max-cgroups", "1", "--culprits"],
+        &["--device", &dev.name(), "--max-cgroups", "1"],
         &[],
     );
     let readers: Vec<std::process::Child> = cgroups

@@ -1,4 +1,4 @@
-//! Whom each cgroup waited behind (`--culprits`): a victim's time in one
+//! Whom each cgroup waited behind (the culprit account): a victim's time in one
 //! window split into what its own limits held (the throttle stage), its
 //! queue stage and its device time. The device time is split by whose
 //! requests shared the device with it (its own: its own queue; none: its
