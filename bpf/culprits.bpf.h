@@ -41,20 +41,21 @@ static __always_inline __u64 sat32(__u64 v)
 }
 
 /*
- * Logs a request of series `slot` issued at `issued`, completed at `now`;
+ * Logs, on CPU `cpu` (this one), a request of series `slot` issued at
+ * `issued`, completed at `now`;
  * `queued` its allocation where it went through an I/O scheduler (0: it
  * did not). The kernel never runs this program nested in itself on one
  * CPU, so the CPU's ring and count have one writer, and plain stores do:
  * the record is tagged with its lap, so user space, which reads the count
  * before the records, can tell a record whose stores do not show yet.
  */
-static __always_inline void flight_log_request(__u32 slot, __u64 issued, __u64 now,
+static __always_inline void flight_log_request(__u32 cpu, __u32 slot, __u64 issued, __u64 now,
 					       __u64 queued)
 {
-	__u32 cpu = bpf_get_smp_processor_id(), idx;
 	struct iow_flight_head *h = bpf_map_lookup_elem(&flight_heads, &cpu);
 	struct iow_flight_rec *r;
 	__u64 n, lap;
+	__u32 idx;
 
 	if (!h)
 		return;

@@ -418,13 +418,15 @@ static __always_inline int on_complete(__u64 *ctx, const bool cas)
 {
 	struct request *rq = (struct request *)ctx[0];
 	__u32 nr_bytes = (__u32)ctx[2];
-	__u32 dev = traced_dev(rq, cas), class = IOW_COST_CLASSES, rand = 0, sh, slot;
+	__u32 dev = traced_dev(rq, cas), class = IOW_COST_CLASSES, rand = 0, cpu, sh, slot;
 	struct iow_series *s;
 	__u64 key, cost = 0, now, issued, start, held, io_max;
 
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
-	sh = shard();
+	/* The CPU once for the shard and the log: a helper call before 6.10. */
+	cpu = shard_mask || enable_culprits ? bpf_get_smp_processor_id() : 0;
+	sh = cpu & shard_mask;
 	s = series_of(rq, dev, sh, &key, &slot, cas);
 	if (!s)
 		return 0;
@@ -445,7 +447,7 @@ static __always_inline int on_complete(__u64 *ctx, const bool cas)
 	/* The requests whose device time the latency stages count: the
 	 * account splits the same time. */
 	if (enable_culprits && issued && start && start <= issued)
-		flight_log_request(slot, issued, now, in_scheduler(rq) ? start : 0);
+		flight_log_request(cpu, slot, issued, now, in_scheduler(rq) ? start : 0);
 	if (enable_hwq)
 		count_hwq_completion(hwq_of(rq, dev, sh), issued, now);
 	if (class < IOW_COST_CLASSES && issued)

@@ -45,7 +45,7 @@ int flight_log_bench(struct xdp_md *x)
 {
 	__u64 now = bpf_ktime_get_ns();
 
-	flight_log_request(0, now - 80000, now, now - 100000);
+	flight_log_request(bpf_get_smp_processor_id(), 0, now - 80000, now, now - 100000);
 	return XDP_PASS;
 }
 

@@ -6,7 +6,7 @@
 //! settled at the horizon, its charges flushed into the totals, and the
 //! device's busiest series named apart for the next span.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use iowarden_exporters::{Op, Stage};
 
@@ -110,7 +110,7 @@ struct DeviceReplay {
     /// The named ones' values, refreshed at each event.
     named_set: NamedSet,
     /// Events not applied yet: in order, and as they came since.
-    pending: Vec<Event>,
+    pending: VecDeque<Event>,
     fresh: Vec<Event>,
     /// When the series were last scored.
     scored_at: u64,
@@ -141,9 +141,11 @@ impl DeviceReplay {
     fn advance(&mut self, horizon: u64, totals: &mut Totals) {
         let horizon = horizon.max(self.clock);
         self.take_fresh();
-        let due = self.pending.partition_point(|e| e.at() <= horizon);
-        let events: Vec<Event> = self.pending.drain(..due).collect();
-        for e in events {
+        while let Some(&e) = self.pending.front() {
+            if e.at() > horizon {
+                break;
+            }
+            self.pending.pop_front();
             self.apply(e);
         }
         self.run_clock(horizon);
@@ -157,21 +159,24 @@ impl DeviceReplay {
     }
 
     /// Sorts the events that came since the last advance into the pending
-    /// ones (each sorted once, then merged).
+    /// ones: each sorted once, then merged with the pending ones after the
+    /// earliest of them only (those before stay where they are: with the
+    /// horizon's lag, most of them).
     fn take_fresh(&mut self) {
         if self.fresh.is_empty() {
             return;
         }
         self.fresh.sort_unstable();
-        let old = std::mem::take(&mut self.pending);
-        let mut merged = Vec::with_capacity(old.len() + self.fresh.len());
-        let (mut a, mut b) = (old.into_iter().peekable(), self.fresh.drain(..).peekable());
+        let first = self.fresh[0];
+        let keep = self.pending.partition_point(|e| *e <= first);
+        let tail: Vec<Event> = self.pending.drain(keep..).collect();
+        let (mut a, mut b) = (tail.into_iter().peekable(), self.fresh.drain(..).peekable());
         while let (Some(x), Some(y)) = (a.peek(), b.peek()) {
-            merged.push(if x <= y { a.next() } else { b.next() }.unwrap());
+            self.pending
+                .push_back(if x <= y { a.next() } else { b.next() }.unwrap());
         }
-        merged.extend(a);
-        merged.extend(b);
-        self.pending = merged;
+        self.pending.extend(a);
+        self.pending.extend(b);
     }
 
     /// Moves the integrals to `t`.
@@ -182,10 +187,11 @@ impl DeviceReplay {
         let dt = (t - self.clock) as f64;
         self.clock = t;
         if self.in_flight > 0 {
-            let all = self.in_flight as f64;
-            self.now.psi += dt / all;
+            // One division: the time each request in flight held.
+            let each = dt / self.in_flight as f64;
+            self.now.psi += each;
             for o in 0..OPS {
-                self.now.phi_op[o] += dt * self.in_flight_op[o] as f64 / all;
+                self.now.phi_op[o] += each * self.in_flight_op[o] as f64;
             }
         } else if let Some(a) = self.ahead {
             let s = &mut self.series[a];

@@ -170,14 +170,25 @@ impl Series {
         }
         other[self.op][DEVICE] -= n * own_phi;
         other[self.op][QUEUE] -= q * (own_phi + own_omega);
+        // The named ones' ΔΦ and ΔΦ + ΔΩ by op, summed in registers (a
+        // mask per op, not an index: an index chains every step through
+        // memory), taken from their ops' below.
+        let mut named_by_op = [[0.0; 2]; OPS];
         for x in named.held().iter().filter(|x| x.index != me) {
             let d_phi = x.phi - m.named_phi[x.pos];
             let d_omega = x.omega - m.named_omega[x.pos];
-            let part = [n * d_phi, q * (d_phi + d_omega)];
-            for st in [DEVICE, QUEUE] {
-                c.named[x.pos][st] += part[st];
-                other[x.op][st] -= part[st];
+            let d = [d_phi, d_phi + d_omega];
+            c.named[x.pos][DEVICE] += n * d[0];
+            c.named[x.pos][QUEUE] += q * d[1];
+            for (o, sum) in named_by_op.iter_mut().enumerate() {
+                let mask = f64::from(u8::from(x.op == o));
+                sum[0] += mask * d[0];
+                sum[1] += mask * d[1];
             }
+        }
+        for (part, sum) in other.iter_mut().zip(named_by_op) {
+            part[DEVICE] -= n * sum[0];
+            part[QUEUE] -= q * sum[1];
         }
         for (o, part) in other.iter().enumerate() {
             for st in [DEVICE, QUEUE] {
