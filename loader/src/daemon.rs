@@ -173,7 +173,7 @@ pub fn run(
         };
         *shared.snapshot.lock().unwrap() = s;
     };
-    let start_time_seconds = crate::host::selfstats::unix_now();
+    let start_time_seconds = crate::host::clock::since_epoch().as_secs_f64();
     let refresh_runtime = |monitor: &Monitor| {
         let on = opts.bpf_stats || crate::host::selfstats::sysctl_bpf_stats_enabled();
         *shared.runtime.lock().unwrap() = RuntimeMetrics {

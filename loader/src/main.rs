@@ -60,7 +60,7 @@ enum Cmd {
     /// Read, set and restore cgroup v2 io.* knobs (journaled, restorable)
     Knob {
         #[command(subcommand)]
-        cmd: iowarden::knobs::cli::KnobCmd,
+        cmd: cli::knob::KnobCmd,
     },
 }
 
@@ -91,6 +91,6 @@ fn real_main(cli: Cli) -> Result<()> {
         Cmd::Bench(a) => cli::bench::run(a),
         Cmd::BenchShards(a) => cli::bench_shards::run(a),
         Cmd::CappedModel(a) => cli::capped_model::run(a),
-        Cmd::Knob { cmd } => iowarden::knobs::cli::run(cmd),
+        Cmd::Knob { cmd } => cli::knob::run(cmd),
     }
 }

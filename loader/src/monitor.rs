@@ -231,10 +231,7 @@ impl Monitor {
     fn fill(&mut self) -> Result<Snapshot> {
         let mut snap = Snapshot {
             schema: SCHEMA_VERSION,
-            taken_at_unix_seconds: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs_f64())
-                .unwrap_or(0.0),
+            taken_at_unix_seconds: crate::host::clock::since_epoch().as_secs_f64(),
             window_seconds: self.started.elapsed().as_secs_f64(),
             hostname: crate::host::sysinfo::hostname(),
             kernel: crate::host::sysinfo::kernel_release(),

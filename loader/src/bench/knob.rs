@@ -9,6 +9,7 @@ use anyhow::{bail, Context, Result};
 use iowarden_exporters::DeviceRef;
 
 use super::Knob;
+use crate::host::devices::parse_scheduler_list;
 use crate::knobs::writer::{Writer, WriterConfig};
 
 /// What the host offers, gathered once (see [`HostFacts::probe`]).
@@ -85,20 +86,6 @@ pub fn select(requested: &[Knob], explicit: bool, f: &HostFacts) -> Result<(Vec<
         );
     }
     Ok((ok, missing))
-}
-
-/// The scheduler names in /sys/block/DEV/queue/scheduler (`[none] mq-deadline`).
-pub fn parse_scheduler_list(s: &str) -> (Vec<String>, Option<String>) {
-    let mut all = Vec::new();
-    let mut cur = None;
-    for w in s.split_whitespace() {
-        let n = w.trim_matches(['[', ']']).to_string();
-        if w.starts_with('[') {
-            cur = Some(n.clone());
-        }
-        all.push(n);
-    }
-    (all, cur)
 }
 
 impl HostFacts {
@@ -380,13 +367,5 @@ mod tests {
         assert!(unavailable(Knob::IoLatency, &f)
             .unwrap()
             .contains("CONFIG_BLK_CGROUP_IOLATENCY"));
-    }
-
-    #[test]
-    fn scheduler_list_parses() {
-        let (all, cur) = parse_scheduler_list("none [mq-deadline] kyber bfq\n");
-        assert_eq!(all, ["none", "mq-deadline", "kyber", "bfq"]);
-        assert_eq!(cur.as_deref(), Some("mq-deadline"));
-        assert_eq!(parse_scheduler_list("[none]\n").1.as_deref(), Some("none"));
     }
 }

@@ -30,13 +30,6 @@ pub struct BenchOptions {
     pub state_dir: PathBuf,
 }
 
-fn now_unix() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
-
 fn monitor(dev: &iowarden_exporters::DeviceRef, locks: bool) -> Result<Monitor> {
     Monitor::start(&MonitorConfig::new(&TraceOptions {
         device: Some(format!("{}:{}", dev.major, dev.minor)),
@@ -61,7 +54,7 @@ fn validate(o: &BenchOptions) -> Result<(Vec<Suite>, Vec<Knob>, iowarden_exporte
     let dev = resolve_device(&o.device)?;
     if !o.force {
         let mi = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-        if let Some(why) = crate::costmodel::profile::mounted_or_held(&dev.name, &mi) {
+        if let Some(why) = crate::host::devices::mounted_or_held(&dev.name, &mi) {
             bail!(
                 "{} is {why}: the bench would disturb what uses it and measure noise. Use an idle device, or --force; nothing changed",
                 dev.name
@@ -114,7 +107,7 @@ pub fn run(o: BenchOptions, stop: Arc<AtomicBool>) -> Result<Report> {
     } = b;
     // Restore before writing: knobs, scheduler, cgroups.
     drop(ctx);
-    report.finished_unix_seconds = now_unix();
+    report.finished_unix_seconds = crate::host::clock::since_epoch().as_secs_f64();
     report.verdicts = super::verdict::verdicts(&report);
     write_outputs(&mut report, &o.out)?;
     match outcome {
@@ -163,7 +156,7 @@ fn new_report(
             .unwrap_or_default()
             .trim()
             .into(),
-        started_unix_seconds: now_unix(),
+        started_unix_seconds: crate::host::clock::since_epoch().as_secs_f64(),
         params: Some(params.clone()),
         suites: suites.to_vec(),
         knobs: knobs.to_vec(),

@@ -1,9 +1,9 @@
 //! One file per subcommand: its clap arguments and what it runs.
-//! `knob` lives in the library (knobs::cli), beside the knobs it sets.
 
 pub mod bench;
 pub mod bench_shards;
 pub mod capped_model;
+pub mod knob;
 pub mod limits;
 pub mod locks;
 pub mod metrics;

@@ -183,10 +183,7 @@ fn run_plain<F: FnMut() -> Result<Snapshot>>(
 }
 
 fn chrono_free_time() -> String {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs();
+    let t = iowarden::host::clock::since_epoch().as_secs();
     format!(
         "{:02}:{:02}:{:02} UTC",
         (t / 3600) % 24,

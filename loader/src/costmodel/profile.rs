@@ -15,6 +15,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 
 use crate::costmodel::LinearModel;
+use crate::host::devices;
 
 /// One saturating fio run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,11 +144,11 @@ pub fn measured_model(cases: &[Case], values: &[u64]) -> LinearModel {
 
 /// Why the device must not be overwritten, if it must not.
 pub fn in_use(name: &str, mountinfo: &str) -> Option<String> {
-    if let Some(why) = mounted_or_held(name, mountinfo) {
+    if let Some(why) = devices::mounted_or_held(name, mountinfo) {
         return Some(why);
     }
     let sys = Path::new("/sys/block").join(name);
-    let parts = partitions(&sys, name);
+    let parts = devices::partitions(&sys, name);
     if !parts.is_empty() {
         return Some(format!(
             "has partitions ({})",
@@ -174,48 +175,6 @@ pub fn in_use(name: &str, mountinfo: &str) -> Option<String> {
             })
             .unwrap_or("a signature");
         return Some(format!("holds data ({kind})"));
-    }
-    None
-}
-
-/// The partitions of a disk: (name, MAJ:MIN).
-fn partitions(sys: &Path, name: &str) -> Vec<(String, String)> {
-    let mut parts = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(sys) {
-        for e in rd.flatten() {
-            let n = e.file_name().to_string_lossy().into_owned();
-            if n.starts_with(name) {
-                if let Ok(d) = std::fs::read_to_string(e.path().join("dev")) {
-                    parts.push((n, d.trim().to_string()));
-                }
-            }
-        }
-    }
-    parts
-}
-
-/// Whether the disk or one of its partitions is mounted, or the disk is
-/// held (device mapper, md): in use by the system, whatever it holds.
-pub fn mounted_or_held(name: &str, mountinfo: &str) -> Option<String> {
-    let sys = Path::new("/sys/block").join(name);
-    // The disk and its partitions, by MAJ:MIN.
-    let mut devs = vec![std::fs::read_to_string(sys.join("dev"))
-        .ok()?
-        .trim()
-        .to_string()];
-    devs.extend(partitions(&sys, name).into_iter().map(|p| p.1));
-    for l in mountinfo.lines() {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        if f.len() > 4 && devs.iter().any(|d| d == f[2]) {
-            return Some(format!("mounted at {}", f[4]));
-        }
-    }
-    if let Some(h) = std::fs::read_dir(sys.join("holders"))
-        .ok()
-        .and_then(|mut rd| rd.next())
-        .and_then(|e| e.ok())
-    {
-        return Some(format!("held by {}", h.file_name().to_string_lossy()));
     }
     None
 }

@@ -1,6 +1,8 @@
-//! Block device names and numbers, and blk-mq CPU -> queue maps, from sysfs.
+//! Block device names and numbers, blk-mq CPU -> queue maps, I/O schedulers,
+//! and whether a disk is mounted or held, from sysfs.
 
 use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
 
 use anyhow::{bail, Result};
 use iowarden_exporters::{CpuQueueMap, DeviceRef, Volume};
@@ -51,7 +53,7 @@ pub fn list_block_devices() -> Vec<(String, u32, u32)> {
 
 /// Whether /sys/block/<name>/<f> exists.
 fn in_sysfs(name: &str, f: &str) -> bool {
-    std::path::Path::new(&format!("/sys/block/{name}/{f}")).exists()
+    Path::new(&format!("/sys/block/{name}/{f}")).exists()
 }
 
 /// The kernel dev_t of every device-mapper and md disk without a blk-mq
@@ -158,6 +160,63 @@ pub fn cpu_queue_map(device: &str) -> Vec<CpuQueueMap> {
     out
 }
 
+/// The partitions of a disk: (name, MAJ:MIN).
+pub fn partitions(sys: &Path, name: &str) -> Vec<(String, String)> {
+    let mut parts = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(sys) {
+        for e in rd.flatten() {
+            let n = e.file_name().to_string_lossy().into_owned();
+            if n.starts_with(name) {
+                if let Ok(d) = std::fs::read_to_string(e.path().join("dev")) {
+                    parts.push((n, d.trim().to_string()));
+                }
+            }
+        }
+    }
+    parts
+}
+
+/// Whether the disk or one of its partitions is mounted, or the disk is
+/// held (device mapper, md): in use by the system, whatever it holds.
+pub fn mounted_or_held(name: &str, mountinfo: &str) -> Option<String> {
+    let sys = Path::new("/sys/block").join(name);
+    // The disk and its partitions, by MAJ:MIN.
+    let mut devs = vec![std::fs::read_to_string(sys.join("dev"))
+        .ok()?
+        .trim()
+        .to_string()];
+    devs.extend(partitions(&sys, name).into_iter().map(|p| p.1));
+    for l in mountinfo.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() > 4 && devs.iter().any(|d| d == f[2]) {
+            return Some(format!("mounted at {}", f[4]));
+        }
+    }
+    if let Some(h) = std::fs::read_dir(sys.join("holders"))
+        .ok()
+        .and_then(|mut rd| rd.next())
+        .and_then(|e| e.ok())
+    {
+        return Some(format!("held by {}", h.file_name().to_string_lossy()));
+    }
+    None
+}
+
+/// The scheduler names in /sys/block/DEV/queue/scheduler (`[none] mq-deadline`)
+/// and the active one, in brackets.
+pub fn parse_scheduler_list(s: &str) -> (Vec<String>, Option<String>) {
+    let mut all = Vec::new();
+    let mut cur = None;
+    for w in s.split_whitespace() {
+        let n = w.trim_matches(['[', ']']).to_string();
+        if w.starts_with('[') {
+            cur = Some(n.clone());
+        }
+        all.push(n);
+    }
+    (all, cur)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,6 +246,30 @@ mod tests {
         assert_eq!((d.major, d.minor), (ma, mi));
         assert_eq!(resolve_device(&format!("{ma}:{mi}")).unwrap().name, name);
         assert_eq!(resolve_device(&format!("/dev/{name}")).unwrap().name, name);
+    }
+
+    #[test]
+    fn a_mount_of_the_disk_is_found_by_its_number() {
+        let (name, ma, mi) = list_block_devices()
+            .into_iter()
+            .next()
+            .expect("a block device");
+        let mountinfo =
+            format!("36 25 {ma}:{mi} / /mnt/scratch rw,relatime shared:1 - ext4 /dev/{name} rw\n");
+        assert_eq!(
+            mounted_or_held(&name, &mountinfo).as_deref(),
+            Some("mounted at /mnt/scratch")
+        );
+        // A disk that is not in /sys/block is no fact at all.
+        assert_eq!(mounted_or_held("no-such-disk", &mountinfo), None);
+    }
+
+    #[test]
+    fn scheduler_list_parses() {
+        let (all, cur) = parse_scheduler_list("none [mq-deadline] kyber bfq\n");
+        assert_eq!(all, ["none", "mq-deadline", "kyber", "bfq"]);
+        assert_eq!(cur.as_deref(), Some("mq-deadline"));
+        assert_eq!(parse_scheduler_list("[none]\n").1.as_deref(), Some("none"));
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! What iowarden reads from the host outside BPF: the cgroup hierarchy,
-//! block devices, containers, kernel and process facts, privileges.
+//! block devices, containers, kernel and process facts, privileges, the
+//! wall clock.
 //! Imports nothing else in the crate.
 
 pub mod cgroups;
+pub mod clock;
 pub mod container;
 pub mod devices;
 pub mod diskstats;

@@ -1,5 +1,5 @@
-//! cgroup v2 io.* knobs: typed parse/format (pure, no filesystem), the
-//! journaling writer, and the `iowarden knob` subcommand.
+//! cgroup v2 io.* knobs: typed parse/format (pure, no filesystem) and the
+//! journaling writer (the `iowarden knob` subcommand is cli/knob.rs).
 //!
 //! Every parser accepts what the kernel prints (block/blk-iocost.c,
 //! blk-throttle.c, blk-iolatency.c, blk-cgroup.c, kernel/sched/psi.c) and the
@@ -7,10 +7,8 @@
 //! `8:0 rbps=max`). Display gives back exactly what the kernel prints for
 //! kernel output; keys this code does not know are kept, in order.
 
-// The filesystem and CLI parts; the fuzz crate (fuzz/) compiles only the
-// pure parsers, with --cfg fuzzing.
-#[cfg(not(fuzzing))]
-pub mod cli;
+// The filesystem parts are cfg(not(fuzzing)): the fuzz crate (fuzz/)
+// compiles only the pure parsers, with --cfg fuzzing.
 pub mod cost_model;
 pub mod cost_qos;
 pub mod devnum;

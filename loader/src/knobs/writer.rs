@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use super::journal::Record;
 use super::{DevNum, KnobKind};
@@ -53,13 +53,6 @@ pub struct Writer {
     changes: Vec<Change>,
     next_id: u64,
     last_cost_write: HashMap<DevNum, Instant>,
-}
-
-fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
 
 fn kind_of(path: &Path) -> Result<KnobKind> {
@@ -189,10 +182,7 @@ impl Writer {
             fs::create_dir_all(&self.cfg.state_dir).with_context(|| {
                 format!("creating state directory {}", self.cfg.state_dir.display())
             })?;
-            let nanos = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0);
+            let nanos = crate::host::clock::since_epoch().as_nanos();
             let p = self
                 .cfg
                 .state_dir
@@ -250,7 +240,7 @@ impl Writer {
         self.append(&Record::Set {
             id,
             pid: std::process::id(),
-            time: now_secs(),
+            time: crate::host::clock::since_epoch().as_secs(),
             path: path.to_path_buf(),
             previous: previous.clone(),
             value: value.clone(),

@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::writeback::{root_writeback_mounts, RootWriteback};
 use super::{limits_writes, DeviceFacts, LimitKnob};
-use crate::bench::knob::parse_scheduler_list;
-use crate::host::devices::list_block_devices;
+use crate::host::devices::{list_block_devices, parse_scheduler_list};
 
 /// The v2 files read.
 const V2_KNOBS: &[&str] = &["io.max", "io.weight", "io.bfq.weight", "io.latency"];
