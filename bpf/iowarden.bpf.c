@@ -17,7 +17,7 @@
  * hold is timed by a fexit program on its entry point, where the kernel
  * allows fexit (no tracepoint is there). The same stamps let user space
  * tell whom each request waited behind: the program logs the request's
- * series and times in its CPU's ring (culprits.bpf.h). block_rq_issue is
+ * series and times in its CPU's ring (block/culprits.h). block_rq_issue is
  * attached only where a queue does not stamp requests itself, or for
  * --hwq-events (with block_rq_insert).
  *
@@ -29,6 +29,10 @@
  * kernels whose BPF has no compare-and-swap (before 5.12), which claim
  * table entries through the `claims` hash map instead (table.bpf.h). The
  * loader probes the kernel and loads one set.
+ *
+ * The *.bpf.h included first are BPF helpers other objects share; this
+ * object's own parts are in block/, included mid-file where what they use
+ * (switches, tables, add()) is defined.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -37,6 +41,7 @@
 #include "iowarden.h"
 #include "rq.bpf.h"
 #include "table.bpf.h"
+#include "task_cgroup.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -50,7 +55,7 @@ const volatile bool enable_hwq = true;
 const volatile bool enable_hwq_events = false;
 /* Charge every read/write the linear iocost model's cost (a few ns). */
 const volatile bool enable_cost = true;
-/* Log each timed request for the culprit account (culprits.bpf.h). */
+/* Log each timed request for the culprit account (block/culprits.h). */
 const volatile bool enable_culprits = true;
 /* Trace only this dev_t (major << 20 | minor); 0 = every device. */
 const volatile __u32 filter_devt = 0;
@@ -329,10 +334,11 @@ static __always_inline __u32 traced_dev(struct request *rq, const bool cas)
 	return traced_devt(rq_devt(rq), cas);
 }
 
-#include "stamps.bpf.h"
-#include "cost.bpf.h"
-#include "held.bpf.h"
-#include "culprits.bpf.h"
+/* The object's parts (block/). */
+#include "block/stamps.h"
+#include "block/cost.h"
+#include "block/held.h"
+#include "block/culprits.h"
 
 /* Whether rq went through an I/O scheduler: it has a scheduler tag. */
 static __always_inline bool in_scheduler(struct request *rq)
@@ -572,7 +578,7 @@ IOW_PROGRAM(block_rq_issue, on_issue)
 IOW_PROGRAM(block_bio_complete, on_bio_complete)
 
 /* The delays io.latency and iocost put on tasks (fentry/fexit). */
-#include "delay.bpf.h"
+#include "block/delay.h"
 
 /* Programs never attached, run on demand (BPF_PROG_RUN). */
-#include "run_on_demand.bpf.h"
+#include "block/run_on_demand.h"

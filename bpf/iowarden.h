@@ -57,7 +57,7 @@ enum iow_const {
 	 * whose delays are summed: a pair is released with its cgroup. */
 	IOW_DELAY_TASKS = 4096,
 	IOW_DELAY_SERIES = 4096,
-	/* The culprit account's log (culprits.bpf.h): one ring of records per
+	/* The culprit account's log (block/culprits.h): one ring of records per
 	 * possible CPU, a power of two of records each, sized by the loader
 	 * within these bounds. */
 	IOW_FLIGHT_RING_MIN_BITS = 8,
@@ -253,7 +253,7 @@ struct iow_delay {
 };
 
 /*
- * The culprit account (culprits.bpf.h): a completed request whose device
+ * The culprit account (block/culprits.h): a completed request whose device
  * time was measured, as the completion program logs it in its CPU's ring.
  * User space replays every device's requests in time order and splits
  * each one's time by processor sharing (loader/src/culprits/).

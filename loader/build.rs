@@ -2,6 +2,11 @@
 //! and the headers' #define constants as Rust (bindgen, as sched-ext does
 //! for its intf.h): the enums reach Rust through the skeletons' BTF, the
 //! macros through bpf_consts.rs. Nothing is copied by hand.
+//!
+//! bpf/'s layout: `*.bpf.c` the objects; `*.h` the headers shared with the
+//! loader; `*.bpf.h` BPF-only helpers that objects share (each included by
+//! two or more, checked here); `block/` the parts of iowarden.bpf.c, which
+//! it includes mid-file (read by clang only, through that include).
 use std::env;
 use std::path::{Path, PathBuf};
 
@@ -15,11 +20,14 @@ const UAPI_TYPES: &str = "typedef unsigned char __u8; typedef unsigned short __u
 fn main() {
     let bpf_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap()).join("../bpf");
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
-    for name in files(&bpf_dir, ".bpf.c") {
-        build_skeleton(&bpf_dir, &out, &name);
+    let objects = files(&bpf_dir, ".bpf.c");
+    check_helpers_shared(&bpf_dir, &objects);
+    for name in &objects {
+        build_skeleton(&bpf_dir, &out, name);
     }
     generate_constants(&bpf_dir, &out.join("bpf_consts.rs"));
-    // A new or removed source or header reruns the build, as does any edit.
+    // A new or removed source or header reruns the build, as does any edit
+    // (a folder, bpf/block/, is watched whole).
     println!("cargo:rerun-if-changed={}", bpf_dir.display());
     for entry in std::fs::read_dir(&bpf_dir).unwrap() {
         println!("cargo:rerun-if-changed={}", entry.unwrap().path().display());
@@ -28,7 +36,8 @@ fn main() {
 
 /// The stems of bpf/*<suffix>, sorted: every BPF object (".bpf.c") and
 /// every header the loader shares with them (".h" less the BPF-only
-/// "*.bpf.h" and vmlinux.h) is found, never listed by hand.
+/// "*.bpf.h" and vmlinux.h) is found, never listed by hand. One level:
+/// the parts in bpf/block/ are not read.
 fn files(dir: &Path, suffix: &str) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
@@ -38,6 +47,30 @@ fn files(dir: &Path, suffix: &str) -> Vec<String> {
         .collect();
     v.sort();
     v
+}
+
+/// Each bpf/*.bpf.h is included by two or more objects: a file that only
+/// one object includes is a part of it, kept in that object's folder (as
+/// iowarden.bpf.c's are in bpf/block/), so a reader tells the two apart.
+fn check_helpers_shared(bpf_dir: &Path, objects: &[String]) {
+    let sources: Vec<String> = objects
+        .iter()
+        .map(|name| read(&bpf_dir.join(format!("{name}.bpf.c"))))
+        .collect();
+    for helper in files(bpf_dir, ".bpf.h") {
+        let include = format!("#include \"{helper}.bpf.h\"");
+        let users = sources.iter().filter(|s| s.contains(&include)).count();
+        assert!(
+            users >= 2,
+            "bpf/{helper}.bpf.h is included by {users} object(s): a helper that \
+             objects share needs two or more, a part of one object goes in its \
+             folder (bpf/block/ for iowarden.bpf.c)"
+        );
+    }
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
 }
 
 fn build_skeleton(bpf_dir: &Path, out: &Path, name: &str) {
@@ -83,9 +116,8 @@ fn generate_constants(bpf_dir: &Path, dest: &Path) {
 /// Names of the `#define NAME value` lines of a header (not function-like
 /// macros, not include guards without a value).
 fn defined_values(header: &Path) -> Vec<String> {
-    let text = std::fs::read_to_string(header)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", header.display()));
-    text.lines()
+    read(header)
+        .lines()
         .filter_map(|l| l.trim_start().strip_prefix("#define"))
         .filter_map(|rest| {
             let mut words = rest.split_whitespace();

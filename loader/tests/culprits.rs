@@ -405,7 +405,7 @@ fn kernel_lacks_bfq() -> Option<bool> {
 }
 
 /// The same account under mq-deadline: requests then carry a scheduler
-/// tag (the identity culprits.bpf.h keys a request by) and wait in the
+/// tag (the identity bpf/block/culprits.h keys a request by) and wait in the
 /// scheduler before the device.
 #[test]
 fn culprits_named_under_mq_deadline() {

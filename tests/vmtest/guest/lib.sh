@@ -17,7 +17,11 @@ ready() {
   done
   echo "  $1 did not answer within 120 s" >&2; return 1
 }
+# The test device and its MAJ:MIN (dev_mm NAME: any block device's, as
+# /sys/block/NAME/dev holds it).
+dev_mm() { cat "/sys/block/$1/dev"; }
 DEV=nvme0n1
+MM=$(dev_mm "$DEV" 2>/dev/null)
 # A best-effort hog in $CG/md-hog: the fio patterns given after the time
 # ("rw bs qd"; by default the script's $SIX) in turn, 4 s each, on the
 # device's second GiB, for $1 s or until stop_hog (which waits for the fio
@@ -40,6 +44,17 @@ stop_hog() { touch $T/stop; wait $1 2>/dev/null; }
 # The io.cost.qos and io.cost.model lines of the script's device $MM.
 qos() { grep "^$MM " $CG/io.cost.qos || true; }
 model() { grep "^$MM " $CG/io.cost.model || true; }
+# qos_wait MAJ:MIN PATTERN SECONDS [CONDITION]: wait until the device's
+# io.cost.qos line matches PATTERN (after MAJ:MIN, anywhere in the line)
+# and CONDITION (a shell expression, as ok takes) holds; 0.1 s polls.
+qos_wait() {
+  local _i
+  for _i in $(seq "$(( $3 * 10 ))"); do
+    grep -q "^$1 .*$2" "$CG/io.cost.qos" && eval "${4:-true}" && return 0
+    sleep 0.1
+  done
+  return 1
+}
 # iocost's vrate (%) on device MAJ:MIN, as the root's io.stat prints it.
 vrate() { grep "^$1 " $CG/io.stat | sed -n 's/.* cost\.vrate=\([0-9.]*\).*/\1/p'; }
 # pin_vrate MAJ:MIN V: vrate pinned at V % the way `iowarden tune` pins it

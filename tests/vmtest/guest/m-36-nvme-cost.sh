@@ -49,7 +49,7 @@ start_mode() {
     nvme) set -- --nvme ;;
   esac
   "$IOWARDEN_BIN" run --listen 127.0.0.1:$PORT "$@" > $SCRATCH/nc-iw.log 2>&1 & BG=$!
-  for _ in $(seq 600); do curl -sf http://127.0.0.1:$PORT/metrics > /dev/null && { sleep 0.5; return 0; }; kill -0 $BG 2>/dev/null || break; sleep 0.2; done
+  ready "http://127.0.0.1:$PORT/metrics" "$BG" && { sleep 0.5; return 0; }
   echo "iowarden did not start: $(tail -2 $SCRATCH/nc-iw.log)"; return 1
 }
 stop_mode() { [ -n "$BG" ] && { kill $BG 2>/dev/null; wait $BG 2>/dev/null; }; BG=""; }

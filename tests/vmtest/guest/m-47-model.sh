@@ -49,7 +49,6 @@
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 IW=$IOWARDEN_BIN
-MM=$(cat /sys/block/$DEV/dev)
 ST=$SCRATCH/model-state; rm -rf $ST
 T=$SCRATCH/model; rm -rf $T; mkdir -p $T
 echo +io > $CG/cgroup.subtree_control

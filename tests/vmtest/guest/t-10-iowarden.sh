@@ -40,7 +40,6 @@ ok "v2 cgroup vt-b: I/Os and bytes equal fio's" "grep -q '^OK vt-b' $SCRATCH/che
 # threads (never vt-w's task) after sync: attributed through the bio.
 bash -c "echo \$\$ > $CG/vt-w/cgroup.procs; exec dd if=/dev/zero of=/dev/$DEV bs=1M count=32 seek=1536 status=none"
 sync
-MM=$(cat /sys/block/$DEV/dev)
 # The kernel's io.stat and iowarden's poll, until both hold the writeback
 # (bounded: 30 s).
 for _ in $(seq 150); do

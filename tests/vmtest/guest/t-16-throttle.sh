@@ -28,7 +28,6 @@
 # /metrics were fetched (idle, the files do not move between the reads).
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
-MM=$(cat /sys/block/$DEV/dev)
 echo +io > $CG/cgroup.subtree_control
 echo +memory > $CG/cgroup.subtree_control   # cgroup writeback needs memory and io
 mkdir -p $CG/th-f $CG/th-m $CG/th-w $CG/th-v $CG/th-h $CG/th-b0 $CG/th-b $CG/th-bh $CG/th-br

@@ -19,12 +19,11 @@
 # re-created with another number, or removed (`run` remembers them).
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
-MM=$(cat /sys/block/$DEV/dev)
 echo +io > $CG/cgroup.subtree_control
 echo +memory > $CG/cgroup.subtree_control   # cgroup writeback needs memory and io
 modprobe dm-mod; modprobe bfq 2>/dev/null
 dmsetup create --noudevsync iow-limlin --table "0 131072 linear /dev/$DEV 2097152"
-LIN_DISK=$(dm_disk iow-limlin); LIN=$(cat /sys/block/$LIN_DISK/dev)
+LIN_DISK=$(dm_disk iow-limlin); LIN=$(dev_mm "$LIN_DISK")
 mkdir -p $CG/lm-max $CG/lm-idle $CG/lm-w $CG/lm-bfq $CG/lm-dm $CG/lm-p/lm-c
 echo "$MM riops=200" > $CG/lm-max/io.max
 echo "$MM riops=100000" > $CG/lm-idle/io.max
@@ -49,7 +48,7 @@ judge() { # out-file: limits over a 4 s window while every cgroup reads
 # A process that stays in lm-c (a workload whose parent does not delegate io).
 bash -c "echo \$\$ > $CG/lm-p/lm-c/cgroup.procs; exec sleep 120" & S=$!
 "$IOWARDEN_BIN" run --listen 127.0.0.1:9618 --interval 1s --limits-window 4s > $SCRATCH/limits-run.log 2>&1 & R=$!
-for _ in $(seq 300); do curl -sf -o /dev/null http://127.0.0.1:9618/metrics && break; sleep 0.2; done
+ready http://127.0.0.1:9618/metrics "$R"
 ( while :; do curl -sf http://127.0.0.1:9618/metrics | grep '^iowarden_limit_state{' >> $SCRATCH/limits-run.txt; sleep 0.5; done ) & RP=$!
 judge $SCRATCH/limits-1.json
 sleep 5   # the run's window that holds the last reads ends
@@ -112,7 +111,7 @@ dmsetup remove --noudevsync iow-limlin
 modprobe vfat 2>/dev/null
 dmsetup create --noudevsync iow-vfat --table "0 131072 linear /dev/$DEV 3670016"
 dmsetup create --noudevsync iow-ext4 --table "0 131072 linear /dev/$DEV 3801088"
-VFAT_DISK=$(dm_disk iow-vfat); EXT4_DISK=$(dm_disk iow-ext4); EXT4=$(cat /sys/block/$EXT4_DISK/dev)
+VFAT_DISK=$(dm_disk iow-vfat); EXT4_DISK=$(dm_disk iow-ext4); EXT4=$(dev_mm "$EXT4_DISK")
 mkfs.vfat /dev/mapper/iow-vfat > /dev/null; mkfs.ext4 -q -F /dev/mapper/iow-ext4
 mkdir -p $SCRATCH/vfat $SCRATCH/ext4 $CG/lm-vfat $CG/lm-ext4
 mount /dev/mapper/iow-vfat $SCRATCH/vfat; mount /dev/mapper/iow-ext4 $SCRATCH/ext4

@@ -17,7 +17,6 @@
 # are built without io.latency, the other policy that delays tasks here.)
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
-MM=$(cat /sys/block/$DEV/dev)
 echo +io > $CG/cgroup.subtree_control
 echo +memory > $CG/cgroup.subtree_control
 mkdir -p $CG/td-s $CG/td-h
@@ -25,7 +24,7 @@ mkdir -p $CG/td-s $CG/td-h
 dmsetup create --noudevsync iow-swap --table "0 524288 linear /dev/$DEV 3145728"
 D=$(dm_disk iow-swap)
 SW=/dev/$D
-[ -e $SW ] || mknod $SW b $(cut -d: -f1 /sys/block/$D/dev) $(cut -d: -f2 /sys/block/$D/dev)
+[ -e $SW ] || mknod $SW b $(dev_mm "$D" | tr : " ")
 mkswap $SW >/dev/null && swapon $SW
 "$IOWARDEN_BIN" run --listen 127.0.0.1:9616 --interval 1s --task-delays --bpf-stats > $SCRATCH/iowarden-delay.log 2>&1 &
 IW=$!

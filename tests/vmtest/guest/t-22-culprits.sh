@@ -23,7 +23,6 @@
 # the rest are there as culprit "other").
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
-MM=$(cat /sys/block/$DEV/dev)
 echo +io > $CG/cgroup.subtree_control
 mkdir -p $CG/cu-v $CG/cu-w $CG/cu-r
 "$IOWARDEN_BIN" run --listen 127.0.0.1:9622 --interval 500ms --device $DEV > $SCRATCH/iowarden-culprits.log 2>&1 &

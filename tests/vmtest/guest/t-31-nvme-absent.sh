@@ -8,7 +8,7 @@
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 "$IOWARDEN_BIN" run --nvme --listen 127.0.0.1:9632 > $SCRATCH/nvme-absent.log 2>&1 &
 IW=$!
-for _ in $(seq 600); do curl -sf http://127.0.0.1:9632/metrics > $SCRATCH/nvme-absent.prom 2>/dev/null && break; sleep 0.2; done
+ready http://127.0.0.1:9632/metrics "$IW" && get http://127.0.0.1:9632/metrics > "$SCRATCH/nvme-absent.prom"
 kill $IW 2>/dev/null; wait $IW 2>/dev/null
 grep '^iowarden_probe_active{probe="nvme"' $SCRATCH/nvme-absent.prom
 ok "nvme probe inactive because the kernel has no module BTF, block programs active" \

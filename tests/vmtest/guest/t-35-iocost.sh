@@ -9,7 +9,6 @@
 # changed is restored.
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
-MM=$(cat /sys/block/$DEV/dev)
 echo +io > $CG/cgroup.subtree_control
 orig_qos=$(qos)
 orig_model=$(model)

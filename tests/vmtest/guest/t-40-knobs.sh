@@ -7,7 +7,6 @@
 if [ ! -x "$IOWARDEN_BIN" ]; then ok "iowarden binary at $IOWARDEN_BIN (run make build)" false; return 0 2>/dev/null || exit 0; fi
 IW=$IOWARDEN_BIN
 ST=$SCRATCH/knob-state; rm -rf $ST
-MM=$(cat /sys/block/$DEV/dev)
 grep -qw io $CG/cgroup.subtree_control || echo +io > $CG/cgroup.subtree_control
 mkdir -p $CG/kn-a
 K=$SCRATCH/knobs; mkdir -p $K

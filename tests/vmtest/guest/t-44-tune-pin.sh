@@ -13,7 +13,6 @@
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 IW=$IOWARDEN_BIN
-MM=$(cat /sys/block/$DEV/dev)
 ST=$SCRATCH/tune-pin-state; rm -rf $ST
 T=$SCRATCH/tune-pin; rm -rf $T; mkdir -p $T
 echo +io > $CG/cgroup.subtree_control
@@ -26,9 +25,9 @@ echo "$MM ctrl=auto" > $CG/io.cost.qos
 # on "Oops: int3" in blk_mq_end_request_batch: README).
 "$IW" tune --device $DEV --protect /tn-pin --slo read-p99=5ms --period 1s --start 50 --vrate-min 50 --vrate-max 50 \
   --listen 127.0.0.1:9628 --state-dir $ST > /dev/null 2> $T/tune.log & TP=$!
-for _ in $(seq 300); do curl -sf -m 5 -o /dev/null http://127.0.0.1:9628/metrics && break; sleep 0.2; done
+ready http://127.0.0.1:9628/metrics "$TP"
 bash -c "echo \$\$ > $CG/tn-pin/cgroup.procs; exec fio --name=pin --filename=/dev/$DEV --direct=1 --ioengine=libaio --rw=randread --bs=4k --iodepth=1 --size=512M --time_based --runtime=60" > /dev/null 2>&1 & FP=$!
-for _ in $(seq 200); do qos | grep -q 'max=50.00' && [ "$(vrate $MM)" = 50.00 ] && break; sleep 0.1; done
+qos_wait "$MM" 'max=50.00' 20 '[ "$(vrate $MM)" = 50.00 ]'
 pin_qos=$(qos); pin_vrate=$(vrate $MM)
 kill $FP; wait $FP 2>/dev/null
 kill -TERM $TP; wait $TP

@@ -25,7 +25,6 @@
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 IW=$IOWARDEN_BIN
-MM=$(cat /sys/block/$DEV/dev)
 ST=$SCRATCH/tune-state; rm -rf $ST
 T=$SCRATCH/tune; rm -rf $T; mkdir -p $T
 # Convergence is counted in decision periods that judged the SLO (the tuner

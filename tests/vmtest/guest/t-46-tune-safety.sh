@@ -10,7 +10,6 @@
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 IW=$IOWARDEN_BIN
-MM=$(cat /sys/block/$DEV/dev)
 ST=$SCRATCH/tune-state; rm -rf $ST
 T=$SCRATCH/tune-safety; rm -rf $T; mkdir -p $T
 # Never judged here: no phase runs.
@@ -25,7 +24,7 @@ echo "  before: qos '$pre_tune_qos' model '$(model)'"
 # Crash safety: kill -9 once it has written, then the next iowarden restores.
 "$IW" tune --device $DEV --protect /tn-lc --slo $SLO --period 1s --start 50 \
   --listen 127.0.0.1:9624 --state-dir $ST > /dev/null 2> $T/crash.log & TP=$!
-for _ in $(seq 100); do qos | grep -q 'max=50.00' && break; sleep 0.1; done
+qos_wait "$MM" 'max=50.00' 10
 crash_qos=$(qos)
 kill -9 $TP; wait $TP 2>/dev/null
 after_kill=$(qos)
@@ -50,7 +49,7 @@ bad "inverted bounds" "vrate-min 60 is above --vrate-max 40" --device $DEV --pro
 mkdir -p $CG/tn-gone
 "$IW" tune --device $DEV --protect /tn-gone --slo $SLO --period 1s --start 50 \
   --listen 127.0.0.1:9627 --state-dir $ST > /dev/null 2> $T/gone.log & TP=$!
-for _ in $(seq 100); do qos | grep -q 'max=50.00' && break; sleep 0.1; done
+qos_wait "$MM" 'max=50.00' 10
 rmdir $CG/tn-gone
 wait $TP; grc=$?
 echo "  vanished: rc $grc: $(grep -i 'vanished' $T/gone.log | tail -1)"

@@ -11,7 +11,6 @@
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 IW=$IOWARDEN_BIN
-MM=$(cat /sys/block/$DEV/dev)
 ST=$SCRATCH/model-safety-state; rm -rf $ST
 T=$SCRATCH/model-safety; rm -rf $T; mkdir -p $T
 echo +io > $CG/cgroup.subtree_control
@@ -41,11 +40,11 @@ echo "$MM ctrl=auto" > $CG/io.cost.model
 
 # A device that vanishes mid-run (null_blk removed): stops, says why, leaves no journal.
 if modprobe null_blk queue_mode=2 nr_devices=1 gb=1 submit_queues=2 2> $T/nullb.err; then
-  NM=$(cat /sys/block/nullb0/dev)
+  NM=$(dev_mm nullb0)
   echo "$NM enable=0 ctrl=auto" > $CG/io.cost.qos
   "$IW" tune --device nullb0 --protect /md-lc --slo read-p99=2000ms --period 1s --start 50 --model \
     --listen 127.0.0.1:9635 --state-dir $ST > /dev/null 2> $T/gone.log & tp=$!
-  for _ in $(seq 100); do grep -q "^$NM .*max=50.00" $CG/io.cost.qos && break; sleep 0.1; done
+  qos_wait "$NM" 'max=50.00' 10
   rmmod null_blk; wait $tp; grc=$?
   echo "  vanished: rc $grc: $(grep -iE 'vanished|gone' $T/gone.log | tr '\n' ' ' | cut -c1-250)"
   ok "tune --model: a vanished device stops it with the reason, nothing left to restore" "[ $grc -ne 0 ] && grep -q 'device nullb0 ($NM) vanished' $T/gone.log && [ -z \"\$(ls $ST/journal-* 2>/dev/null)\" ] && [ \"\$(qos)\" = \"\$pre_qos\" ]"

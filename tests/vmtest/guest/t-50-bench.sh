@@ -13,7 +13,6 @@
 # their restore, interrupted, by t-51.
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
-MM=$(cat /sys/block/$DEV/dev)
 OUT=$SCRATCH/bench
 STATE=$SCRATCH/bench-state
 rm -rf $OUT $STATE

@@ -7,7 +7,6 @@
 # writes through this kernel's knobs (t-50 scores a whole run, on 6.1).
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
-MM=$(cat /sys/block/$DEV/dev)
 STATE=$SCRATCH/bench-int-state
 rm -rf $SCRATCH/bench-int $STATE
 bench_before
@@ -15,7 +14,7 @@ bench_before
 "$IOWARDEN_BIN" bench --device $DEV --suite fairness --knobs io.cost --quick \
   --out $SCRATCH/bench-int --state-dir $STATE > /dev/null 2> $SCRATCH/bench-int.err &
 B=$!
-for _ in $(seq 600); do grep -q "^$MM enable=1" $CG/io.cost.qos && break; sleep 0.1; done
+qos_wait "$MM" 'enable=1' 60
 on=$(qos)
 sleep 1
 kill -INT $B; wait $B; irc=$?

@@ -18,10 +18,7 @@
 ok "the kernel has 192 possible CPUs" "[ \"\$(cat /sys/devices/system/cpu/possible)\" = 0-191 ]"
 "$IOWARDEN_BIN" run --listen 127.0.0.1:9619 --interval 500ms > $SCRATCH/iowarden-mem.log 2>&1 &
 pid=$!
-for _ in $(seq 100); do
-  curl -sf -o /dev/null http://127.0.0.1:9619/snapshot.json && break
-  sleep 0.2
-done
+ready http://127.0.0.1:9619/snapshot.json "$pid"
 fio --name=mem --filename=/dev/$DEV --direct=1 --ioengine=libaio --rw=randread --bs=4k --iodepth=8 \
   --time_based --runtime=2 --size=256M --output=/dev/null
 sleep 1

@@ -13,10 +13,8 @@
  * blkg marked. A part of iowarden.bpf.c, included there after its
  * switches; sized to one entry by the loader where it does not attach.
  */
-#ifndef IOWARDEN_DELAY_BPF_H
-#define IOWARDEN_DELAY_BPF_H
-
-#include "task_cgroup.bpf.h"
+#ifndef IOWARDEN_BLOCK_DELAY_H
+#define IOWARDEN_BLOCK_DELAY_H
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -117,4 +115,4 @@ int BPF_PROG(task_delay_end)
 	return 0;
 }
 
-#endif /* IOWARDEN_DELAY_BPF_H */
+#endif /* IOWARDEN_BLOCK_DELAY_H */

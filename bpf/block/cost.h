@@ -5,8 +5,8 @@
  * A part of iowarden.bpf.c, included there after the switches, tables
  * and add(): not a helper of other objects.
  */
-#ifndef IOWARDEN_COST_BPF_H
-#define IOWARDEN_COST_BPF_H
+#ifndef IOWARDEN_BLOCK_COST_H
+#define IOWARDEN_BLOCK_COST_H
 
 /* Cost model coefficients, written by the loader (see struct iow_cost_coefs). */
 struct {
@@ -102,4 +102,4 @@ static __always_inline void sample_cost_class(__u32 class, __u32 sh, __u64 cost,
 	add(&c->cost, cost);
 }
 
-#endif /* IOWARDEN_COST_BPF_H */
+#endif /* IOWARDEN_BLOCK_COST_H */

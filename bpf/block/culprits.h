@@ -10,8 +10,8 @@
  * A part of iowarden.bpf.c, included there after the switches and tables:
  * not a helper of other objects.
  */
-#ifndef IOWARDEN_CULPRITS_BPF_H
-#define IOWARDEN_CULPRITS_BPF_H
+#ifndef IOWARDEN_BLOCK_CULPRITS_H
+#define IOWARDEN_BLOCK_CULPRITS_H
 
 /* Records per CPU: 1 << flight_ring_bits (set by the loader). */
 const volatile __u32 flight_ring_bits = IOW_FLIGHT_RING_MIN_BITS;
@@ -76,4 +76,4 @@ static __always_inline void flight_log_request(__u32 cpu, __u32 slot, __u64 issu
 	h->logged = n + 1;
 }
 
-#endif /* IOWARDEN_CULPRITS_BPF_H */
+#endif /* IOWARDEN_BLOCK_CULPRITS_H */

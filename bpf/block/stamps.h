@@ -7,8 +7,8 @@
  * A part of iowarden.bpf.c, included there after the switches, tables
  * and add(): not a helper of other objects.
  */
-#ifndef IOWARDEN_STAMPS_BPF_H
-#define IOWARDEN_STAMPS_BPF_H
+#ifndef IOWARDEN_BLOCK_STAMPS_H
+#define IOWARDEN_BLOCK_STAMPS_H
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -113,4 +113,4 @@ static __always_inline __u64 issue_time(struct request *rq, __u32 dev_idx)
 	return 0;
 }
 
-#endif /* IOWARDEN_STAMPS_BPF_H */
+#endif /* IOWARDEN_BLOCK_STAMPS_H */

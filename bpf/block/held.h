@@ -6,8 +6,8 @@
  * A part of iowarden.bpf.c, included there after the switches, tables
  * and add(): not a helper of other objects.
  */
-#ifndef IOWARDEN_HELD_BPF_H
-#define IOWARDEN_HELD_BPF_H
+#ifndef IOWARDEN_BLOCK_HELD_H
+#define IOWARDEN_BLOCK_HELD_H
 
 /* Bios blk-throttle holds, by address (see struct iow_held_bio). Sized to
  * one entry by the loader where fexit cannot attach. */
@@ -118,4 +118,4 @@ int BPF_PROG(throtl_held, struct bio *bio, bool queued)
 	return 0;
 }
 
-#endif /* IOWARDEN_HELD_BPF_H */
+#endif /* IOWARDEN_BLOCK_HELD_H */

@@ -5,8 +5,8 @@
  * included at its end). `iowarden bench-shards` runs the benches, the tests
  * the selftest.
  */
-#ifndef IOW_RUN_ON_DEMAND_BPF_H
-#define IOW_RUN_ON_DEMAND_BPF_H
+#ifndef IOWARDEN_BLOCK_RUN_ON_DEMAND_H
+#define IOWARDEN_BLOCK_RUN_ON_DEMAND_H
 
 /*
  * Not attached: `iowarden bench-shards` runs it (BPF_PROG_RUN; XDP for its
@@ -67,4 +67,4 @@ int hist_bucket_selftest(struct iow_bucket_probe *p)
 	return 0;
 }
 
-#endif
+#endif /* IOWARDEN_BLOCK_RUN_ON_DEMAND_H */
