@@ -1,5 +1,5 @@
 //! `iowarden bench-shards` (hidden; `make bench` runs it): the counter
-//! updates of one completed request (bpf/run_on_demand.bpf.h
+//! updates of one completed request (bpf/block/run_on_demand.h
 //! completion_adds_bench) run on 1, 2, 4, ... and all N CPUs this process
 //! may use at once, with a shard per CPU (plain adds) and with one shard
 //! all CPUs share (atomic adds, the path of hosts with more CPUs than

@@ -1,5 +1,5 @@
 //! The culprit account's one home: whom each request waited behind,
-//! computed from the completion program's log (bpf/culprits.bpf.h). Every
+//! computed from the completion program's log (bpf/block/culprits.h). Every
 //! device's requests are replayed in time order (replay.rs) once no
 //! request still in flight can precede them (horizon.rs), and each one's
 //! time is split by processor sharing (docs/culprits.md). Pure logic: the

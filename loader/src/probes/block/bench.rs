@@ -1,5 +1,5 @@
 //! What CPUs sharing a counter shard cost, and what the culprit account's
-//! log costs on several CPUs: bpf/run_on_demand.bpf.h's
+//! log costs on several CPUs: bpf/block/run_on_demand.h's
 //! completion_adds_bench (one timed request's counter updates, through the
 //! completion's own helpers) and flight_log_bench (its record in the
 //! CPU's ring) run by BPF_PROG_RUN on several CPUs at once, with the shard

@@ -1,4 +1,4 @@
-//! The culprit account's probe side (bpf/culprits.bpf.h): the completion
+//! The culprit account's probe side (bpf/block/culprits.h): the completion
 //! program logs every timed request in its CPU's ring, and a thread of its
 //! own drains the rings, names each record's series from the slot table
 //! and replays them ([`crate::culprits`]): the totals per (victim slot,
@@ -191,7 +191,7 @@ impl FlightLog {
     }
 }
 
-/// The lap a record says it was written in (bpf/culprits.bpf.h).
+/// The lap a record says it was written in (bpf/block/culprits.h).
 fn lap_of(r: &iow_flight_rec) -> u64 {
     r.done_slot >> (DONE_BITS + SLOT_BITS)
 }

@@ -1,6 +1,6 @@
 //! The delays io.latency and iocost (a cgroup in debt) put on tasks on
 //! their way back to user space (`task_delay`: the block object's
-//! fentry/fexit pair on blkcg_maybe_throttle_current, bpf/delay.bpf.h),
+//! fentry/fexit pair on blkcg_maybe_throttle_current, bpf/block/delay.h),
 //! where the kernel lets them attach: between a task's I/Os, so outside
 //! every latency stage. Read each poll from the task_delays table, which
 //! holds sums since load; a gone cgroup's entries are released.
