@@ -439,7 +439,8 @@ impl DeviceReplay {
 /// The replay of every device, and its totals since start.
 #[derive(Default)]
 pub struct Replay {
-    devices: HashMap<u32, DeviceReplay>,
+    /// By device index (the probe's, small and dense).
+    devices: Vec<DeviceReplay>,
     totals: Totals,
     untold: u64,
 }
@@ -448,14 +449,18 @@ impl Replay {
     /// Takes a completed request in; one that precedes events already
     /// applied is counted untold (its earlier part is not split).
     pub fn add(&mut self, r: &Request) {
-        if !self.devices.entry(r.dev).or_default().add(r) {
+        let at = r.dev as usize;
+        if self.devices.len() <= at {
+            self.devices.resize_with(at + 1, DeviceReplay::default);
+        }
+        if !self.devices[at].add(r) {
             self.untold += 1;
         }
     }
 
     /// Applies every event up to `horizon` and totals the charges.
     pub fn advance(&mut self, horizon: u64) {
-        for d in self.devices.values_mut() {
+        for d in &mut self.devices {
             d.advance(horizon, &mut self.totals);
         }
     }
@@ -478,14 +483,14 @@ impl Replay {
     /// Events waiting for the horizon.
     pub fn pending(&self) -> usize {
         self.devices
-            .values()
+            .iter()
             .map(|d| d.pending.len() + d.fresh.len())
             .sum()
     }
 
     /// Forgets the series of released slots and every total naming them.
     pub fn forget(&mut self, slots: &BTreeSet<u32>) {
-        for d in self.devices.values_mut() {
+        for d in &mut self.devices {
             d.forget(slots);
         }
         self.totals.retain(|(v, c, _), _| {
