@@ -7,7 +7,8 @@
 use std::sync::Arc;
 
 use crate::model::{DeviceRef, KernelDiskStats, SelfMetrics, Snapshot};
-use crate::openmetrics::{encode_openmetrics, ExpositionOptions};
+use crate::openmetrics::test_text::text_with;
+use crate::openmetrics::ExpositionOptions;
 use crate::protobuf::{decode_protobuf, encode_protobuf};
 
 fn at(seconds: f64, walkthrough: u64) -> Snapshot {
@@ -37,7 +38,7 @@ fn a_counter_added_as_the_readme_says_reaches_every_encoding() {
 
     let (snap, extra) = (Arc::new(later), Arc::new(SelfMetrics::default()));
     let opts = ExpositionOptions::default();
-    let text = encode_openmetrics(&snap, &extra, &opts).unwrap();
+    let text = text_with((*snap).clone(), (*extra).clone(), &opts);
     assert!(
         text.contains(
             "# HELP iowarden_walkthrough The test-only counter of docs/contributing.md's Adding a metric"

@@ -152,6 +152,57 @@ mod tests {
         assert_eq!(default, [IoCounter::FLEET]);
     }
 
+    /// The default of `ExportArgs`' argument `id`, as `--help` shows it.
+    fn default_of(id: &str) -> String {
+        use clap::Args;
+        let cmd = ExportArgs::augment_args(clap::Command::new("t"));
+        let arg = cmd.get_arguments().find(|a| a.get_id() == id).unwrap();
+        let default = arg.get_default_values()[0].to_str().unwrap();
+        default.to_string()
+    }
+
+    /// docs/fleet.md's series-budget row of a subset option: its default
+    /// and what `all` adds to it.
+    fn fleet_md_row(option: &str, default: &str, all: &[&str]) -> String {
+        let chosen: Vec<&str> = default.split(',').collect();
+        let added: Vec<&str> = all
+            .iter()
+            .copied()
+            .filter(|n| !chosen.contains(n))
+            .collect();
+        format!(
+            "| `{option}` | `{default}` | `all` (adds {}) |",
+            added.join(", ")
+        )
+    }
+
+    /// docs/fleet.md's series budget names what `all` adds to each
+    /// default: a counter or stage added without its row fails here.
+    #[test]
+    fn docs_fleet_md_rows_are_current() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/fleet.md");
+        let written = std::fs::read_to_string(path).unwrap_or_default();
+        let counters: Vec<&str> = IoCounter::all()
+            .into_iter()
+            .map(IoCounter::as_str)
+            .collect();
+        let stages: Vec<&str> = Stage::ALL.into_iter().map(Stage::as_str).collect();
+        let rows = [
+            fleet_md_row("--io-counters", &default_of("io_counters"), &counters),
+            fleet_md_row(
+                "--histogram-stages",
+                &default_of("histogram_stages"),
+                &stages,
+            ),
+        ];
+        for row in rows {
+            assert!(
+                written.lines().any(|l| l == row),
+                "{path} is stale: its series budget needs this row in place of the old one:\n{row}"
+            );
+        }
+    }
+
     #[test]
     fn max_cgroups_refuses_zero_and_junk() {
         assert_eq!(parse_max_cgroups("200").unwrap().get(), 200);

@@ -130,7 +130,7 @@ fn encode_params(enc: &mut DescriptorEncoder, models: &[DeviceCostModel]) -> std
 #[cfg(test)]
 mod tests {
     use crate::model::{CostClass, DeviceCostModel, DeviceRef, LinearModel, Op, Snapshot};
-    use crate::openmetrics::encode_openmetrics;
+    use crate::openmetrics::test_text::text_of;
 
     #[test]
     fn families_units_and_labels() {
@@ -167,12 +167,7 @@ mod tests {
             cost_models: vec![m],
             ..Default::default()
         };
-        let t = encode_openmetrics(
-            &snap.clone().into(),
-            &Default::default(),
-            &Default::default(),
-        )
-        .unwrap();
+        let t = text_of(snap);
         let l = r#"device="loop1",devt="7:1",op="read",pattern="random",size="4096""#;
         for line in [
             format!("iowarden_cost_class_requests_total{{{l}}} 10"),

@@ -45,15 +45,8 @@ fn encode(enc: &mut DescriptorEncoder, limits: &[LimitVerdict]) -> std::fmt::Res
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use crate::model::{LimitKnob, LimitReason, LimitState, LimitVerdict, SelfMetrics, Snapshot};
-    use crate::openmetrics::{encode_openmetrics, ExpositionOptions};
-
-    fn text(snap: Snapshot) -> String {
-        let extra = Arc::new(SelfMetrics::default());
-        encode_openmetrics(&Arc::new(snap), &extra, &ExpositionOptions::default()).unwrap()
-    }
+    use crate::model::{LimitKnob, LimitReason, LimitState, LimitVerdict, Snapshot};
+    use crate::openmetrics::test_text::text_of;
 
     #[test]
     fn one_sample_per_verdict_with_state_and_reason() {
@@ -72,7 +65,7 @@ mod tests {
             }],
             ..Default::default()
         };
-        let out = text(snap);
+        let out = text_of(snap);
         assert!(
             out.contains(
                 "iowarden_limit_state{cgroup=\"/a\",knob=\"io.weight\",device=\"nvme0n1\",\
@@ -80,7 +73,7 @@ mod tests {
             ),
             "{out}"
         );
-        let none = text(Snapshot::default());
+        let none = text_of(Snapshot::default());
         assert!(
             !none.contains("iowarden_limit_state"),
             "no family without verdicts"

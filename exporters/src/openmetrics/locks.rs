@@ -63,6 +63,7 @@ fn encode_drops(enc: &mut DescriptorEncoder, r: &LockReport) -> std::fmt::Result
 #[cfg(test)]
 mod tests {
     use crate::model::{CgroupRef, LockReport, LockSiteRow, Snapshot};
+    use crate::openmetrics::test_text::text_of;
 
     #[test]
     fn lock_metrics_render() {
@@ -95,12 +96,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        let text = crate::openmetrics::encode_openmetrics(
-            &s.clone().into(),
-            &Default::default(),
-            &Default::default(),
-        )
-        .unwrap();
+        let text = text_of(s);
         for want in [
             r#"iowarden_lock_wait_seconds_total{site="dd_dispatch_request",cgroup="/w"} 0.25"#,
             r#"iowarden_lock_wait_seconds_total{site="other",cgroup="/w"} 0.5"#,
@@ -110,12 +106,7 @@ mod tests {
         ] {
             assert!(text.contains(want), "{want} not in\n{text}");
         }
-        let none = crate::openmetrics::encode_openmetrics(
-            &Default::default(),
-            &Default::default(),
-            &Default::default(),
-        )
-        .unwrap();
+        let none = text_of(Snapshot::default());
         assert!(
             !none.contains("iowarden_lock_"),
             "no lock families without the programs"

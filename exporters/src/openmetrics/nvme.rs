@@ -134,6 +134,7 @@ fn encode_hol(enc: &mut DescriptorEncoder, hol: &[HolSeries]) -> std::fmt::Resul
 mod tests {
     use super::*;
     use crate::model::{CgroupRef, DeviceRef, IocostCgroup, IocostDevice, Snapshot};
+    use crate::openmetrics::test_text::text_of;
 
     fn hol(culprit: Option<&str>, count: u64, sum: f64) -> HolSeries {
         HolSeries {
@@ -191,12 +192,7 @@ mod tests {
             ..Default::default()
         });
         s.nvme_hol.push(hol(Some("/hog"), 3, 0.003));
-        let text = crate::openmetrics::encode_openmetrics(
-            &s.clone().into(),
-            &Default::default(),
-            &Default::default(),
-        )
-        .unwrap();
+        let text = text_of(s);
         for want in [
             r#"iowarden_iocost_vrate_ratio{device="nvme0n1"} 1.25"#,
             r#"iowarden_iocost_qos_vrate_min_ratio{device="nvme0n1"} 0.5"#,

@@ -221,8 +221,8 @@ fn encode_cgroup_info(
 
 #[cfg(test)]
 mod tests {
-    use crate::model::{BpfProgramStats, RuntimeMetrics, SelfMetrics, TableFill};
-    use crate::openmetrics::encode_openmetrics;
+    use crate::model::{BpfProgramStats, RuntimeMetrics, SelfMetrics, Snapshot, TableFill};
+    use crate::openmetrics::test_text::text_with;
 
     fn text(bpf_stats_enabled: bool) -> String {
         let extra = SelfMetrics {
@@ -249,12 +249,7 @@ mod tests {
             scrape_count: 4,
             ..Default::default()
         };
-        encode_openmetrics(
-            &Default::default(),
-            &extra.clone().into(),
-            &Default::default(),
-        )
-        .unwrap()
+        text_with(Snapshot::default(), extra, &Default::default())
     }
 
     #[test]
@@ -264,12 +259,7 @@ mod tests {
                 cgroups_folded,
                 ..Default::default()
             };
-            encode_openmetrics(
-                &Default::default(),
-                &extra.clone().into(),
-                &Default::default(),
-            )
-            .unwrap()
+            text_with(Snapshot::default(), extra, &Default::default())
         };
         assert!(encode(Some(7)).contains("\niowarden_cgroups_folded{} 7"));
         assert!(!encode(None).contains("iowarden_cgroups_folded"));

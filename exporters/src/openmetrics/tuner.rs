@@ -94,7 +94,7 @@ fn encode_state(enc: &mut DescriptorEncoder, t: &TunerStatus) -> std::fmt::Resul
 #[cfg(test)]
 pub(super) mod tests {
     use crate::model::{DeviceRef, Snapshot, TunerSlo, TunerStatus};
-    use crate::openmetrics::encode_openmetrics;
+    use crate::openmetrics::test_text::text_of;
 
     /// The OpenMetrics text of a snapshot holding only `status`, on nvme0n1.
     pub(in crate::openmetrics) fn encoded(status: TunerStatus) -> String {
@@ -109,7 +109,7 @@ pub(super) mod tests {
             }),
             ..Default::default()
         };
-        encode_openmetrics(&snap.into(), &Default::default(), &Default::default()).unwrap()
+        text_of(snap)
     }
 
     fn text(slo: TunerSlo) -> String {

@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use iowarden_exporters::{
     BpfProgramStats, IocostCgroup, IocostDevice, ProbeStatus, Snapshot, TableFill,
 };
-use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::{Link, MapCore, MapFlags};
 
 use crate::host::cgroups::{cgroup2_root, read_root_knob};
@@ -18,9 +18,10 @@ use crate::iocost_skel::types::{iocost_iow_cg, iocost_iow_cg_key, iocost_iow_dev
 use crate::iocost_skel::{IocostSkel, IocostSkelBuilder};
 use crate::knobs::lines::{device_line, field};
 use crate::probes::gap_watch::GapWatch;
+use crate::probes::skeleton::open_skel;
 use crate::probes::{
-    attach, attached_prog_stats, cgroup_ref, delete_entries, load_only, open_object, pod,
-    table_fill, tracepoint_available, HostNames, Probe,
+    attach, attached_prog_stats, cgroup_ref, delete_entries, load_only, pod, table_fill,
+    tracepoint_available, HostNames, Probe,
 };
 
 /// The object's name, as `iowarden_probe_active` and the statuses say it
@@ -83,9 +84,7 @@ impl IocostProbe {
                 ),
             ));
         }
-        let mut open = IocostSkelBuilder::default()
-            .open(open_object())
-            .context("opening the iocost BPF object")?;
+        let mut open = open_skel::<IocostSkelBuilder>("iocost")?;
         let present: Vec<&str> = PROGRAMS
             .iter()
             .copied()

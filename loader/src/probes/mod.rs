@@ -32,6 +32,7 @@ pub mod mapped;
 pub mod nvme;
 pub mod optional;
 pub mod pressure;
+mod skeleton;
 
 /// What probes name cgroups and devices with.
 pub struct HostNames<'a> {

@@ -5,12 +5,12 @@
 
 use std::collections::BTreeSet;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use iowarden_exporters::{
     BpfProgramStats, DeviceRef, HolSeries, NvmeQueue, NvmeQueueCgroup, Op, ProbeStatus, Snapshot,
     TableFill,
 };
-use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::{Link, MapCore, MapFlags};
 
 use crate::nvme_skel::types::{
@@ -19,9 +19,10 @@ use crate::nvme_skel::types::{
 };
 use crate::nvme_skel::{NvmeSkel, NvmeSkelBuilder};
 use crate::probes::gap_watch::GapWatch;
+use crate::probes::skeleton::{open_skel, rodata};
 use crate::probes::{
-    attach, attached_prog_stats, cgroup_ref, delete_entries, load_only, open_object, pod,
-    table_fill, HostNames, Probe,
+    attach, attached_prog_stats, cgroup_ref, delete_entries, load_only, pod, table_fill, HostNames,
+    Probe,
 };
 
 /// The object's name, as `iowarden_probe_active` and the statuses say it
@@ -127,14 +128,8 @@ impl NvmeProbe {
         ) {
             return Ok((None, status(false, why.into())));
         }
-        let mut open = NvmeSkelBuilder::default()
-            .open(open_object())
-            .context("opening the nvme BPF object")?;
-        let ro = open
-            .maps
-            .rodata_data
-            .as_deref_mut()
-            .context("nvme BPF object has no .rodata")?;
+        let mut open = open_skel::<NvmeSkelBuilder>("nvme")?;
+        let ro = rodata(&mut open.maps.rodata_data, "nvme")?;
         ro.small_bytes = cfg.small_bytes;
         ro.large_bytes = cfg.large_bytes;
         ro.sq_size = sq_size();

@@ -14,14 +14,15 @@ use std::collections::BTreeSet;
 use anyhow::{Context, Result};
 use iowarden_exporters::{BpfProgramStats, ProbeStatus, Snapshot, TableFill};
 use libbpf_rs::btf::Btf;
-use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::{Link, MapCore, MapFlags};
 
 use crate::locks_skel::types::{lk_const, lk_counters, lk_stack, lk_stats};
 use crate::locks_skel::{LocksSkel, LocksSkelBuilder};
+use crate::probes::skeleton::{open_skel, rodata};
 use crate::probes::{
-    attach, attached_prog_stats, claimed_slots, free_slot, open_object, pod, slots_in_use,
-    table_fill, tracepoint_available, HostNames, Probe,
+    attach, attached_prog_stats, claimed_slots, free_slot, pod, slots_in_use, table_fill,
+    tracepoint_available, HostNames, Probe,
 };
 pub use raw::{LockKey, RawLockSample, NO_STACK};
 use sites::TopSites;
@@ -130,14 +131,8 @@ impl LockProbe {
         cfg: &LockConfig,
         ranges: &[(u64, u64)],
     ) -> Result<std::result::Result<LocksSkel<'static>, String>> {
-        let mut open = LocksSkelBuilder::default()
-            .open(open_object())
-            .context("opening the locks BPF object")?;
-        let ro = open
-            .maps
-            .rodata_data
-            .as_deref_mut()
-            .context("locks BPF object has no .rodata")?;
+        let mut open = open_skel::<LocksSkelBuilder>("locks")?;
+        let ro = rodata(&mut open.maps.rodata_data, "locks")?;
         ro.block_only = cfg.block_only;
         ro.stack_depth = cfg.stack_depth.clamp(1, lk_const::LK_STACK_DEPTH.0);
         ro.nr_block_ranges = ranges.len() as u32;
