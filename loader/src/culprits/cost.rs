@@ -49,16 +49,3 @@ pub fn ns_per_request(series: u32, requests: u64) -> f64 {
     start.elapsed().as_nanos() as f64 / requests as f64
 }
 
-#[cfg(test)]
-mod tests {
-    /// Prints the figure (`cargo test --release --lib replay_cost --
-    /// --ignored --nocapture`): a measurement, not a check.
-    #[test]
-    #[ignore]
-    fn replay_cost() {
-        for series in [3, 64] {
-            let ns = super::ns_per_request(series, 2_000_000);
-            println!("replay: {series} series, {ns:.0} ns per request");
-        }
-    }
-}
