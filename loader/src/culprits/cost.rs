@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use iowarden_exporters::Op;
 
-use super::{Replay, Request};
+use super::replay::{Replay, Request};
 
 /// ns of one thread's time per request replayed.
 pub fn ns_per_request(series: u32, requests: u64) -> f64 {
