@@ -47,10 +47,6 @@ const FACADE_IMPORTS_LEFT: &[(&str, &[&str])] = &[
         ],
     ),
     (
-        "a second `impl Controller` beside mod.rs's",
-        &["loader/src/tune/controller/search.rs"],
-    ),
-    (
         "encoder tests calling encode_openmetrics through the facade",
         &[
             "exporters/src/openmetrics/cost.rs",
