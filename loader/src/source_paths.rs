@@ -217,28 +217,35 @@ fn is_folder_root(file: &Path) -> bool {
     name == "mod.rs" || name == "lib.rs" || name == "main.rs"
 }
 
-/// The `mod x;` declarations in `t`, with the file a `#[path]` names.
+/// The `mod x;` declarations in `t`, each with the file a `#[path]` right
+/// before it names.
 fn declared_modules(t: &[Tok]) -> Vec<(String, Option<String>)> {
     let mut out = Vec::new();
     for (i, w) in t.windows(3).enumerate() {
-        if let [Tok::Ident(m), Tok::Ident(name), Tok::Punct(';')] = w {
-            if m == "mod" {
-                let path = t[..i].windows(4).rev().take(8).find_map(|a| match a {
-                    [Tok::Ident(p), Tok::Punct('='), Tok::Str(s), Tok::Punct(']')]
-                        if p == "path" =>
-                    {
-                        Some(s.clone())
-                    }
-                    _ => None,
-                });
-                let path = path.filter(|_| {
-                    // Only the attribute right before this declaration.
-                    let before = &t[i.saturating_sub(7)..i];
-                    before.iter().any(|x| *x == Tok::Ident("path".into()))
-                });
-                out.push((name.clone(), path));
-            }
+        let [Tok::Ident(m), Tok::Ident(name), Tok::Punct(';')] = w else {
+            continue;
+        };
+        if m != "mod" {
+            continue;
         }
+        // Back over a visibility (`pub`, `pub(crate)`) to the attribute.
+        let mut k = i;
+        while k > 0
+            && match &t[k - 1] {
+                Tok::Ident(v) => v == "pub" || v == "crate" || v == "super",
+                Tok::Punct(c) => *c == '(' || *c == ')',
+                _ => false,
+            }
+        {
+            k -= 1;
+        }
+        let path = match t.get(k.saturating_sub(4)..k) {
+            Some([Tok::Ident(p), Tok::Punct('='), Tok::Str(s), Tok::Punct(']')]) if p == "path" => {
+                Some(s.clone())
+            }
+            _ => None,
+        };
+        out.push((name.clone(), path));
     }
     out
 }
@@ -348,5 +355,15 @@ fn paths_are_read_as_the_compiler_resolves_them() {
     assert_eq!(
         tree.resolve(&["m".into(), "a".into(), "B".into()]),
         (vec!["m".to_string()], Some("a".to_string()))
+    );
+    let declared = declared_modules(&tokens(
+        "#[cfg(test)]\n#[path = \"x_tests.rs\"]\nmod tests;\npub(crate) mod a;",
+    ));
+    assert_eq!(
+        declared,
+        [
+            ("tests".to_string(), Some("x_tests.rs".to_string())),
+            ("a".to_string(), None)
+        ]
     );
 }
