@@ -3,6 +3,8 @@
 // terminal, EPIPE on a closed pipe): exit 101 instead of detaching and
 // restoring. say!, out! and outln! are the only ways out.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
+// Every unsafe block says why it is sound, in a `// SAFETY:` comment.
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 /// A line on stderr, as eprintln! but never a panic: a command whose
 /// terminal has gone away (EIO) must still detach, restore and exit.
@@ -40,6 +42,7 @@ macro_rules! skeleton {
         pub mod $module {
             #![allow(
                 clippy::all,
+                clippy::undocumented_unsafe_blocks,
                 non_camel_case_types,
                 non_snake_case,
                 dead_code,
@@ -68,6 +71,8 @@ pub mod culprits;
 pub mod daemon;
 pub mod duration;
 pub mod exposition;
+#[cfg(test)]
+mod file_rules;
 pub mod host;
 pub mod knobs;
 #[cfg(test)]
@@ -75,6 +80,8 @@ mod layers;
 pub mod limits;
 pub mod monitor;
 pub mod probes;
+#[cfg(test)]
+mod source_paths;
 pub mod tune;
 pub mod views;
 pub mod web;

@@ -2,6 +2,7 @@
 //! subcommand's file in cli/.
 // See lib.rs: say!, out! and outln! instead of std's panicking print macros.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod cli;
 

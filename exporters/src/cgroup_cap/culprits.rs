@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use super::absent::take_absent;
 use crate::model::culprits::CulpritKey;
 use crate::model::{CgroupRef, CulpritSeries, OTHER_CGROUP, OTHER_CGROUP_ID};
 
@@ -63,7 +64,7 @@ impl CulpritFold {
     /// gave where it is.
     fn retire_vanished(&mut self, series: &[CulpritSeries]) {
         let present: HashSet<CulpritKey> = series.iter().map(CulpritSeries::key).collect();
-        for given in super::take_absent(&mut self.given, &present) {
+        for given in take_absent(&mut self.given, &present) {
             for g in given.into_values() {
                 add(&mut self.retired, g);
             }

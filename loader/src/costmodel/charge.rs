@@ -1,7 +1,7 @@
 //! What the BPF side charges a request: the model's coefficients in vtime,
 //! exactly as the kernel derives them, and the size classes.
 
-use super::{PAGE_SIZE, SIZES, VTIME_PER_SEC};
+use super::units::{PAGE_SIZE, SIZES, VTIME_PER_SEC};
 
 /// DIV64_U64_ROUND_UP with the kernel's u64 wrap-around.
 fn div_round_up(a: u64, b: u64) -> u64 {

@@ -12,7 +12,10 @@ use std::collections::HashMap;
 
 use iowarden_exporters::{CostClass, DeviceCostModel, DeviceRef, Op};
 
-use crate::costmodel::{size_class_bytes, ClassSample, DeviceFit, LinearModel, VTIME_PER_SEC};
+use super::charge::size_class_bytes;
+use super::fit::{ClassSample, DeviceFit};
+use super::model::{default_model, LinearModel};
+use super::units::VTIME_PER_SEC;
 
 pub struct CostModels {
     flag: Option<LinearModel>,
@@ -30,7 +33,7 @@ impl CostModels {
 
     /// The model of devices without their own yet.
     pub fn default_model(&self) -> LinearModel {
-        crate::costmodel::default_model(self.flag)
+        default_model(self.flag)
     }
 
     /// Whether `devt` has been given its model.

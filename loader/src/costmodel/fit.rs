@@ -1,6 +1,10 @@
 //! The refit of the model from measured device time per size class.
 
-use super::{LinearModel, MIN_CLASS_IOS, PAGE_SIZE, VTIME_PER_SEC};
+use super::model::LinearModel;
+use super::units::{PAGE_SIZE, VTIME_PER_SEC};
+
+/// Fewest samples a class needs to take part in a fit.
+pub const MIN_CLASS_IOS: u64 = 8;
 
 /// Cumulative samples of one (op, sequential/random, size) class.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

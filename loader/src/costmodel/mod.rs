@@ -5,7 +5,7 @@
 //! (devices.rs), the refit from measured device time (fit.rs), the online
 //! estimator and guard `tune --model` runs (online/), the saturating fio
 //! profile (profile.rs, the one part that runs anything) and the text view
-//! (view.rs). The knob's file format is knobs/cost_model.rs, beside the
+//! (view.rs); iocost's units are units.rs. The knob's file format is knobs/cost_model.rs, beside the
 //! other knobs the journaled writer handles.
 //!
 //! The model: cost = base[op][seq|rand] + per_byte[op] × bytes, with
@@ -19,18 +19,10 @@
 //! kernel's profiles measure random IOPS at QD64). Read the fitted model as
 //! what a request costs in latency, not in capacity.
 
-/// iocost's virtual time: 2^37 per second (VTIME_PER_SEC).
-pub const VTIME_PER_SEC: u64 = 1 << 37;
-/// The model's page (IOC_PAGE_SIZE).
-pub const PAGE_SIZE: u64 = 4096;
-/// Size classes: <= 4 KiB, 8 KiB, ..., >= 1 MiB (IOW_COST_SIZES).
-pub const SIZES: usize = 9;
-/// Fewest samples a class needs to take part in a fit.
-pub const MIN_CLASS_IOS: u64 = 8;
-
 mod charge;
 mod fit;
 mod model;
+mod units;
 // The fuzz targets (fuzz/) compile only the pure parsers and arithmetic
 // above, with --cfg fuzzing.
 #[cfg(not(fuzzing))]
@@ -43,10 +35,11 @@ pub mod profile;
 pub mod view;
 
 pub use charge::{calc_lcoefs, request_cost, size_class, size_class_bytes};
-pub use fit::{fit_op, ClassSample, DeviceFit, OpFit};
+pub use fit::{fit_op, ClassSample, DeviceFit, OpFit, MIN_CLASS_IOS};
 pub use model::{
     default_model, lcoefs, parse_kernel_line, parse_over, LinearModel, AUTOP_HDD, AUTOP_SSD_DFL,
 };
+pub use units::{PAGE_SIZE, SIZES, VTIME_PER_SEC};
 
 #[cfg(test)]
 mod tests;

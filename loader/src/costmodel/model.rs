@@ -5,7 +5,7 @@
 
 pub use iowarden_exporters::LinearModel;
 
-use super::calc_lcoefs;
+use super::charge::calc_lcoefs;
 
 /// blk-iocost.c autop[AUTOP_HDD]: what the kernel assumes for a rotational disk.
 pub const AUTOP_HDD: LinearModel = LinearModel {

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use crate::costmodel::LinearModel;
+use super::model::LinearModel;
 use crate::host::devices;
 
 /// One saturating fio run.

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use iowarden_exporters::Op;
 
-use super::{Replay, Request};
+use super::replay::{Replay, Request};
 
 /// ns of one thread's time per request replayed.
 pub fn ns_per_request(series: u32, requests: u64) -> f64 {
@@ -48,4 +48,3 @@ pub fn ns_per_request(series: u32, requests: u64) -> f64 {
     r.advance(u64::MAX / 2);
     start.elapsed().as_nanos() as f64 / requests as f64
 }
-

@@ -6,22 +6,12 @@
 //! log is read by probes/block/culprits.rs.
 
 pub mod cost;
+mod culprit;
 pub mod horizon;
 pub mod replay;
 mod series;
 
+pub use culprit::Culprit;
 pub use horizon::Horizon;
 pub use replay::{Replay, Request};
 pub use series::NAMED;
-
-/// Whom a victim's time went to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Culprit {
-    /// Its own share of the device: its service.
-    Service,
-    /// A series' requests, by slot (the victim's own: its own queue).
-    Series(u32),
-    /// The requests of the series of this op not named apart on the
-    /// device (beyond its [`NAMED`] busiest).
-    Other(iowarden_exporters::Op),
-}

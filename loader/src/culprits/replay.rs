@@ -10,8 +10,8 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use iowarden_exporters::{Op, Stage};
 
+use super::culprit::Culprit;
 use super::series::{op_index, Integrals, NamedNow, NamedSet, Series, DEVICE, NAMED, OPS, QUEUE};
-use super::Culprit;
 
 /// A series with nothing in flight or queued for this long leaves the
 /// replay's tables (its totals stay).

@@ -3,7 +3,7 @@
 //! compare-and-swap, fexit on a kernel function, and the argument shapes
 //! of the block tracepoints.
 
-use libbpf_rs::btf::types::{Func, FuncProto, Ptr, Struct, Typedef};
+use libbpf_rs::btf::types::{Enum, Func, FuncProto, Ptr, Struct, Typedef};
 use libbpf_rs::btf::{Btf, ReferencesType};
 use libbpf_rs::libbpf_sys;
 
@@ -149,4 +149,14 @@ pub fn bpf_calls_need_capability() -> bool {
     })
     .join()
     .unwrap_or(true)
+}
+
+/// Value of an enumerator in the running kernel's BTF, searching every enum
+/// (QUEUE_FLAG_* live in an anonymous one).
+pub(crate) fn kernel_enum_value(btf: &Btf<'_>, name: &str) -> Option<i64> {
+    btf.type_by_kind::<Enum<'_>>().find_map(|e| {
+        e.iter()
+            .find(|m| m.name.is_some_and(|n| n == name))
+            .map(|m| m.value)
+    })
 }

@@ -8,7 +8,7 @@
 
 use iowarden_exporters::{ProbeStatus, Snapshot};
 
-use crate::probes::status;
+use crate::probes::objects::status;
 
 /// New events a poll needs before it is judged: enough that a gap is not
 /// the skew between two tracepoints of the same requests.

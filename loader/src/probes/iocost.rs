@@ -17,12 +17,12 @@ use crate::host::cgroups::{cgroup2_root, read_root_knob};
 use crate::iocost_skel::types::{iocost_iow_cg, iocost_iow_cg_key, iocost_iow_dev};
 use crate::iocost_skel::{IocostSkel, IocostSkelBuilder};
 use crate::knobs::lines::{device_line, field};
+use crate::probes::bpf_stats::attached_prog_stats;
 use crate::probes::gap_watch::GapWatch;
+use crate::probes::objects::{attach, load_only, tracepoint_available};
+use crate::probes::probe::{cgroup_ref, HostNames, Probe};
 use crate::probes::skeleton::open_skel;
-use crate::probes::{
-    attach, attached_prog_stats, cgroup_ref, delete_entries, load_only, pod, table_fill,
-    tracepoint_available, HostNames, Probe,
-};
+use crate::probes::tables::{delete_entries, pod, table_fill};
 
 /// The object's name, as `iowarden_probe_active` and the statuses say it
 /// and as `--no-iocost` switches it.
@@ -98,7 +98,7 @@ impl IocostProbe {
                     None,
                     status(
                         false,
-                        format!("{}", crate::probes::load_error("the iocost", e)),
+                        format!("{}", crate::probes::objects::load_error("the iocost", e)),
                     ),
                 ))
             }

@@ -18,12 +18,12 @@ use crate::nvme_skel::types::{
     nvme_iow_qcg_stats,
 };
 use crate::nvme_skel::{NvmeSkel, NvmeSkelBuilder};
+use crate::probes::bpf_stats::attached_prog_stats;
 use crate::probes::gap_watch::GapWatch;
+use crate::probes::objects::{attach, load_only};
+use crate::probes::probe::{cgroup_ref, HostNames, Probe};
 use crate::probes::skeleton::{open_skel, rodata};
-use crate::probes::{
-    attach, attached_prog_stats, cgroup_ref, delete_entries, load_only, pod, table_fill, HostNames,
-    Probe,
-};
+use crate::probes::tables::{delete_entries, pod, table_fill};
 
 /// The object's name, as `iowarden_probe_active` and the statuses say it
 /// and as `--nvme` switches it on.
@@ -148,7 +148,7 @@ impl NvmeProbe {
         let skel = match open.load() {
             Ok(s) => s,
             Err(e) => {
-                let why = crate::probes::load_error("the nvme", e);
+                let why = crate::probes::objects::load_error("the nvme", e);
                 return Ok((None, status(false, format!("{why}"))));
             }
         };

@@ -8,7 +8,9 @@ use std::collections::BTreeSet;
 use anyhow::Result;
 use iowarden_exporters::ProbeStatus;
 
-use super::{iocost, locks, nvme, status, Probe};
+use super::objects::status;
+use super::probe::Probe;
+use super::{iocost, locks, nvme};
 
 /// An optional BPF object, described once: its name (as
 /// `iowarden_probe_active` and the statuses say it), its command-line

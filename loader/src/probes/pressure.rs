@@ -15,7 +15,8 @@ use iowarden_exporters::{
 use crate::host::cgroups::CgroupResolver;
 use crate::host::pressure::{io_pressure_unavailable, read_io_pressure};
 use crate::knobs::pressure::stall_totals_us;
-use crate::probes::{status, HostNames, Probe};
+use crate::probes::objects::status;
+use crate::probes::probe::{HostNames, Probe};
 
 /// Its name, as `iowarden_probe_active` and the statuses say it.
 pub const NAME: &str = "io_pressure";

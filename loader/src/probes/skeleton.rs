@@ -4,7 +4,7 @@
 use anyhow::{Context, Result};
 use libbpf_rs::skel::SkelBuilder;
 
-use crate::probes::open_object;
+use crate::probes::objects::open_object;
 
 /// Opens the skeleton `B` builds, on an open object that lives as long as
 /// the process; `object` names it in the error ("nvme", "locks").

@@ -8,11 +8,12 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context as _, Result};
+use anyhow::{anyhow, Context as _, Result};
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{HeaderValue, ALLOW, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
@@ -22,7 +23,7 @@ use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 
 use super::auth::BasicAuth;
-use super::WebConfig;
+use super::loaded::{self, WebConfig};
 
 /// Open connections served at once; more are closed on accept.
 pub const MAX_CONNECTIONS: usize = 256;
@@ -62,6 +63,23 @@ struct Context {
 pub struct Listener {
     pub tcp: std::net::TcpListener,
     pub web: WebConfig,
+}
+
+/// Loads the web config (if any), then binds: a bad config fails before
+/// anything listens, a taken port says what to do.
+pub fn bind(addr: SocketAddr, web_config: Option<&Path>) -> Result<Listener> {
+    let web = web_config
+        .map(loaded::load)
+        .transpose()?
+        .unwrap_or_default();
+    let tcp = std::net::TcpListener::bind(addr).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AddrInUse {
+            anyhow!("cannot listen on {addr}: the address is already in use (another iowarden?). Stop it or pick another port with --listen")
+        } else {
+            anyhow!("cannot listen on {addr}: {e}")
+        }
+    })?;
+    Ok(Listener { tcp, web })
 }
 
 impl Listener {

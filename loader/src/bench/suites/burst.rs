@@ -1,7 +1,16 @@
 //! D4, bursts: how fast a knob gives a tenant that starts late its share.
 
-use super::prio_util::{alone, apply, needs_calibration, prio_pair};
-use super::*;
+use super::prio_util::{alone, apply, needs_calibration, prio_pair, sweep, Setting};
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use super::shared::*;
+use crate::bench::knob::KnobCtl;
+use crate::bench::phase::Sample;
+use crate::bench::report::*;
+use crate::bench::score;
+use crate::bench::Knob;
 
 /// Per-window latency of tenant `i` (score's input) and the report's
 /// timeline: its p99 and the bandwidth of tenant `j` per window.

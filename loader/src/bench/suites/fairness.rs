@@ -1,7 +1,17 @@
 //! D1, fairness: weighted tenants sharing the device, scored over the
 //! window where all of them ran.
 
-use super::*;
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use super::shared::*;
+use crate::bench::fio::{Job, JobFile};
+use crate::bench::knob::KnobCtl;
+use crate::bench::phase::{PhaseRun, Sample, Tenant};
+use crate::bench::report::*;
+use crate::bench::score;
+use crate::bench::Knob;
 
 /// Per-tenant bandwidth over the longest stretch in which all of them
 /// completed I/O, and that stretch's length.

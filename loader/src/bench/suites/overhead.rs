@@ -1,7 +1,16 @@
 //! The overhead suite: what each knob costs in throughput and CPU with
 //! one tenant, against no knob.
 
-use super::*;
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use super::shared::*;
+use crate::bench::fio::{Job, JobFile};
+use crate::bench::knob::KnobCtl;
+use crate::bench::phase::Tenant;
+use crate::bench::report::*;
+use crate::bench::Knob;
 
 /// D1: each knob active but set not to limit, for 1..N cgroups of 4 KiB
 /// random readers; IOPS, latency and CPU per I/O against none.

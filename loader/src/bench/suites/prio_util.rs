@@ -1,7 +1,17 @@
 //! D2/D3, priority and utilization: a latency-critical tenant beside a
 //! best-effort one, each knob swept from permissive to protective.
 
-use super::*;
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use super::shared::*;
+use crate::bench::fio::{Job, JobFile};
+use crate::bench::knob::KnobCtl;
+use crate::bench::phase::Tenant;
+use crate::bench::report::*;
+use crate::bench::score;
+use crate::bench::Knob;
 
 /// A knob's settings in the priority/utilisation sweep: (label, setup).
 #[derive(Clone, Debug, PartialEq)]

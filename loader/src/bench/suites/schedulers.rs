@@ -1,7 +1,16 @@
 //! The schedulers suite: the I/O schedulers' cost and lock contention.
 
 use super::prio_util::prio_pair;
-use super::*;
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use super::shared::*;
+use crate::bench::fio::{Job, JobFile};
+use crate::bench::knob::KnobCtl;
+use crate::bench::phase::Tenant;
+use crate::bench::report::*;
+use crate::bench::Knob;
 
 /// none / mq-deadline / kyber / bfq: CPU per I/O of two 4 KiB readers, the
 /// priority app's p99 beside the best-effort app, and lock wait per I/O

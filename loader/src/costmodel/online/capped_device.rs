@@ -13,7 +13,7 @@
 
 use super::solve::{least_squares, used_columns};
 use super::windows::{is_page_col, param_value, Window, PARAMS};
-use crate::costmodel::PAGE_SIZE;
+use crate::costmodel::units::PAGE_SIZE;
 
 /// A device with an IOPS cap and a bandwidth cap, both always in force.
 #[derive(Clone, Copy, Debug)]

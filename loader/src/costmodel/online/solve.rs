@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 
 use super::windows::{is_page_col, page_col, param_value, Fit, FitConfig, Window, PARAMS};
-use crate::costmodel::PAGE_SIZE;
+use crate::costmodel::units::PAGE_SIZE;
 
 /// Base columns first: when pages and requests cannot be told apart (every
 /// request of one size), the page term is the one dropped and the request

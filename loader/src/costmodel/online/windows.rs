@@ -22,7 +22,8 @@
 
 use iowarden_exporters::{CostClass, Op};
 
-use crate::costmodel::{LinearModel, PAGE_SIZE};
+use crate::costmodel::model::{lcoefs, LinearModel};
+use crate::costmodel::units::{PAGE_SIZE, VTIME_PER_SEC};
 
 /// Columns, in blk-iocost's LCOEF order and io.cost.model's key order:
 /// rpage/rbps, rseq/rseqiops, rrand/rrandiops, wpage/wbps, wseq, wrand.
@@ -177,8 +178,8 @@ impl Fit {
 /// Seconds of device time per unit of each column under `m` (0: free term):
 /// per page, and per request of the base columns as blk-iocost charges them.
 pub fn unit_costs(m: &LinearModel) -> [f64; PARAMS] {
-    let lc = crate::costmodel::lcoefs(m);
-    lc.map(|c| c as f64 / crate::costmodel::VTIME_PER_SEC as f64)
+    let lc = lcoefs(m);
+    lc.map(|c| c as f64 / VTIME_PER_SEC as f64)
 }
 
 /// io.cost.model's value of a column from per-unit costs (seconds): bps

@@ -10,7 +10,7 @@ use iowarden_exporters::{
 use crate::costmodel::{ClassSample, SIZES, VTIME_PER_SEC};
 use crate::host::devices::DeviceNames;
 use crate::probes::block::hist::{NBUCKETS, NSTAGES, THROTTLE_STAGE, TOTAL_STAGE};
-use crate::probes::block::RawSample;
+use crate::probes::block::sample::RawSample;
 use crate::skel::types::{
     iow_const, iow_cost_class, iow_drop, iow_hwq_stats, iow_key_layout, iow_series,
 };
@@ -347,7 +347,7 @@ impl Accumulator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probes::block::{RawHwq, RawSeries};
+    use crate::probes::block::sample::{RawHwq, RawSeries};
 
     /// A shard that saw `ios` 4 KiB requests, `n` of them in total-stage bucket `bucket`.
     fn shard(ios: u64, bucket: usize, n: u32) -> iow_series {
@@ -492,7 +492,7 @@ mod tests {
 
     #[test]
     fn cost_classes_sum_shards() {
-        use crate::probes::block::RawCostClass;
+        use crate::probes::block::sample::RawCostClass;
         use crate::skel::types::iow_cost_class;
         let devt = (7 << 20) | 1;
         // Device 0, write (op 1), random, 64 KiB (size 4): (1 * 2 + 1) * 9 + 4.

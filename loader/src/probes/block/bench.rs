@@ -15,9 +15,11 @@ use nix::sched::{sched_setaffinity, CpuSet};
 use nix::unistd::Pid;
 
 use super::capacity::Capacity;
-use super::{BlockConfig, BlockProbe, Claims};
+use super::config::BlockConfig;
+use super::load;
+use super::programs::Claims;
 use crate::probes::block::accumulate::unpack;
-use crate::probes::open_object;
+use crate::probes::objects::open_object;
 use crate::skel::types::{iow_flight_head, iow_series};
 use crate::skel::{IowardenSkel, IowardenSkelBuilder};
 
@@ -61,17 +63,17 @@ impl ShardBench {
             // What `run` measures by default.
             ..Default::default()
         };
-        BlockProbe::configure(&mut open, &cfg, &btf, Claims::CompareAndSwap)?;
-        BlockProbe::configure_culprits(&mut open, true)?;
+        load::configure(&mut open, &cfg, &btf, Claims::CompareAndSwap)?;
+        load::configure_culprits(&mut open, true)?;
         let progs = [
             Update::Counters.program(),
             Update::FlightLog.program(),
             EMPTY,
         ];
-        crate::probes::load_only(open.open_object_mut(), &progs)?;
+        crate::probes::objects::load_only(open.open_object_mut(), &progs)?;
         let skel = open
             .load()
-            .map_err(|e| crate::probes::load_error("the bench", e))?;
+            .map_err(|e| crate::probes::objects::load_error("the bench", e))?;
         let exclusive = shards as usize >= libbpf_rs::num_possible_cpus()?;
         Ok(ShardBench { skel, exclusive })
     }
@@ -97,7 +99,8 @@ impl ShardBench {
                 let v = map
                     .lookup(&i.to_ne_bytes(), MapFlags::ANY)?
                     .context("series entry missing")?;
-                let (random, bytes) = unpack(crate::probes::pod::<iow_series>(&v).bytes_rand, 0);
+                let (random, bytes) =
+                    unpack(crate::probes::tables::pod::<iow_series>(&v).bytes_rand, 0);
                 Ok((bytes, random))
             })
             .collect()
@@ -112,7 +115,7 @@ impl ShardBench {
                 let v = map
                     .lookup(&i.to_ne_bytes(), MapFlags::ANY)?
                     .context("flight_heads entry missing")?;
-                Ok(crate::probes::pod::<iow_flight_head>(&v).logged)
+                Ok(crate::probes::tables::pod::<iow_flight_head>(&v).logged)
             })
             .collect()
     }

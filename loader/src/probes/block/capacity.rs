@@ -18,8 +18,14 @@ pub const DEFAULT_MAX_SHARDS: u32 = 4;
 /// BPF map memory the I/O tables may take unless told otherwise.
 pub const DEFAULT_BUDGET_BYTES: u64 = 64 << 20;
 
-const MAX_DEVS: u64 = iow_const::IOW_MAX_DEVS.0 as u64;
-const MAX_HWQ: u64 = iow_const::IOW_MAX_HWQ.0 as u64;
+/// Entries of the device table.
+pub const MAX_DEVS: u32 = iow_const::IOW_MAX_DEVS.0;
+/// Hardware queues counted per device.
+pub const MAX_HWQ: u32 = iow_const::IOW_MAX_HWQ.0;
+/// Cost classes per device: (read/write, sequential/random, size).
+pub const COST_CLASSES_PER_DEV: u32 = iow_const::IOW_COST_CLASSES.0 / MAX_DEVS;
+/// The cost coefficients' entry of devices without their own.
+pub const COST_DEFAULT: u32 = iow_const::IOW_COST_DEFAULT.0;
 const COST_CLASSES: u64 = iow_const::IOW_COST_CLASSES.0 as u64;
 const STAMP_SLOTS: u64 = iow_const::IOW_STAMP_SLOTS.0 as u64;
 const PAGE: u64 = 4096;
@@ -56,11 +62,12 @@ pub fn series_bytes() -> u64 {
 /// key tables.
 pub fn fixed_bytes(shards: u32) -> u64 {
     let s = shards as u64;
-    let hwq = page_up(MAX_DEVS * MAX_HWQ * s * std::mem::size_of::<iow_hwq_stats>() as u64);
+    let hwq =
+        page_up(MAX_DEVS as u64 * MAX_HWQ as u64 * s * std::mem::size_of::<iow_hwq_stats>() as u64);
     let classes = page_up(COST_CLASSES * s * std::mem::size_of::<iow_cost_class>() as u64);
-    let coefs = (MAX_DEVS + 1) * std::mem::size_of::<iow_cost_coefs>() as u64;
+    let coefs = (MAX_DEVS as u64 + 1) * std::mem::size_of::<iow_cost_coefs>() as u64;
     let stamps = STAMP_SLOTS * std::mem::size_of::<iow_stamp>() as u64;
-    let keys = MAX_SLOTS as u64 * 8 + MAX_DEVS * 4;
+    let keys = MAX_SLOTS as u64 * 8 + MAX_DEVS as u64 * 4;
     hwq + classes + coefs + stamps + keys
 }
 

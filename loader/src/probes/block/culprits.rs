@@ -17,7 +17,7 @@ use iowarden_exporters::{ProbeStatus, Stage};
 use super::accumulate::SeriesKey;
 use crate::culprits::{Culprit, Horizon, Replay, Request};
 use crate::probes::mapped::MappedArray;
-use crate::probes::status;
+use crate::probes::objects::status;
 use crate::skel::types::{bss, iow_const, iow_flight_head, iow_flight_rec, iow_tables};
 
 /// The status's name.

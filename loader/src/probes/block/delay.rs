@@ -15,7 +15,8 @@ use libbpf_rs::{MapCore, MapFlags};
 
 use crate::host::devices::DeviceNames;
 use crate::probes::features::{fexit_attaches, fexit_refusal, struct_has_member};
-use crate::probes::{pod, pod_bytes, status};
+use crate::probes::objects::status;
+use crate::probes::tables::{pod, pod_bytes};
 use crate::skel::types::{iow_delay, iow_delay_key};
 
 /// The status's name, and the programs.

@@ -8,7 +8,7 @@ use iowarden_exporters::ProbeStatus;
 use libbpf_rs::btf::types::Func;
 use libbpf_rs::btf::Btf;
 
-use crate::probes::status;
+use crate::probes::objects::status;
 
 /// The program, and the name of its status.
 pub const PROGRAM: &str = "throtl_held";

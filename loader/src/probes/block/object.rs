@@ -8,16 +8,18 @@ use anyhow::Result;
 use iowarden_exporters::{BpfProgramStats, DeviceRef, ProbeStatus, Snapshot, TableFill};
 
 use super::accumulate::{Accumulator, SeriesKey};
+use super::config::BlockConfig;
 use super::culprit_totals::CulpritTotals;
 use super::culprits::Drain;
 use super::delay::{self, RawDelay};
 use super::latency_watch::LatencyWatch;
-use super::{BlockConfig, BlockProbe, RawSample};
+use super::probe::BlockProbe;
+use super::sample::RawSample;
 use crate::costmodel::devices::CostModels;
 use crate::costmodel::{lcoefs, parse_kernel_line, LinearModel, AUTOP_HDD, AUTOP_SSD_DFL};
 use crate::host::devices::{cpu_queue_map, volume, DeviceNames};
 use crate::host::diskstats::read_diskstats;
-use crate::probes::{cgroup_ref, HostNames, Probe};
+use crate::probes::probe::{cgroup_ref, HostNames, Probe};
 use crate::skel::types::iow_drop;
 
 pub struct Block {
@@ -237,7 +239,11 @@ fn throttle_stage_status((stamped, timed): (u64, u64)) -> Option<ProbeStatus> {
         ),
         _ => String::new(),
     };
-    Some(crate::probes::status("throttle_stage", stamped > 0, reason))
+    Some(crate::probes::objects::status(
+        "throttle_stage",
+        stamped > 0,
+        reason,
+    ))
 }
 
 /// The model the host's kernel would charge on this device.
@@ -283,6 +289,6 @@ pub fn devices_to_preload(filter_devt: Option<u32>) -> Vec<u32> {
             })
         })
         .map(|(_, ma, mi)| crate::host::devices::kernel_devt(ma, mi))
-        .take(super::MAX_DEVS as usize / 2)
+        .take(super::capacity::MAX_DEVS as usize / 2)
         .collect()
 }

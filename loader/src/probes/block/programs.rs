@@ -1,15 +1,16 @@
 //! Which of the block object's programs load and when they attach: the
 //! claim method's variants, the tracepoints the kernel has, the fexit on
 //! blk-throttle where allowed, and the programs attached late (issue
-//! stamps, bio-based volumes) once the host shows it needs them.
+//! stamps, bio-based volumes) once the host shows it needs them
+//! (probe.rs attaches them).
 
 use anyhow::{Context, Result};
 use iowarden_exporters::ProbeStatus;
 use libbpf_rs::btf::Btf;
-use libbpf_rs::skel::{OpenSkel, Skel};
+use libbpf_rs::skel::OpenSkel;
 
-use super::{delay, held, BlockProbe, OpenSkelT};
-use crate::probes::{status, tracepoint_available};
+use super::{delay, held};
+use crate::probes::objects::{load_only, status, tracepoint_available};
 
 /// When a program is attached.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -72,153 +73,67 @@ pub(super) fn traced_bio_based(filter_devt: Option<u32>) -> bool {
         .any(|d| filter_devt.is_none_or(|f| f == d))
 }
 
-impl BlockProbe {
-    /// Points the blk-throttle program at this kernel's entry point.
-    pub(super) fn aim_held(open: &mut OpenSkelT, func: &str) -> Result<()> {
-        let mut prog = open
-            .open_object_mut()
-            .progs_mut()
-            .find(|p| p.name() == held::PROGRAM)
-            .context("the BPF object has no blk-throttle program")?;
-        prog.set_attach_target(0, Some(func.to_string()))?;
-        Ok(())
-    }
+/// The block object, opened and not loaded yet.
+pub(super) type OpenSkelT = crate::skel::OpenIowardenSkel<'static>;
 
-    /// Loads the programs of the claim method's set whose tracepoint the
-    /// kernel has (and IOWARDEN_HIDE_TRACEPOINTS does not hide: how tests
-    /// exercise the degraded mode on a kernel that has them all); the
-    /// selftest is never loaded. Returns the statuses of those left out.
-    pub(super) fn select_programs(
-        open: &mut OpenSkelT,
-        btf: &Btf<'_>,
-        claims: Claims,
-        held: bool,
-        delays: bool,
-    ) -> Result<Vec<ProbeStatus>> {
-        let mut wanted = Vec::new();
-        if held {
-            wanted.push(held::PROGRAM.to_string());
+/// Points the blk-throttle program at this kernel's entry point.
+pub(super) fn aim_held(open: &mut OpenSkelT, func: &str) -> Result<()> {
+    let mut prog = open
+        .open_object_mut()
+        .progs_mut()
+        .find(|p| p.name() == held::PROGRAM)
+        .context("the BPF object has no blk-throttle program")?;
+    prog.set_attach_target(0, Some(func.to_string()))?;
+    Ok(())
+}
+
+/// Loads the programs of the claim method's set whose tracepoint the
+/// kernel has (and IOWARDEN_HIDE_TRACEPOINTS does not hide: how tests
+/// exercise the degraded mode on a kernel that has them all); the selftest
+/// is never loaded. Returns the statuses of those left out.
+pub(super) fn select(
+    open: &mut OpenSkelT,
+    btf: &Btf<'_>,
+    claims: Claims,
+    held: bool,
+    delays: bool,
+) -> Result<Vec<ProbeStatus>> {
+    let mut wanted = Vec::new();
+    if held {
+        wanted.push(held::PROGRAM.to_string());
+    } else {
+        open.maps.held_bios.set_max_entries(1)?;
+    }
+    if delays {
+        wanted.extend(delay::PROGRAMS.map(String::from));
+    } else {
+        open.maps.delay_since.set_max_entries(1)?;
+        open.maps.task_delays.set_max_entries(1)?;
+    }
+    let mut probes = Vec::new();
+    for &(prog, tp, when) in PROGRAMS {
+        if tracepoint_available(btf, tp) {
+            wanted.push(claims.program(prog));
+        } else if when == Attach::Required {
+            anyhow::bail!("the kernel has no {tp} tracepoint in its BTF; iowarden cannot account block I/O on it");
         } else {
-            open.maps.held_bios.set_max_entries(1)?;
+            probes.push(status(
+                prog,
+                false,
+                format!("kernel has no tracepoint {tp}"),
+            ));
         }
-        if delays {
-            wanted.extend(delay::PROGRAMS.map(String::from));
-        } else {
-            open.maps.delay_since.set_max_entries(1)?;
-            open.maps.task_delays.set_max_entries(1)?;
-        }
-        let mut probes = Vec::new();
-        for &(prog, tp, when) in PROGRAMS {
-            if tracepoint_available(btf, tp) {
-                wanted.push(claims.program(prog));
-            } else if when == Attach::Required {
-                anyhow::bail!("the kernel has no {tp} tracepoint in its BTF; iowarden cannot account block I/O on it");
-            } else {
-                probes.push(status(
-                    prog,
-                    false,
-                    format!("kernel has no tracepoint {tp}"),
-                ));
-            }
-        }
-        let wanted: Vec<&str> = wanted.iter().map(String::as_str).collect();
-        crate::probes::load_only(open.open_object_mut(), &wanted)?;
-        Ok(probes)
     }
+    let wanted: Vec<&str> = wanted.iter().map(String::as_str).collect();
+    load_only(open.open_object_mut(), &wanted)?;
+    Ok(probes)
+}
 
-    /// Attaches the task delay pair, both or neither: its status.
-    pub(super) fn attach_delays(&mut self) -> ProbeStatus {
-        let mut links = Vec::new();
-        for prog in delay::PROGRAMS {
-            match crate::probes::attach(self.skel.object(), prog) {
-                Ok(l) => links.push((prog, l)),
-                Err(e) => return status(delay::STATUS, false, format!("attach failed: {e}")),
-            }
-        }
-        self.links.extend(links);
-        self.delays = true;
-        status(delay::STATUS, true, "")
+/// The name `prog` loads under: its claim method's variant (the
+/// blk-throttle and task delay programs claim nothing and have one).
+pub(super) fn loaded_name(claims: Claims, prog: &str) -> String {
+    if prog == held::PROGRAM || delay::PROGRAMS.contains(&prog) {
+        return prog.to_string();
     }
-
-    pub(super) fn attach(
-        &mut self,
-        prog: &'static str,
-        required: bool,
-        probes: &mut Vec<ProbeStatus>,
-    ) -> Result<()> {
-        match crate::probes::attach(self.skel.object(), &self.program_name(prog)) {
-            Ok(l) => {
-                self.links.push((prog, l));
-                probes.push(ProbeStatus {
-                    name: prog.into(),
-                    active: true,
-                    reason: String::new(),
-                });
-            }
-            Err(e) if !required => probes.push(status(prog, false, format!("attach failed: {e}"))),
-            Err(e) => return Err(e).with_context(|| format!("attaching {prog}")),
-        }
-        Ok(())
-    }
-
-    /// Whether `prog` is attached, or has a status saying why not.
-    pub(super) fn settled(&self, prog: &str) -> bool {
-        self.links.iter().any(|(n, _)| *n == prog) || self.probes.iter().any(|p| p.name == prog)
-    }
-
-    /// Attaches `prog` late (a program wanted only once the host shows it
-    /// is needed), its status with the others'.
-    pub(super) fn attach_late(&mut self, prog: &'static str) -> Result<()> {
-        let mut probes = std::mem::take(&mut self.probes);
-        let r = self.attach(prog, false, &mut probes);
-        self.probes = probes;
-        r
-    }
-
-    /// Attaches the programs the host turned out to need since start: a
-    /// line to log for each.
-    pub fn attach_if_needed(&mut self) -> Result<Vec<String>> {
-        let mut lines = Vec::new();
-        lines.extend(self.attach_issue_stamps_if_needed()?);
-        if !self.settled("block_bio_complete") && traced_bio_based(self.filter_devt) {
-            self.attach_late("block_bio_complete")?;
-            lines.push(
-                "a bio-based disk (device-mapper, md) appeared: attached block_bio_complete to \
-                 count its bios"
-                    .into(),
-            );
-        }
-        Ok(lines)
-    }
-
-    /// Attaches block_rq_issue once the completion program has seen a
-    /// request its queue did not stamp with an issue time. Returns a line
-    /// to log when it did.
-    pub(super) fn attach_issue_stamps_if_needed(&mut self) -> Result<Option<String>> {
-        const PROG: &str = "block_rq_issue";
-        if self.settled(PROG) {
-            return Ok(None);
-        }
-        let tables = self.tables()?;
-        // SAFETY: an aligned u32 of the mmapped .bss that the BPF side sets.
-        if unsafe { std::ptr::read_volatile(&tables.need_issue_stamps) } == 0 {
-            return Ok(None);
-        }
-        self.attach_late(PROG)?;
-        Ok(Some(
-            "a traced request completed without the kernel's issue stamp (its queue collects no \
-             stats: bfq, or wbt and iocost off; or the kernel does not say whether it does, \
-             before 6.11); attached block_rq_issue to stamp requests"
-                .into(),
-        ))
-    }
-
-    /// The name `prog` loads under: its claim method's variant (the
-    /// blk-throttle and task delay programs claim nothing and have one).
-    pub(super) fn program_name(&self, prog: &str) -> String {
-        if prog == held::PROGRAM || delay::PROGRAMS.contains(&prog) {
-            return prog.to_string();
-        }
-        self.claims.program(prog)
-    }
+    claims.program(prog)
 }

@@ -19,11 +19,11 @@ use libbpf_rs::{Link, MapCore, MapFlags};
 
 use crate::locks_skel::types::{lk_const, lk_counters, lk_stack, lk_stats};
 use crate::locks_skel::{LocksSkel, LocksSkelBuilder};
+use crate::probes::bpf_stats::attached_prog_stats;
+use crate::probes::objects::{attach, tracepoint_available};
+use crate::probes::probe::{HostNames, Probe};
 use crate::probes::skeleton::{open_skel, rodata};
-use crate::probes::{
-    attach, attached_prog_stats, claimed_slots, free_slot, pod, slots_in_use, table_fill,
-    tracepoint_available, HostNames, Probe,
-};
+use crate::probes::tables::{claimed_slots, free_slot, pod, slots_in_use, table_fill};
 pub use raw::{LockKey, RawLockSample, NO_STACK};
 use sites::TopSites;
 use symbols::StackNames;
@@ -70,7 +70,7 @@ pub struct LockProbe {
 }
 
 fn status(active: bool, reason: impl Into<String>) -> ProbeStatus {
-    crate::probes::status(NAME, active, reason)
+    crate::probes::objects::status(NAME, active, reason)
 }
 
 const PROGRAMS: [&str; 2] = ["contention_begin", "contention_end"];

@@ -9,7 +9,7 @@ use super::raw::{RawLockSample, COUNTERS};
 use super::sites::{self, TopSites};
 use crate::host::cgroups::CgroupResolver;
 use crate::locks_skel::types::lk_counter;
-use crate::probes::cgroup_ref;
+use crate::probes::probe::cgroup_ref;
 
 /// The cumulative report of `raw`; `stack_names` gives a stack id's site
 /// and frames, `top` keeps the exported top sites across reports.

@@ -1,7 +1,8 @@
 //! The search's steps: each records what one kind of period says about the
 //! vrates tried so far and picks the next one.
 
-use super::{Action, Controller, Verdict};
+use super::control::Controller;
+use super::decision::{Action, Verdict};
 
 impl Controller {
     /// iocost itself holds the protected cgroup back: vrate is too low for

@@ -1,0 +1,188 @@
+//! The controller: its search's state (the vrates known to meet or miss
+//! the SLOs) and one decision per period; search.rs holds the search's
+//! steps.
+
+use std::fmt::Write;
+
+use super::config::ControllerConfig;
+use super::decision::{Action, Decision, Verdict};
+use super::measurement::{Measurement, SloSample};
+
+/// The vrate search, one decision per period (see mod.rs).
+pub struct Controller {
+    pub(super) cfg: ControllerConfig,
+    pub(super) v: f64,
+    /// Highest vrate at which every SLO held.
+    pub(super) good: Option<f64>,
+    /// Lowest vrate at which an SLO was missed (device queueing).
+    pub(super) bad: Option<f64>,
+    /// Highest vrate at which a protected cgroup was throttled by iocost.
+    pub(super) low_bad: Option<f64>,
+    pub(super) backoff: u32,
+    /// Consecutive periods met within the margin at the current v.
+    pub(super) tight: u32,
+    /// Periods judged since a miss where the SLO held before was taken for
+    /// noise (None: never).
+    pub(super) since_excused: Option<u32>,
+    /// Consecutive periods with slack while converged.
+    pub(super) slack: u32,
+    /// The converged value a probe climbs from after long slack (steps of
+    /// one resolution until a miss); the miss returns there.
+    pub(super) probe_base: Option<f64>,
+    pub(super) converged: bool,
+}
+
+/// Rounds to the two decimals io.cost.qos keeps, so the value written is the
+/// value remembered.
+fn round2(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}
+
+impl Controller {
+    pub fn new(cfg: ControllerConfig) -> Controller {
+        let v = round2(cfg.start);
+        Controller {
+            cfg,
+            v,
+            good: None,
+            bad: None,
+            low_bad: None,
+            backoff: 0,
+            tight: 0,
+            since_excused: None,
+            slack: 0,
+            probe_base: None,
+            converged: false,
+        }
+    }
+
+    pub fn vrate(&self) -> f64 {
+        self.v
+    }
+    /// vrate at its lower bound: a miss cannot lower it further.
+    pub fn at_floor(&self) -> bool {
+        self.v <= self.cfg.vrate_min
+    }
+    pub fn converged(&self) -> bool {
+        self.converged
+    }
+    pub fn bracket(&self) -> (Option<f64>, Option<f64>) {
+        (self.good, self.bad)
+    }
+
+    /// Follows a change of the cost model's scale: every vrate known so far
+    /// is multiplied by `factor` (the change in cost of the device's work),
+    /// so the search continues from the same admitted load. Returns the new v.
+    pub fn rescale(&mut self, factor: f64) -> f64 {
+        let c = &self.cfg;
+        self.v = round2((self.v * factor).clamp(c.vrate_min, c.vrate_max));
+        self.good = self.good.map(|g| g * factor);
+        self.bad = self.bad.map(|b| b * factor);
+        self.low_bad = self.low_bad.map(|b| b * factor);
+        self.probe_base = self.probe_base.map(|b| b * factor);
+        self.converged = false;
+        self.tight = 0;
+        self.slack = 0;
+        self.v
+    }
+
+    /// A bounded move from v towards `to`, inside the bounds: at most
+    /// `max_step` points, or one increase (decrease) factor where that is
+    /// more. What iocost admits follows vrate's ratio, not its points: above
+    /// 100 % a fixed 30 points is a small step (m-47 from a 4x pessimistic
+    /// model climbed from 144 % by 30 a period, and its large writes never
+    /// reached the device's saturation before the run ended).
+    pub(super) fn step_to(&self, to: f64) -> f64 {
+        let c = &self.cfg;
+        let up = c.max_step.max(self.v * (c.increase - 1.0));
+        let down = c.max_step.max(self.v * (1.0 - c.decrease));
+        let to = to.clamp(self.v - down, self.v + up);
+        round2(to.clamp(c.vrate_min, c.vrate_max))
+    }
+
+    pub(super) fn bracket_closed(&self) -> bool {
+        match (self.good, self.bad) {
+            (Some(g), Some(b)) => b - g <= self.cfg.resolution * g || b - g <= 0.02,
+            _ => false,
+        }
+    }
+
+    pub fn decide(&mut self, m: &Measurement) -> Decision {
+        let from = self.v;
+        let why = describe(m);
+        let (action, to, head) = self.judge(m, from);
+        Decision {
+            action,
+            from,
+            to,
+            reason: format!("{head}: {why}"),
+        }
+    }
+
+    /// The period's verdict, in order of precedence: too few samples to
+    /// judge; a miss caused by iocost's own throttle; a miss where the SLO
+    /// held before, to confirm; a miss; else met, while converged or while searching.
+    fn judge(&mut self, m: &Measurement, from: f64) -> Verdict {
+        if let Some(s) = m.slos.iter().find(|s| s.samples < self.cfg.min_samples) {
+            return (
+                Action::Insufficient,
+                from,
+                format!(
+                    "{}: {} I/Os, fewer than {} needed to judge",
+                    s.name, s.samples, self.cfg.min_samples
+                ),
+            );
+        }
+        self.since_excused = self.since_excused.map(|p| p + 1);
+        let (worst, worst_slo) = worst_ratio(m);
+        if worst > 1.0 && worst_slo.is_some_and(|s| s.throttled()) {
+            let name = worst_slo.map_or("", |s| s.name.as_str());
+            return self.raise_out_of_throttle(from, worst, name);
+        }
+        if let Some(verdict) = self.confirm_contradicting_miss(from, worst) {
+            return verdict;
+        }
+        if worst > 1.0 {
+            return self.lower_after_miss(from, worst);
+        }
+        self.record_met(from);
+        let has_slack = worst <= 1.0 - self.cfg.margin;
+        if self.converged {
+            return self.hold_or_reprobe(from, worst, has_slack);
+        }
+        self.search_while_met(from, worst, has_slack)
+    }
+}
+
+/// The measurement as the tail of every reason: each SLO, then the device.
+fn describe(m: &Measurement) -> String {
+    let mut why = String::new();
+    for s in &m.slos {
+        let _ = write!(
+            why,
+            "{} {} + {:.3}ms throttled (target {}, {} I/Os); ",
+            s.name,
+            s.observed_seconds
+                .map_or("-".to_string(), |o| format!("{:.3}ms", o * 1e3)),
+            s.throttle_seconds * 1e3,
+            format_args!("{:.3}ms", s.target_seconds * 1e3),
+            s.samples
+        );
+    }
+    let _ = write!(
+        why,
+        "device {:.1} MB/s {:.0} IOPS",
+        m.throughput_bytes_per_second / 1e6,
+        m.iops
+    );
+    why
+}
+
+/// The largest effective/target ratio over the SLOs (0 without any), and the
+/// SLO that has it.
+fn worst_ratio(m: &Measurement) -> (f64, Option<&SloSample>) {
+    let ratio = |s: &SloSample| s.effective() / s.target_seconds;
+    let worst = m.slos.iter().map(ratio).fold(0.0, f64::max);
+    let worst_slo = m.slos.iter().max_by(|a, b| ratio(a).total_cmp(&ratio(b)));
+    (worst, worst_slo)
+}
