@@ -9,7 +9,7 @@
 use std::os::fd::{AsFd, AsRawFd};
 
 use anyhow::{Context, Result};
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::{MapCore, MapFlags};
 use nix::sched::{sched_setaffinity, CpuSet};
 use nix::unistd::Pid;
@@ -19,7 +19,7 @@ use super::config::BlockConfig;
 use super::load;
 use super::programs::Claims;
 use crate::probes::block::accumulate::unpack;
-use crate::probes::objects::open_object;
+use crate::probes::skeleton::open_skel;
 use crate::skel::types::{iow_flight_head, iow_series};
 use crate::skel::{IowardenSkel, IowardenSkelBuilder};
 
@@ -55,9 +55,7 @@ pub struct ShardBench {
 impl ShardBench {
     pub fn load(shards: u32) -> Result<ShardBench> {
         let btf = libbpf_rs::btf::Btf::from_vmlinux().context("cannot read kernel BTF")?;
-        let mut open = IowardenSkelBuilder::default()
-            .open(open_object())
-            .context("opening the BPF object")?;
+        let mut open = open_skel::<IowardenSkelBuilder>("block")?;
         let cfg = BlockConfig {
             capacity: Capacity { slots: 1, shards },
             // What `run` measures by default.

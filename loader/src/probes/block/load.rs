@@ -6,7 +6,7 @@
 use anyhow::{Context, Result};
 use iowarden_exporters::ProbeStatus;
 use libbpf_rs::btf::Btf;
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::{MapCore, MapFlags};
 
 use super::capacity::{COST_DEFAULT, MAX_DEVS, MAX_HWQ};
@@ -14,7 +14,8 @@ use super::config::BlockConfig;
 use super::programs::{self, Claims, OpenSkelT};
 use super::{culprits, delay, held};
 use crate::probes::features;
-use crate::probes::objects::{open_object, status};
+use crate::probes::objects::status;
+use crate::probes::skeleton::{open_skel, rodata};
 use crate::probes::tables::pod_bytes;
 use crate::skel::types::{iow_const, iow_cost_coefs};
 use crate::skel::{IowardenSkel, IowardenSkelBuilder};
@@ -56,9 +57,7 @@ pub(super) fn load(cfg: &BlockConfig, claims: Claims) -> Result<Loaded> {
     let btf = Btf::from_vmlinux().context(
         "cannot read kernel BTF (/sys/kernel/btf/vmlinux): iowarden needs a kernel built with CONFIG_DEBUG_INFO_BTF=y",
     )?;
-    let mut open = IowardenSkelBuilder::default()
-        .open(open_object())
-        .context("opening the BPF object")?;
+    let mut open = open_skel::<IowardenSkelBuilder>("block")?;
     let held = held::plan(&btf);
     let delays = delay::plan(&btf, cfg.measure.task_delays);
     configure(&mut open, cfg, &btf, claims)?;
@@ -102,11 +101,7 @@ pub(super) fn configure(
     claims: Claims,
 ) -> Result<()> {
     let cap = cfg.capacity;
-    let rodata = open
-        .maps
-        .rodata_data
-        .as_deref_mut()
-        .context("BPF object has no .rodata")?;
+    let rodata = rodata(&mut open.maps.rodata_data, "block")?;
     rodata.enable_latency = cfg.measure.latency;
     rodata.enable_stage_hists = cfg.measure.stage_histograms;
     rodata.enable_hwq = cfg.measure.hwq;
@@ -144,11 +139,7 @@ pub(super) fn configure(
 pub(super) fn configure_culprits(open: &mut OpenSkelT, on: bool) -> Result<()> {
     let cpus = libbpf_rs::num_possible_cpus()? as u32;
     let bits = culprits::ring_bits(cpus);
-    let rodata = open
-        .maps
-        .rodata_data
-        .as_deref_mut()
-        .context("BPF object has no .rodata")?;
+    let rodata = rodata(&mut open.maps.rodata_data, "block")?;
     rodata.enable_culprits = on;
     rodata.flight_ring_bits = bits;
     if on {
