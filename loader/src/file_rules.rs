@@ -19,35 +19,6 @@ const MAX_LINES: usize = 600;
 /// workspace root).
 const GENERATED: &[&str] = &["bpf/vmlinux.h"];
 
-/// Files that still import their folder's facade back (issue 54, left for
-/// later), by why they wait; the test fails on any other file, and on one
-/// listed here that no longer does (so the list only shrinks).
-const FACADE_IMPORTS_LEFT: &[(&str, &[&str])] = &[
-    (
-        "bench/mod.rs holds Knob, Suite, Params and their parsers",
-        &[
-            "loader/src/bench/knob.rs",
-            "loader/src/bench/phase.rs",
-            "loader/src/bench/plot.rs",
-            "loader/src/bench/report.rs",
-            "loader/src/bench/run.rs",
-            "loader/src/bench/verdict.rs",
-        ],
-    ),
-    (
-        "knobs/mod.rs holds KnobKind and DevNum",
-        &["loader/src/knobs/journal.rs", "loader/src/knobs/writer.rs"],
-    ),
-    (
-        "limits/mod.rs holds the verdicts and judge_all",
-        &[
-            "loader/src/limits/lost.rs",
-            "loader/src/limits/read.rs",
-            "loader/src/limits/watch.rs",
-        ],
-    ),
-];
-
 /// The file extensions MAX_LINES applies to.
 const SOURCE_EXTENSIONS: &[&str] = &["rs", "c", "h", "py", "sh"];
 
@@ -210,26 +181,7 @@ fn long_files(dir: &Path, root: &Path) -> Vec<String> {
 
 #[test]
 fn no_file_imports_its_own_folders_facade_back() {
-    let found = findings().facade_imports;
-    let listed: Vec<&str> = FACADE_IMPORTS_LEFT
-        .iter()
-        .flat_map(|(_, files)| files.iter().copied())
-        .collect();
-    let of = |f: &str, l: &str| f.starts_with(&format!("{l}: "));
-    let bad: Vec<String> = found
-        .iter()
-        .filter(|f| !listed.iter().any(|l| of(f, l)))
-        .cloned()
-        .collect();
-    let done: Vec<&str> = listed
-        .into_iter()
-        .filter(|l| !found.iter().any(|f| of(f, l)))
-        .collect();
-    assert!(
-        done.is_empty(),
-        "no longer import their facade back: take them out of FACADE_IMPORTS_LEFT:\n{}",
-        done.join("\n")
-    );
+    let bad = findings().facade_imports;
     assert!(
         bad.is_empty(),
         "files naming their own folder's mod.rs (use the sibling that holds it):\n{}",

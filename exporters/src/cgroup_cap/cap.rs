@@ -265,12 +265,7 @@ mod tests {
                 series(2, "loop0", 5, 0.5),
             ])
         });
-        let text = crate::openmetrics::encode_openmetrics(
-            &out.clone().into(),
-            &Default::default(),
-            &Default::default(),
-        )
-        .unwrap();
+        let text = crate::openmetrics::test_text::text_of(out);
         assert!(
             text.contains(
                 r#"iowarden_io_requests_total{cgroup="other",cgroup_id="other",device="loop0",op="read"} 5"#

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use iowarden_exporters::DeviceRef;
 
-use super::Knob;
+use super::params::Knob;
 use crate::host::devices::parse_scheduler_list;
 use crate::knobs::writer::{Writer, WriterConfig};
 

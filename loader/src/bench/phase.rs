@@ -11,7 +11,7 @@ use iowarden_exporters::{DeviceRef, Histogram};
 
 use super::fio::{FioResult, Job};
 use super::knob::KnobCtl;
-use super::Params;
+use super::params::Params;
 use crate::monitor::Monitor;
 
 /// One fio job in its own cgroup.

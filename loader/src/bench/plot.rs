@@ -7,8 +7,8 @@ use anyhow::{anyhow, Result};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use super::params::Knob;
 use super::report::Report;
-use super::Knob;
 
 const MIB: f64 = (1u64 << 20) as f64;
 
@@ -17,7 +17,7 @@ fn err<E: std::fmt::Display>(e: E) -> anyhow::Error {
 }
 
 fn color(k: Knob) -> RGBColor {
-    let i = super::Knob::ALL.iter().position(|&x| x == k).unwrap_or(0);
+    let i = Knob::ALL.iter().position(|&x| x == k).unwrap_or(0);
     let c = Palette99::pick(i).to_rgba();
     RGBColor(c.0, c.1, c.2)
 }

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Knob, Params, Suite};
+use super::params::{Knob, Params, Suite};
 
 pub const SCHEMA: &str = "iowarden-bench/1";
 

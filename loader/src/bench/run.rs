@@ -11,10 +11,10 @@ use anyhow::{bail, Context, Result};
 use iowarden_exporters::DeviceRef;
 
 use super::knob::{select, HostFacts, KnobCtl};
+use super::params::{parse_knobs, parse_suites, Knob, Params, Suite};
 use super::phase::{Cgroups, Ctx};
 use super::report::{markdown, Report, Unavailable, SCHEMA};
 use super::suites::{self, Bench};
-use super::{parse_knobs, parse_suites, Knob, Params, Suite};
 use crate::host::devices::resolve_device;
 use crate::monitor::{Monitor, MonitorConfig, TraceOptions};
 use crate::probes::block::BlockMeasures;

@@ -2,8 +2,8 @@
 //! bench's definition of each desideratum (loader/src/bench/README.md), fixed here,
 //! never fitted to a result.
 
+use super::params::Knob;
 use super::report::{Mark, Report, TradeoffPoint, Verdict};
-use super::Knob;
 
 /// D1: a knob is cheap if, with the most cgroups measured, it keeps this
 /// share of none's IOPS ...

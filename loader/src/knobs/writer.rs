@@ -13,8 +13,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::devnum::DevNum;
 use super::journal::Record;
-use super::{DevNum, KnobKind};
+use super::kind::KnobKind;
 use anyhow::{anyhow, bail, Context, Result};
 
 pub const DEFAULT_STATE_DIR: &str = "/var/lib/iowarden";

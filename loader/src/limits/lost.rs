@@ -7,7 +7,9 @@
 //! vanished with its device until it is set again or its cgroup is gone.
 //! Pure: the watch keeps the memory between judgements.
 
-use super::{DeviceFacts, LimitKnob, LimitReason, LimitState, LimitVerdict};
+use iowarden_exporters::{LimitKnob, LimitReason, LimitState, LimitVerdict};
+
+use super::evidence::DeviceFacts;
 
 /// A per-device knob as last seen, with the name of its device then.
 #[derive(Clone, Debug, PartialEq)]

@@ -4,8 +4,11 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
+use iowarden_exporters::LimitKnob;
+
+use super::evidence::DeviceFacts;
+use super::judge::limits_writes;
 use super::writeback::{root_writeback_mounts, RootWriteback};
-use super::{limits_writes, DeviceFacts, LimitKnob};
 use crate::host::devices::{list_block_devices, parse_scheduler_list};
 
 /// The v2 files read.

@@ -12,8 +12,10 @@ use std::time::{Duration, Instant};
 
 use iowarden_exporters::{LimitVerdict, Snapshot};
 
+use super::evidence::{activity_of, activity_since, ActivityMap, Evidence};
+use super::judge::judge_all;
 use super::lost::{lost_knobs, SeenKnob};
-use super::{activity_of, activity_since, judge_all, read, ActivityMap, Evidence};
+use super::read;
 use crate::host::cgroups::{io_hierarchy, parse_mountinfo};
 
 pub struct LimitsWatch {
