@@ -11,7 +11,9 @@ a round's line, and the report whose last line is `bench-summary {json}`.
       "name=ns_per_run/runs_per_io/recursion_misses".
   report.py prog-sum P0 P1 IDS PREFIX
       "run_time_ns runs" gained by the tool's programs named PREFIX*.
+      FIRST (optional): the tool attached first, in a side-by-side run.
   report.py round RUNS ROUND      the round's figures on one line.
+  report.py side-by-side RUNS     the side-by-side runs' report alone.
   report.py summary RUNS SHARDS   the report; SHARDS holds bench-shards'
       `shards-summary` JSON. Exits non-zero when one of iowarden's programs
       missed a run.
@@ -50,7 +52,7 @@ def gained(p0, p1):
     return {n: tuple(b - a for a, b in zip(p0.get(n, (0, 0, 0)), v)) for n, v in p1.items()}
 
 
-def record(runs, p0, p1, fio, ids, cpu_ns, bench, mode, readers, rnd):
+def record(runs, p0, p1, fio, ids, cpu_ns, bench, mode, readers, rnd, first=None):
     ids = {int(i) for i in ids.split()}
     read = json.load(open(fio))["jobs"][0]["read"]  # group_reporting: all jobs in one
     ios = float(read["total_ios"])
@@ -59,6 +61,8 @@ def record(runs, p0, p1, fio, ids, cpu_ns, bench, mode, readers, rnd):
     ns = sum(v["ns_per_run"] * v["runs_per_io"] for v in per.values())
     rec = {"bench": bench, "mode": mode, "readers": int(readers), "round": int(rnd),
            "iops": read["iops"], "ios": ios, "ns_per_io": ns, "cpu_ns_per_io": int(cpu_ns) / ios, "progs": per}
+    if first:
+        rec["first"] = first
     with open(runs, "a") as f:
         f.write(json.dumps(rec) + "\n")
     detail = " ".join(f"{n}={v['ns_per_run']:.0f}/{v['runs_per_io']:.2f}/{v['misses']}" for n, v in per.items())
@@ -192,6 +196,51 @@ def readers_report(recs, summary):
     summary["readers_per_cpu"] = {"cpus": [int(c) for c in cpus], "engine": "psync", "rows": rows}
 
 
+def side_by_side_report(recs, summary):
+    """iowarden and biolatency attached at once: the ratio of their BPF
+    time per fio I/O in each run (the same requests), per load; its median
+    and range over runs, and the median per tool attached first."""
+    loads = sorted({(r["bench"], r["readers"]) for r in recs})
+    flags = os.environ.get("SBS_FLAGS") or "defaults"
+    print(f"\nside by side: iowarden ({flags}) and biolatency attached at once, loop device (scheduler "
+          f"{os.environ['SCHED']}), {os.environ['RUNTIME']} s per run, each round in both orders of attachment, "
+          f"{len({r['round'] for r in recs})} rounds")
+    out = {}
+    for bench, k in loads:
+        runs = collections.defaultdict(dict)
+        for r in recs:
+            if (r["bench"], r["readers"]) == (bench, k):
+                runs[(r["round"], r["first"])][r["mode"]] = r
+        pairs = {key: v for key, v in runs.items() if "iowarden" in v and "biolatency" in v}
+        ratio = lambda v: v["iowarden"]["ns_per_io"] / v["biolatency"]["ns_per_io"]
+        ratios = [ratio(v) for v in pairs.values()]
+        by_first = {f: m([ratio(v) for key, v in pairs.items() if key[1] == f]) for f in ("iowarden", "biolatency")}
+        iw = m([v["iowarden"]["ns_per_io"] for v in pairs.values()])
+        bio = m([v["biolatency"]["ns_per_io"] for v in pairs.values()])
+        load = f"QD{os.environ['IODEPTH']}, one job" if bench == "sbs-qd" else f"{k} readers pinned one per CPU, QD1"
+        print(f"  {load}: iowarden {iw:.0f} ns per fio I/O, biolatency {bio:.0f}; ratio {m(ratios):.3f} "
+              f"(range {min(ratios):.3f}-{max(ratios):.3f} over {len(ratios)} runs; iowarden first "
+              f"{by_first['iowarden']:.3f}, biolatency first {by_first['biolatency']:.3f})")
+        out["qd" if bench == "sbs-qd" else f"readers{k}"] = {
+            "iowarden_ns_per_io": iw, "biolatency_ns_per_io": bio, "ratio": m(ratios), "ratio_min": min(ratios),
+            "ratio_max": max(ratios), "ratio_iowarden_first": by_first["iowarden"],
+            "ratio_biolatency_first": by_first["biolatency"], "runs": len(ratios)}
+        for v in pairs.values():
+            for mode in ("iowarden", "biolatency"):
+                per_program([v[mode]], f"side-by-side {mode}")
+    print("  (target: iowarden <= 1/3 of biolatency)")
+    summary["side_by_side"] = out
+
+
+def side_by_side(runs):
+    recs = [r for r in load(runs) if r["bench"].startswith("sbs-")]
+    s = {"date": os.popen("date -u +%F").read().strip(), "sched": os.environ["SCHED"],
+         "cpu_model": os.environ["CPU_MODEL"], "kernel": os.environ["KERNEL"],
+         "rounds": len({r["round"] for r in recs}), "iowarden_flags": os.environ.get("SBS_FLAGS", "")}
+    side_by_side_report(recs, s)
+    print("bench-side-by-side " + json.dumps(s, sort_keys=True))
+
+
 def shards_report(shards):
     rows = shards["rows"]
     flight = [r["flight_log_ns"] for r in rows if "flight_log_ns" in r]
@@ -208,6 +257,8 @@ def summary(runs, shards_path):
          "backing_fs": os.environ["BACKING_FS"], "shards": shards}
     qd_report([r for r in recs if r["bench"] == "qd"], s)
     readers_report([r for r in recs if r["bench"] == "readers"], s)
+    if any(r["bench"].startswith("sbs-") for r in recs):
+        side_by_side_report([r for r in recs if r["bench"].startswith("sbs-")], s)
     s["recursion_misses"] = dict(misses)
     print("  recursion misses (runs the kernel skipped, their events lost): " +
           (", ".join(f"{k} {v}" for k, v in sorted(misses.items()) if v) or "none"))
@@ -219,4 +270,5 @@ def summary(runs, shards_path):
 
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
-    {"record": record, "prog-sum": prog_sum, "round": round_line, "summary": summary}[cmd](*args)
+    {"record": record, "prog-sum": prog_sum, "round": round_line, "summary": summary,
+     "side-by-side": side_by_side}[cmd](*args)

@@ -18,7 +18,9 @@
 # crosses), ns per run and runs per fio I/O of each program, the ratios to
 # biolatency and to untraced IOPS, each tool's time above the floor, and
 # its process's CPU time per fio I/O (all threads: iowarden's user-space
-# side, the culprit account's replay included).
+# side, the culprit account's replay included). Each round ends side by
+# side: iowarden and biolatency attached at once on the QD load and the
+# readers on all CPUs, in both orders of attachment (side_by_side_round).
 # Then `iowarden bench-shards` (the counter updates and the culprit
 # account's record on 1..N CPUs at once). The arithmetic is
 # overhead/report.py's; the last line, `bench-summary {json}`, holds the
@@ -38,6 +40,11 @@
 # run time over their runs) under a contended load (LOCK_JOBS jobs on the
 # same loop device with mq-deadline selected for it).
 #
+# MODE=side-by-side: only the rounds with iowarden and biolatency attached
+# at once (every default invocation runs them too; see side_by_side_round);
+# SBS_FLAGS: iowarden's flags there (none: the defaults), e.g.
+# --no-culprits to see whether the replay thread slows biolatency.
+#
 # MODE=cost: what charging the linear cost model costs. iowarden with
 # --no-cost against iowarden (cost on, the default), interleaved: IOPS and
 # kernel-measured ns per I/O of its programs.
@@ -45,7 +52,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 IOWARDEN=${IOWARDEN:-target/release/iowarden}
 REPS=${REPS:-5}; RUNTIME=${RUNTIME:-6}; IODEPTH=${IODEPTH:-16}; SCHED=${SCHED:-none}
-PORT=${PORT:-19699}; BACKING_DIR=${BACKING_DIR:-/var/tmp}
+PORT=${PORT:-19699}; BACKING_DIR=${BACKING_DIR:-/var/tmp}; SBS_FLAGS=${SBS_FLAGS:-}
 [[ $(id -u) -eq 0 ]] || { echo "run as root" >&2; exit 1; }
 [[ $SCHED == none || $SCHED == mq-deadline ]] || { echo "SCHED=$SCHED: use none or mq-deadline" >&2; exit 2; }
 # The CPUs this shell may run on, in order; readers take the first CPUS.
@@ -59,13 +66,13 @@ READER_CPUS=$(IFS=,; echo "${ALLOWED[*]:0:CPUS}")
 CPU_MODEL=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
 KERNEL=$(uname -r)
 # report.py reads them from its environment.
-export RUNTIME IODEPTH SCHED READER_CPUS CPU_MODEL KERNEL
+export RUNTIME IODEPTH SCHED READER_CPUS CPU_MODEL KERNEL SBS_FLAGS
 W=$(mktemp -d "$BACKING_DIR/iowarden-bench.XXXXXX")
 BACKING_FS=$(df --output=fstype "$W" | tail -1); export BACKING_FS
-LOOP=""; BG=""; MOUNTED_TRACEFS=""; TOOL_IDS=""
+LOOP=""; BG=""; BG_FIRST=""; MOUNTED_TRACEFS=""; TOOL_IDS=""; IW_IDS=""; BIO_IDS=""
 cleanup() {
   set +e  # every step, whatever the one before did
-  if [[ -n $BG ]]; then kill "$BG" 2>/dev/null; wait "$BG" 2>/dev/null; fi
+  for p in $BG $BG_FIRST; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
   sysctl -qw kernel.bpf_stats_enabled=0
   # Leave the machine as found: a tracefs left mounted hides, from later
   # runs, what a fresh machine lacks.
@@ -207,6 +214,47 @@ PY
   exit 0
 fi
 
+# Side by side: iowarden (defaults) and biolatency attached at once, so
+# both measure the same requests in the same seconds; alone in turn, each
+# meets other seconds of host noise, and biolatency's own time per I/O
+# swings by a fifth between runs here. Each round runs each load twice,
+# once with iowarden attached first and once with biolatency first: the
+# program that runs first on a completion meets the request's bio,
+# cgroup and queue colder (tens of ns a request here), and alternating
+# the order cancels that. Recorded as bench "sbs-qd" / "sbs-readers"
+# (readers on all CPUs), mode iowarden or biolatency, `first` the tool
+# attached first.
+measure_pair() {  # FIRST ROUND qd | FIRST ROUND readers K
+  local first=$1 rnd=$2 bench=sbs-$3; shift 2
+  sysctl -qw kernel.bpf_stats_enabled=1
+  bpftool prog show -j >"$W/p0.json"
+  fio_run "$@"
+  bpftool prog show -j >"$W/p1.json"
+  sysctl -qw kernel.bpf_stats_enabled=0
+  overhead/report.py record "$W/runs.jsonl" "$W/p0.json" "$W/p1.json" "$W/fio.json" "$IW_IDS" 0 \
+    "$bench" iowarden "${2:-1}" "$rnd" "$first" >/dev/null
+  overhead/report.py record "$W/runs.jsonl" "$W/p0.json" "$W/p1.json" "$W/fio.json" "$BIO_IDS" 0 \
+    "$bench" biolatency "${2:-1}" "$rnd" "$first" >/dev/null
+}
+side_by_side_round() {  # ROUND
+  local first
+  for first in iowarden biolatency; do
+    if [[ $first == iowarden ]]; then
+      start_iowarden $SBS_FLAGS; IW_IDS=$TOOL_IDS; BG_FIRST=$BG; start_biolatency; BIO_IDS=$TOOL_IDS
+    else
+      start_biolatency; BIO_IDS=$TOOL_IDS; BG_FIRST=$BG; start_iowarden $SBS_FLAGS; IW_IDS=$TOOL_IDS
+    fi
+    measure_pair "$first" "$1" qd
+    measure_pair "$first" "$1" readers "$CPUS"
+    stop_bg; BG=$BG_FIRST; BG_FIRST=""; stop_bg
+  done
+}
+if [[ ${MODE:-} == side-by-side ]]; then
+  for r in $(seq "$REPS"); do side_by_side_round "$r"; done
+  overhead/report.py side-by-side "$W/runs.jsonl"
+  exit 0
+fi
+
 if [[ ${MODE:-} == locks ]]; then
   LOCK_JOBS=${LOCK_JOBS:-16}
   contended() {  # ns per contention event and events/s under LOCK_JOBS jobs
@@ -280,6 +328,7 @@ for r in $(seq "$REPS"); do
     fi
     stop_bg
   done
+  side_by_side_round "$r"
   overhead/report.py round "$W/runs.jsonl" "$r"
 done
 

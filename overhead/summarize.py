@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Median and range, over `make bench` invocations, of the figures
-overhead/RESULTS.md quotes and of the readers pinned one per CPU: give it
-the invocations' output (files holding a `bench-summary` line each), all
-under one I/O scheduler."""
+overhead/RESULTS.md quotes, of the readers pinned one per CPU and of the
+side-by-side runs: give it the invocations' output (files holding a
+`bench-summary` line each, or a `bench-side-by-side` line for
+MODE=side-by-side), all under one I/O scheduler."""
 import json, statistics, sys
 
 runs = []
 for path in sys.argv[1:]:
-    lines = [l for l in open(path) if l.startswith("bench-summary ")]
+    lines = [l for l in open(path) if l.startswith(("bench-summary ", "bench-side-by-side "))]
     if not lines:
         sys.exit(f"summarize: {path} has no bench-summary line (an interrupted run?)")
     runs.append(json.loads(lines[-1].split(" ", 1)[1]))
@@ -27,9 +28,23 @@ if len(scheds) > 1:
     sys.exit(f"summarize: the invocations ran under different I/O schedulers ({', '.join(sorted(scheds))}): "
              "summarize each scheduler's apart")
 print(f"{len(runs)} invocations of make bench, {', '.join(sorted({r['date'] for r in runs}))}, "
-      f"{'/'.join(str(r['rounds']) for r in runs)} rounds each, scheduler {scheds.pop()}, "
+      f"{'/'.join(str(r.get('rounds', '?')) for r in runs)} rounds each, scheduler {scheds.pop()}, "
       f"{'; '.join(sorted({r.get('cpu_model', 'CPU unrecorded') for r in runs}))}")
 ratio, ns = (lambda x: f"{x:.2f}"), (lambda x: f"{x:.0f} ns")
+
+# iowarden and biolatency attached at once (the ratio within each run).
+sbs = [r["side_by_side"] for r in runs if "side_by_side" in r]
+if len({r.get("iowarden_flags", "") for r in runs if "side_by_side" in r}) > 1:
+    sys.exit("summarize: the side-by-side invocations ran iowarden with different flags: summarize each apart")
+for load in sorted({k for r in sbs for k in r}):
+    pts = [r[load] for r in sbs if load in r]
+    print(f"  side by side, {load} ({len(pts)} invocation(s)):")
+    row("  iowarden / biolatency, the same requests", [p["ratio"] for p in pts], lambda x: f"{x:.3f}")
+    row("  iowarden, BPF per fio I/O", [p["iowarden_ns_per_io"] for p in pts], ns)
+    row("  biolatency, BPF per fio I/O", [p["biolatency_ns_per_io"] for p in pts], ns)
+runs = [r for r in runs if "iowarden_ratio" in r]  # the rest: from full invocations only
+if not runs:
+    sys.exit(0)
 row("iowarden / biolatency (defaults)", [r["iowarden_ratio"] for r in runs], ratio)
 row("iowarden --shards 1 / biolatency", [r["shards1_ratio"] for r in runs], ratio)
 # Invocations before the culprit account was on by default had no

@@ -65,7 +65,20 @@ impl Drop for Cleanup {
         let _ = podman().args(["rm", "-f", NAME]).output();
         let _ = podman().args(["rmi", "-f", TAG]).output();
         for c in podman_cgroups().iter().filter(|c| !self.0.contains(c)) {
-            let _ = std::fs::remove_dir(c);
+            remove_cgroup(c);
+        }
+    }
+}
+
+/// Removes an empty cgroup, retried for up to 5 s while it is busy: conmon
+/// may not have left its cgroup yet when `podman rm` returns.
+fn remove_cgroup(c: &std::path::Path) {
+    for _ in 0..50 {
+        match std::fs::remove_dir(c) {
+            Err(e) if e.kind() == std::io::ErrorKind::ResourceBusy => {
+                std::thread::sleep(Duration::from_millis(100))
+            }
+            _ => return,
         }
     }
 }

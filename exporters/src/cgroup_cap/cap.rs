@@ -1,41 +1,34 @@
 //! The cap itself: which cgroups keep their own series, and what "other"
 //! has been credited with (see mod.rs).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::num::NonZeroUsize;
 
-use super::absent::take_absent;
-use super::{culprits, pressure};
+use super::credit::{CreditFold, Credited};
+use super::culprits;
 use crate::model::{
-    CgroupRef, Delta, DeviceRef, IoSeries, Op, Snapshot, OTHER_CGROUP, OTHER_CGROUP_ID,
+    CgroupRef, DeviceRef, IoSeries, Op, PressureSeries, Snapshot, OTHER_CGROUP, OTHER_CGROUP_ID,
 };
-
-type SeriesKey = (u64, u32, u32, Op);
 
 /// Keeps the top-K cgroups by device time since start, sums the rest.
 #[derive(Debug)]
 pub struct CgroupCap {
     max: NonZeroUsize,
-    /// Per series: its cumulative counts credited to "other" (all of them
-    /// while its cgroup is outside the top K, frozen while inside).
-    credited: HashMap<SeriesKey, IoSeries>,
-    /// Credit of series gone from the snapshot, per (device, op).
-    retired: BTreeMap<(DeviceRef, Op), IoSeries>,
     /// Cgroups of the last snapshot outside the top K.
     folded: usize,
+    io: CreditFold<IoSeries>,
     culprits: culprits::CulpritFold,
-    pressure: pressure::PressureFold,
+    pressure: CreditFold<PressureSeries>,
 }
 
 impl CgroupCap {
     pub fn new(max: NonZeroUsize) -> CgroupCap {
         CgroupCap {
             max,
-            credited: HashMap::new(),
-            retired: BTreeMap::new(),
             folded: 0,
+            io: CreditFold::default(),
             culprits: culprits::CulpritFold::default(),
-            pressure: pressure::PressureFold::default(),
+            pressure: CreditFold::default(),
         }
     }
 
@@ -78,58 +71,40 @@ impl CgroupCap {
         let top = self.top(snap);
         let cgroups: HashSet<u64> = snap.io.iter().map(|s| s.cgroup.id).collect();
         self.folded = cgroups.len() - top.len();
-        self.retire_vanished(snap);
-        for s in snap.io.iter().filter(|s| !top.contains(&s.cgroup.id)) {
-            self.credited.insert(s.key(), s.clone());
-        }
-        let mut io: Vec<IoSeries> = snap
-            .io
-            .iter()
-            .filter(|s| top.contains(&s.cgroup.id))
-            .map(|s| match self.credited.get(&s.key()) {
-                Some(credit) => s.delta(credit),
-                None => s.clone(),
-            })
-            .collect();
-        io.extend(self.other().into_values());
-        let mut capped = snap.with_io(io);
+        let mut capped = snap.with_io(self.io.apply(&snap.io, &top));
         capped.culprits = self.culprits.apply(&snap.culprits, &top);
         capped.io_pressure = self.pressure.apply(&snap.io_pressure, &top);
         capped
     }
-
-    /// The "other" series per (device, op): the credit of removed series
-    /// plus that of every series in the snapshot.
-    fn other(&self) -> BTreeMap<(DeviceRef, Op), IoSeries> {
-        let mut other = self.retired.clone();
-        for c in self.credited.values() {
-            other
-                .entry((c.device.clone(), c.op))
-                .or_insert_with(|| empty_other(&c.device, c.op))
-                .add(c);
-        }
-        other
-    }
-
-    /// Moves the credit of series no longer in the snapshot (their cgroup
-    /// removed) into the per-(device, op) remainder, so "other" keeps it.
-    fn retire_vanished(&mut self, snap: &Snapshot) {
-        let present: HashSet<SeriesKey> = snap.io.iter().map(IoSeries::key).collect();
-        for c in take_absent(&mut self.credited, &present) {
-            self.retired
-                .entry((c.device.clone(), c.op))
-                .or_insert_with(|| empty_other(&c.device, c.op))
-                .add(&c);
-        }
-    }
 }
 
-fn empty_other(device: &DeviceRef, op: Op) -> IoSeries {
-    let other = CgroupRef {
-        id: OTHER_CGROUP_ID,
-        path: OTHER_CGROUP.into(),
-    };
-    IoSeries::empty(other, device.clone(), op)
+impl Credited for IoSeries {
+    type Key = (u64, u32, u32, Op);
+    type Group = (DeviceRef, Op);
+
+    fn key(&self) -> Self::Key {
+        IoSeries::key(self)
+    }
+
+    fn cgroup_id(&self) -> u64 {
+        self.cgroup.id
+    }
+
+    fn group(&self) -> (DeviceRef, Op) {
+        (self.device.clone(), self.op)
+    }
+
+    fn empty_other((device, op): &(DeviceRef, Op)) -> IoSeries {
+        let other = CgroupRef {
+            id: OTHER_CGROUP_ID,
+            path: OTHER_CGROUP.into(),
+        };
+        IoSeries::empty(other, device.clone(), *op)
+    }
+
+    fn add(&mut self, s: &IoSeries) {
+        IoSeries::add(self, s)
+    }
 }
 
 #[cfg(test)]

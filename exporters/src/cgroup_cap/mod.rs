@@ -10,11 +10,13 @@
 //! while the cgroup's series ends: sum(rate()) over a window holding that
 //! moment counts it twice).
 //!
-//! cap.rs keeps the top K; the culprit family (culprits.rs) and
-//! io.pressure's (pressure.rs) follow it.
+//! cap.rs keeps the top K; io and io.pressure (pressure.rs) are folded by
+//! one credit fold (credit.rs), the culprit family by its own
+//! (culprits.rs), whose pairs name two cgroups.
 
 mod absent;
 mod cap;
+mod credit;
 mod culprits;
 mod pressure;
 

@@ -1,91 +1,50 @@
 //! The io.pressure family under the cap: the cgroups outside the top K
-//! summed into one `cgroup="other"` series, as for io (mod.rs): whatever
+//! summed into one `cgroup="other"` series, as for io (credit.rs): whatever
 //! a cgroup stalled while outside the top K is credited to "other" and
 //! stays there; one entering the top K counts from that point, one
 //! leaving it hands its count over.
 
-use std::collections::{HashMap, HashSet};
+use super::credit::Credited;
+use crate::model::{CgroupRef, PressureSeries, OTHER_CGROUP, OTHER_CGROUP_ID};
 
-use crate::model::{CgroupRef, Delta, PressureSeries, OTHER_CGROUP, OTHER_CGROUP_ID};
+impl Credited for PressureSeries {
+    type Key = u64;
+    /// One "other" for the host.
+    type Group = ();
 
-#[derive(Debug, Default)]
-pub(super) struct PressureFold {
-    /// Per cgroup: its totals credited to "other" (all of them while it
-    /// is outside the top K, frozen while inside).
-    credited: HashMap<u64, PressureSeries>,
-    /// The credit of cgroups gone from the snapshot; None before any.
-    retired: Option<PressureSeries>,
-}
-
-impl PressureFold {
-    /// The series to export, given the cgroups that keep their own.
-    pub(super) fn apply(
-        &mut self,
-        series: &[PressureSeries],
-        top: &HashSet<u64>,
-    ) -> Vec<PressureSeries> {
-        self.retire_vanished(series);
-        for s in series.iter().filter(|s| !top.contains(&s.cgroup.id)) {
-            self.credited.insert(s.key(), s.clone());
-        }
-        let mut out: Vec<PressureSeries> = series
-            .iter()
-            .filter(|s| top.contains(&s.cgroup.id))
-            .map(|s| match self.credited.get(&s.key()) {
-                Some(credit) => s.delta(credit),
-                None => s.clone(),
-            })
-            .collect();
-        out.extend(self.other());
-        out
+    fn key(&self) -> u64 {
+        PressureSeries::key(self)
     }
 
-    /// The "other" series: the credit of every cgroup, gone or not; None
-    /// while no cgroup was ever outside the top K.
-    fn other(&self) -> Option<PressureSeries> {
-        let credits = self.credited.values().chain(&self.retired);
-        credits.fold(None, |sum, c| {
-            let mut sum = sum.unwrap_or_else(empty_other);
-            add(&mut sum, c);
-            Some(sum)
-        })
+    fn cgroup_id(&self) -> u64 {
+        self.cgroup.id
     }
 
-    /// Moves the credit of cgroups no longer in the snapshot into the
-    /// remainder, so "other" keeps it.
-    fn retire_vanished(&mut self, series: &[PressureSeries]) {
-        let present: HashSet<u64> = series.iter().map(PressureSeries::key).collect();
-        let gone: Vec<u64> = self
-            .credited
-            .keys()
-            .filter(|id| !present.contains(id))
-            .copied()
-            .collect();
-        for id in gone {
-            let credit = self.credited.remove(&id).expect("listed key");
-            add(self.retired.get_or_insert_with(empty_other), &credit);
+    fn group(&self) {}
+
+    fn empty_other(_: &()) -> PressureSeries {
+        PressureSeries {
+            cgroup: CgroupRef {
+                id: OTHER_CGROUP_ID,
+                path: OTHER_CGROUP.into(),
+            },
+            ..Default::default()
         }
     }
-}
 
-fn add(to: &mut PressureSeries, s: &PressureSeries) {
-    to.some_seconds += s.some_seconds;
-    to.full_seconds += s.full_seconds;
-}
-
-fn empty_other() -> PressureSeries {
-    PressureSeries {
-        cgroup: CgroupRef {
-            id: OTHER_CGROUP_ID,
-            path: OTHER_CGROUP.into(),
-        },
-        ..Default::default()
+    fn add(&mut self, s: &PressureSeries) {
+        self.some_seconds += s.some_seconds;
+        self.full_seconds += s.full_seconds;
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cgroup_cap::credit::CreditFold;
+    use std::collections::HashSet;
+
+    type PressureFold = CreditFold<PressureSeries>;
 
     fn cg(id: u64, some_seconds: f64) -> PressureSeries {
         PressureSeries {
