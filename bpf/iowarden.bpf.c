@@ -53,7 +53,8 @@ const volatile bool enable_stage_hists = true;
 const volatile bool enable_hwq = true;
 /* Count inserted/issued per hardware queue (needs block_rq_insert/issue). */
 const volatile bool enable_hwq_events = false;
-/* Charge every read/write the linear iocost model's cost (a few ns). */
+/* Count what the linear iocost model charges every read/write (pages,
+ * pattern: block/cost.h); user space prices it. */
 const volatile bool enable_cost = true;
 /* Log each timed request for the culprit account (block/culprits.h). */
 const volatile bool enable_culprits = true;
@@ -426,7 +427,7 @@ static __always_inline int on_complete(__u64 *ctx, const bool cas)
 	__u32 nr_bytes = (__u32)ctx[2];
 	__u32 dev = traced_dev(rq, cas), class = IOW_COST_CLASSES, rand = 0, cpu, sh, slot;
 	struct iow_series *s;
-	__u64 key, cost = 0, now, issued, start, held, io_max;
+	__u64 key, pages = 0, now, issued, start, held, io_max;
 
 	if (dev >= IOW_MAX_DEVS)
 		return 0;
@@ -443,7 +444,7 @@ static __always_inline int on_complete(__u64 *ctx, const bool cas)
 		return 0;
 	}
 	if (enable_cost)
-		class = charge_cost(rq, s, key, dev, nr_bytes, &cost, &rand);
+		class = count_charge(rq, s, key, dev, nr_bytes, &pages, &rand);
 	add(&s->bytes_rand, packed(nr_bytes, rand));
 	now = bpf_ktime_get_ns();
 	issued = issue_time(rq, dev);
@@ -457,7 +458,7 @@ static __always_inline int on_complete(__u64 *ctx, const bool cas)
 	if (enable_hwq)
 		count_hwq_completion(hwq_of(rq, dev, sh), issued, now);
 	if (class < IOW_COST_CLASSES && issued)
-		sample_cost_class(class, sh, cost, nr_bytes, now - issued);
+		sample_cost_class(class, sh, pages, nr_bytes, now - issued);
 	if (!enable_latency) {
 		add(&s->unmeasured, 1);
 		return 0;

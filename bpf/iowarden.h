@@ -37,8 +37,6 @@ enum iow_const {
 	IOW_COST_SIZES = 9,
 	/* (device, read/write, sequential/random, size) */
 	IOW_COST_CLASSES = IOW_MAX_DEVS * 2 * 2 * IOW_COST_SIZES,
-	/* cost_coefs entry for devices the loader has not given their own yet. */
-	IOW_COST_DEFAULT = IOW_MAX_DEVS,
 	/* blk-iocost.c LCOEF_RANDIO_PAGES: a request starting further than this
 	 * many 4 KiB pages from the previous one's end is random. */
 	IOW_COST_RANDIO_PAGES = 4096,
@@ -67,17 +65,6 @@ enum iow_const {
 	 * from its clock. Above them the series slot, then the lap. */
 	IOW_FLIGHT_DONE_BITS = 48,
 	IOW_FLIGHT_SLOT_BITS = 14,
-};
-
-/* Index into iow_cost_coefs.lcoef, as blk-iocost.c's LCOEF_*: op * 3 + term. */
-enum iow_lcoef {
-	IOW_LCOEF_RPAGE = 0,
-	IOW_LCOEF_RSEQIO = 1,
-	IOW_LCOEF_RRANDIO = 2,
-	IOW_LCOEF_WPAGE = 3,
-	IOW_LCOEF_WSEQIO = 4,
-	IOW_LCOEF_WRANDIO = 5,
-	IOW_NR_LCOEFS = 6,
 };
 
 enum iow_op {
@@ -144,7 +131,11 @@ struct iow_series {
 	/* packed (IOW_PACK_COUNT_BITS): completed bytes (partial completions
 	 * included) above, the requests the model classified random below */
 	__u64 bytes_rand;
-	__u64 cost;       /* linear model cost of completed reads/writes, vtime (2^37/s) */
+	/* packed (IOW_PACK_COUNT_BITS): the 4 KiB pages (at least one each)
+	 * of the completed reads and writes iocost's model charges above,
+	 * those requests below; user space prices them with the device's
+	 * model (loader/src/costmodel/charge.rs) */
+	__u64 charged;
 	__u64 unmeasured; /* completed requests without a latency sample */
 	__u64 merged;     /* requests merged into another one */
 	__u64 requeued;   /* requests handed back by the driver */
@@ -177,25 +168,13 @@ struct iow_hwq_stats {
 	__u64 issued;    /* only with --hwq-events */
 } IOW_CACHELINE;
 
-/*
- * iocost's linear model of one device in its own units (vtime: 2^37 per
- * second), derived by the loader from an io.cost.model line exactly as
- * blk-iocost.c calc_lcoefs does. Indexed by device; IOW_COST_DEFAULT is
- * used while a device's own entry is not valid yet.
- */
-struct iow_cost_coefs {
-	__u64 lcoef[IOW_NR_LCOEFS];
-	__u32 valid;
-	__u32 pad;
-};
-
 /* One shard of the samples of one cost class (only requests whose device
  * time was measured), at class * shards + shard: what the online refit and
  * the model error are computed from. */
 struct iow_cost_class {
 	__u64 bytes_ios; /* packed (IOW_PACK_COUNT_BITS): bytes above, requests below */
 	__u64 device_ns; /* sum of issue -> completion times */
-	__u64 cost;      /* sum of model costs, vtime */
+	__u64 pages;     /* sum of the requests' 4 KiB pages (at least one each) */
 } IOW_CACHELINE;
 
 struct iow_drops {
@@ -284,7 +263,6 @@ struct iow_enums {
 	enum iow_op op;
 	enum iow_stage stage;
 	enum iow_drop drop;
-	enum iow_lcoef lcoef;
 	enum iow_key_layout key;
 };
 

@@ -1,20 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * iocost's linear model applied to each completed read and write, and the
- * cost classes its refit reads (struct iow_cost_coefs, iow_cost_class).
+ * What iocost's linear model charges each completed read and write, as
+ * facts user space prices with the device's model (pages, requests, and
+ * whether each is random: loader/src/costmodel/charge.rs), and the cost
+ * classes its refit reads (struct iow_cost_class). The model itself is
+ * not here: the price is linear in these sums, so applying it at each
+ * poll charges what applying it per request would, for less per request.
  * A part of iowarden.bpf.c, included there after the switches, tables
  * and add(): not a helper of other objects.
  */
 #ifndef IOWARDEN_BLOCK_COST_H
 #define IOWARDEN_BLOCK_COST_H
-
-/* Cost model coefficients, written by the loader (see struct iow_cost_coefs). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, IOW_MAX_DEVS + 1);
-	__type(key, __u32);
-	__type(value, struct iow_cost_coefs);
-} cost_coefs SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -34,24 +30,23 @@ static __always_inline __u32 size_class(__u32 nr_bytes)
 }
 
 /*
- * Charges a completed read or write iocost's linear model cost, as
+ * Counts what iocost's linear model charges a completed read or write, as
  * blk-iocost.c calc_vtime_cost_builtin charges a bio: a base cost by
  * read/write and pattern plus a cost per 4 KiB page (at least one). The
  * request is random when it starts more than IOW_COST_RANDIO_PAGES pages
  * from where the series' previous one ended, sequential otherwise (and when
  * there is no previous one). The kernel charges bios at submission; this
- * charges whole requests at completion (a merged bio pays no base cost in
+ * counts whole requests at completion (a merged bio pays no base cost in
  * the kernel either). Returns the cost class of the request in
  * cost_classes (before sharding), or IOW_COST_CLASSES when not charged;
- * *cost receives the cost and *rand_out whether it is random (counted with the
- * bytes, in one add).
+ * *pages_out receives its pages and *rand_out whether it is random
+ * (counted with the bytes, in one add).
  */
-static __always_inline __u32 charge_cost(struct request *rq, struct iow_series *s, __u64 key,
-					 __u32 dev, __u32 nr_bytes, __u64 *cost, __u32 *rand_out)
+static __always_inline __u32 count_charge(struct request *rq, struct iow_series *s, __u64 key,
+					  __u32 dev, __u32 nr_bytes, __u64 *pages_out,
+					  __u32 *rand_out)
 {
 	__u32 op = (key >> IOW_KEY_OP_SHIFT) & 3;
-	__u32 idx = dev;
-	struct iow_cost_coefs *c;
 	__u64 sector, prev, seek = 0, pages;
 	__u32 rand, size;
 
@@ -61,13 +56,6 @@ static __always_inline __u32 charge_cost(struct request *rq, struct iow_series *
 
 	if (op > IOW_OP_WRITE || !nr_bytes || (req_op != REQ_OP_READ && req_op != REQ_OP_WRITE))
 		return IOW_COST_CLASSES;
-	c = bpf_map_lookup_elem(&cost_coefs, &idx);
-	if (!c || !c->valid) {
-		idx = IOW_COST_DEFAULT;
-		c = bpf_map_lookup_elem(&cost_coefs, &idx);
-		if (!c || !c->valid)
-			return IOW_COST_CLASSES;
-	}
 	/* A plain store: two CPUs of one shard racing on it only misjudge
 	 * one request's pattern, as two bios racing in the kernel would. */
 	sector = rq->__sector;
@@ -79,9 +67,9 @@ static __always_inline __u32 charge_cost(struct request *rq, struct iow_series *
 	pages = nr_bytes >> 12;
 	if (!pages)
 		pages = 1;
-	*cost = c->lcoef[op * 3 + 1 + rand] + pages * c->lcoef[op * 3];
+	*pages_out = pages;
 	*rand_out = rand;
-	add(&s->cost, *cost);
+	add(&s->charged, packed(pages, 1));
 	size = size_class(nr_bytes);
 	if (size >= IOW_COST_SIZES)
 		size = IOW_COST_SIZES - 1;
@@ -89,7 +77,7 @@ static __always_inline __u32 charge_cost(struct request *rq, struct iow_series *
 }
 
 /* Adds one measured request to its cost class (what the refit reads). */
-static __always_inline void sample_cost_class(__u32 class, __u32 sh, __u64 cost, __u32 nr_bytes,
+static __always_inline void sample_cost_class(__u32 class, __u32 sh, __u64 pages, __u32 nr_bytes,
 					      __u64 device_ns)
 {
 	__u32 idx = class * (shard_mask + 1) + sh;
@@ -99,7 +87,7 @@ static __always_inline void sample_cost_class(__u32 class, __u32 sh, __u64 cost,
 		return;
 	add(&c->bytes_ios, packed(nr_bytes, 1));
 	add(&c->device_ns, device_ns);
-	add(&c->cost, cost);
+	add(&c->pages, pages);
 }
 
 #endif /* IOWARDEN_BLOCK_COST_H */

@@ -21,15 +21,15 @@ int completion_adds_bench(struct xdp_md *x)
 {
 	__u32 idx = shard(), class = IOW_COST_SIZES; /* dev 0 read random 4 KiB */
 	struct iow_series *s = bpf_map_lookup_elem(&series, &idx);
-	__u64 now = bpf_ktime_get_ns(), cost = 1000;
+	__u64 now = bpf_ktime_get_ns();
 
 	if (!s)
 		return XDP_PASS;
 	add(&s->bytes_rand, packed(4096, 1));
-	add(&s->cost, cost);
+	add(&s->charged, packed(1, 1));
 	s->cursor = now;
 	count_hwq_completion(bpf_map_lookup_elem(&hwq_stats, &idx), now - 80000, now);
-	sample_cost_class(class, idx, cost, 4096, 80000);
+	sample_cost_class(class, idx, 1, 4096, 80000);
 	/* Held 5 us before allocation by an rq-qos policy, not by io.max. */
 	count_latency(s, now - 100000, now - 80000, now, 5000, 0);
 	return XDP_PASS;

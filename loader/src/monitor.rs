@@ -91,7 +91,6 @@ impl MonitorConfig {
                 capacity,
                 filter_devt,
                 measure: o.measure.clone(),
-                cost_devices: Vec::new(),
             },
             optional: OptionalConfig {
                 enabled: o.enabled_probes(),
@@ -171,8 +170,8 @@ impl Monitor {
     /// privileges before: a thread keeps the capabilities it starts with).
     pub fn load(cfg: &MonitorConfig) -> Result<Monitor> {
         let resolver = CgroupResolver::for_host()?;
-        let mut devices = DeviceNames::default();
-        let block = Block::start(&cfg.block, &mut devices)?;
+        let devices = DeviceNames::default();
+        let block = Block::start(&cfg.block)?;
         // The block programs' part first: io.pressure is read for its cgroups.
         let pressure = PressureProbe::start(&resolver);
         let mut loaded: Vec<Box<dyn Probe>> = vec![Box::new(block), Box::new(pressure)];

@@ -289,8 +289,8 @@ fn model_subcommand_prints_the_fit() {
 
 /// Without --cost-model a device is charged with the model the kernel
 /// would use for it (no io.cost.model on this cgroup v1 host: blk-iocost's
-/// default for its type) from its very first request: the loader claims its
-/// device entry before the programs attach.
+/// default for its type) from its very first request: the poll that first
+/// sees the device resolves its model before pricing what it was charged.
 #[test]
 fn host_default_model_from_the_first_request() {
     use iowarden::costmodel::{request_cost, AUTOP_HDD, AUTOP_SSD_DFL};

@@ -1,5 +1,6 @@
-//! What the BPF side charges a request: the model's coefficients in vtime,
-//! exactly as the kernel derives them, and the size classes.
+//! What iocost's model charges: the coefficients in vtime, exactly as the
+//! kernel derives them, the price of what the BPF side counts (pages,
+//! requests, random ones: bpf/block/cost.h), and the size classes.
 
 use super::units::{PAGE_SIZE, SIZES, VTIME_PER_SEC};
 
@@ -29,12 +30,48 @@ pub fn calc_lcoefs(bps: u64, seqiops: u64, randiops: u64) -> (u64, u64, u64) {
     (page, base(seqiops), base(randiops))
 }
 
-/// Cost in vtime of one request as the BPF side charges it (the kernel's
-/// calc_vtime_cost_builtin for a whole request).
-pub fn request_cost(lcoefs: &[u64; 6], write: bool, random: bool, bytes: u64) -> u64 {
+/// What the BPF side counts of the reads (or writes) the model charges:
+/// the requests, the random ones among them, and their 4 KiB pages (at
+/// least one each).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Charged {
+    pub requests: u64,
+    pub random: u64,
+    pub pages: u64,
+}
+
+impl Charged {
+    /// What was counted since `earlier` (the counts wrap).
+    pub fn since(self, earlier: Charged) -> Charged {
+        Charged {
+            requests: self.requests.wrapping_sub(earlier.requests),
+            random: self.random.wrapping_sub(earlier.random),
+            pages: self.pages.wrapping_sub(earlier.pages),
+        }
+    }
+}
+
+/// Cost in vtime of what was counted: the kernel's
+/// calc_vtime_cost_builtin summed over whole requests (a base cost per
+/// request by pattern plus a cost per page), which is linear in the
+/// counts, so pricing their sums is pricing each request.
+pub fn price(lcoefs: &[u64; 6], write: bool, c: Charged) -> u64 {
     let o = if write { 3 } else { 0 };
-    let pages = (bytes / PAGE_SIZE).max(1);
-    lcoefs[o + 1 + random as usize] + pages * lcoefs[o]
+    let sequential = c.requests.saturating_sub(c.random);
+    c.pages
+        .wrapping_mul(lcoefs[o])
+        .wrapping_add(sequential.wrapping_mul(lcoefs[o + 1]))
+        .wrapping_add(c.random.wrapping_mul(lcoefs[o + 2]))
+}
+
+/// Cost in vtime of one request of `bytes`.
+pub fn request_cost(lcoefs: &[u64; 6], write: bool, random: bool, bytes: u64) -> u64 {
+    let c = Charged {
+        requests: 1,
+        random: random as u64,
+        pages: (bytes / PAGE_SIZE).max(1),
+    };
+    price(lcoefs, write, c)
 }
 
 /// Size class of a request of `bytes` (as the BPF side computes it).

@@ -5,8 +5,9 @@
 //! A device's model is, in order: `--cost-model` (every device), its line in
 //! io.cost.model (cgroup v2 with iocost initialised on the device), or the
 //! parameters blk-iocost.c assumes before any is set (autop: HDD for a
-//! rotational device, SSD otherwise). A device is charged with the default
-//! entry until the poll after it was first seen gives it its own.
+//! rotational device, SSD otherwise). The BPF side counts what the model
+//! charges; each poll prices it with the model of the device, resolved at
+//! the poll that first sees the device, before its counts are priced.
 
 use std::collections::HashMap;
 
@@ -34,6 +35,14 @@ impl CostModels {
     /// The model of devices without their own yet.
     pub fn default_model(&self) -> LinearModel {
         default_model(self.flag)
+    }
+
+    /// The model `devt` is charged with: its own once resolved, else the
+    /// default.
+    pub fn model_of(&self, devt: u32) -> LinearModel {
+        self.per_dev
+            .get(&devt)
+            .map_or_else(|| self.default_model(), |m| m.0)
     }
 
     /// Whether `devt` has been given its model.

@@ -34,7 +34,7 @@ pub mod profile;
 #[cfg(not(fuzzing))]
 pub mod view;
 
-pub use charge::{calc_lcoefs, request_cost, size_class, size_class_bytes};
+pub use charge::{calc_lcoefs, price, request_cost, size_class, size_class_bytes, Charged};
 pub use fit::{fit_op, ClassSample, DeviceFit, OpFit, MIN_CLASS_IOS};
 pub use model::{
     default_model, lcoefs, parse_kernel_line, parse_over, LinearModel, AUTOP_HDD, AUTOP_SSD_DFL,

@@ -7,7 +7,7 @@ use iowarden_exporters::{
     CgroupRef, DropCounters, Histogram, IoSeries, Op, QueueSeries, Snapshot, StageHistograms,
 };
 
-use crate::costmodel::{ClassSample, SIZES, VTIME_PER_SEC};
+use crate::costmodel::{price, Charged, ClassSample, SIZES, VTIME_PER_SEC};
 use crate::host::devices::DeviceNames;
 use crate::probes::block::hist::{NBUCKETS, NSTAGES, THROTTLE_STAGE, TOTAL_STAGE};
 use crate::probes::block::sample::RawSample;
@@ -47,8 +47,9 @@ struct Totals {
     bytes: u64,
     merged: u64,
     requeued: u64,
+    /// What the model charges, as counted, and its price (vtime).
+    charged: Charged,
     cost: u64,
-    rand_ios: u64,
     /// By enum iow_stage.
     lat_sum_ns: [u64; NSTAGES],
     /// Requests timed from their first bio's submission (the others have
@@ -88,6 +89,7 @@ struct ClassTotals {
     ios: u64,
     bytes: u64,
     device_ns: u64,
+    pages: u64,
     cost: u64,
 }
 
@@ -128,6 +130,13 @@ fn add_shard_changes<S: Copy + Default, T>(
     *prev = shards.to_vec();
 }
 
+/// (write, random, size class) of a class within its device: (op * 2 +
+/// random) * SIZES + size, as the BPF side indexes.
+fn class_of(class: u32) -> (bool, bool, usize) {
+    let c = class as usize;
+    (c / SIZES / 2 == 1, (c / SIZES) % 2 == 1, c % SIZES)
+}
+
 /// Adds the change of one shard of a hardware queue since the previous read.
 fn add_queue_delta(q: &mut QueueTotals, cur: &iow_hwq_stats, old: &iow_hwq_stats) {
     let (completed, busy_ns) = unpack(cur.busy_completed, old.busy_completed);
@@ -144,17 +153,19 @@ fn add_class_delta(t: &mut ClassTotals, cur: &iow_cost_class, old: &iow_cost_cla
     t.ios += ios;
     t.bytes += bytes;
     t.device_ns += d(cur.device_ns, old.device_ns);
-    t.cost += d(cur.cost, old.cost);
+    t.pages += d(cur.pages, old.pages);
 }
 
 /// Adds the change of one shard of a series since the previous read.
 fn add_series_delta(t: &mut Totals, cur: &iow_series, old: &iow_series) {
     let (rand, bytes) = unpack(cur.bytes_rand, old.bytes_rand);
+    let (charged, pages) = unpack(cur.charged, old.charged);
     t.bytes += bytes;
-    t.rand_ios += rand;
+    t.charged.random += rand;
+    t.charged.requests += charged;
+    t.charged.pages += pages;
     t.merged += d(cur.merged, old.merged);
     t.requeued += d(cur.requeued, old.requeued);
-    t.cost += d(cur.cost, old.cost);
     // Requests: every measured one is in the total-stage histogram once,
     // every other one in `unmeasured`.
     t.ios += d(cur.unmeasured, old.unmeasured);
@@ -185,7 +196,12 @@ impl Accumulator {
         }
     }
 
-    pub fn add(&mut self, raw: &RawSample) {
+    /// Adds a read; `lcoefs` gives a device's model (by dev_t) to price
+    /// what was charged since the previous read (None: cost is off).
+    pub fn add(&mut self, raw: &RawSample, lcoefs: &dyn Fn(u32) -> Option<[u64; 6]>) {
+        for &(idx, devt) in &raw.devs {
+            self.dev_of_idx.insert(idx, devt);
+        }
         for s in &raw.series {
             let prev = self
                 .prev
@@ -199,10 +215,13 @@ impl Accumulator {
                 hist: vec![0; NSTAGES * NBUCKETS],
                 ..Default::default()
             });
+            let before = t.charged;
             add_shard_changes(&mut prev.1, t, &s.shards, add_series_delta);
-        }
-        for &(idx, devt) in &raw.devs {
-            self.dev_of_idx.insert(idx, devt);
+            let k = SeriesKey::decode(s.key);
+            if let Some(lc) = self.dev_of_idx.get(&k.dev_idx).and_then(|&d| lcoefs(d)) {
+                let cost = price(&lc, k.op == Op::Write, t.charged.since(before));
+                t.cost = t.cost.wrapping_add(cost);
+            }
         }
         // Hardware queue and class entries are never released: their
         // shards' changes since the previous read add up.
@@ -216,7 +235,18 @@ impl Accumulator {
             let key = (c.devt, c.class);
             let prev = self.class_prev.entry(key).or_default();
             let t = self.cost_classes.entry(key).or_default();
+            let before = *t;
             add_shard_changes(prev, t, &c.shards, add_class_delta);
+            if let Some(lc) = lcoefs(c.devt) {
+                let (write, random, _) = class_of(c.class);
+                let ios = t.ios - before.ios;
+                let charged = Charged {
+                    requests: ios,
+                    random: if random { ios } else { 0 },
+                    pages: t.pages.wrapping_sub(before.pages),
+                };
+                t.cost = t.cost.wrapping_add(price(&lc, write, charged));
+            }
         }
         let n = |what: iow_drop| raw.drops.n[what.0 as usize];
         self.drops = DropCounters {
@@ -240,12 +270,11 @@ impl Accumulator {
             .cost_classes
             .iter()
             .map(|(&(devt, class), t)| {
-                // (op * 2 + random) * SIZES + size, as the BPF side indexes.
-                let c = class as usize;
+                let (write, random, size) = class_of(class);
                 let sample = ClassSample {
-                    write: c / SIZES / 2 == 1,
-                    random: (c / SIZES) % 2 == 1,
-                    size: c % SIZES,
+                    write,
+                    random,
+                    size,
                     ios: t.ios,
                     bytes: t.bytes,
                     device_ns: t.device_ns,
@@ -309,7 +338,7 @@ impl Accumulator {
                 merged: t.merged,
                 requeued: t.requeued,
                 cost_seconds: t.cost as f64 / VTIME_PER_SEC as f64,
-                random_ios: t.rand_ios,
+                random_ios: t.charged.random,
                 held_io_max_seconds: t.held_io_max_ns as f64 / 1e9,
                 latency: StageHistograms {
                     throttle: stage(THROTTLE_STAGE),
@@ -345,200 +374,5 @@ impl Accumulator {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::probes::block::sample::{RawHwq, RawSeries};
-
-    /// A shard that saw `ios` 4 KiB requests, `n` of them in total-stage bucket `bucket`.
-    fn shard(ios: u64, bucket: usize, n: u32) -> iow_series {
-        let mut s = iow_series {
-            bytes_rand: pack(0, ios * 4096),
-            unmeasured: ios - n as u64,
-            ..Default::default()
-        };
-        s.hist[2 * NBUCKETS + bucket] = n;
-        s
-    }
-
-    /// `n` counted and a sum `sum`, packed as the BPF side adds them.
-    fn pack(n: u64, sum: u64) -> u64 {
-        (sum << iow_const::IOW_PACK_COUNT_BITS.0) | n
-    }
-
-    #[test]
-    fn packed_counts_survive_their_field_and_the_word_wrapping() {
-        let bits = iow_const::IOW_PACK_COUNT_BITS.0;
-        // The count field two short of wrapping, the word one short of 2^64.
-        let old = u64::MAX - 1;
-        let cur = old.wrapping_add(pack(3, 4096 * 3));
-        assert_eq!(unpack(cur, old), (3, 4096 * 3));
-        let mut acc = Accumulator::default();
-        let hwq = |busy_completed| RawSample {
-            hwqs: vec![RawHwq {
-                devt: 1,
-                hctx: 0,
-                shards: vec![iow_hwq_stats {
-                    busy_completed,
-                    ..Default::default()
-                }],
-            }],
-            ..Default::default()
-        };
-        acc.add(&hwq(old));
-        acc.add(&hwq(cur));
-        let q = acc.hwq[&(1, 0)];
-        let mask = (1 << bits) - 1;
-        assert_eq!(
-            (q.completed, q.busy_ns),
-            ((old & mask) + 3, (old >> bits) + 4096 * 3)
-        );
-    }
-
-    #[test]
-    fn key_decoding_matches_the_header_layout() {
-        let key = (12345u64 << 9) | (5 << 3) | (1 << 1) | 1;
-        assert_eq!(
-            SeriesKey::decode(key),
-            SeriesKey {
-                cgroup_id: 12345,
-                dev_idx: 5,
-                op: Op::Write
-            }
-        );
-    }
-
-    #[test]
-    fn sums_shards_and_survives_u32_wrap() {
-        let key = (7u64 << 9) | 1;
-        let mut acc = Accumulator::default();
-        let raw = |a: iow_series, b: iow_series| RawSample {
-            series: vec![RawSeries {
-                slot: 3,
-                key,
-                shards: vec![a, b],
-            }],
-            devs: vec![(0, (7 << 20) | 1)],
-            ..Default::default()
-        };
-        let mut wrapped = shard(10, 4, 0);
-        wrapped.hist[2 * NBUCKETS + 4] = u32::MAX - 1;
-        acc.add(&raw(wrapped, shard(5, 4, 3)));
-        let mut after = shard(12, 4, 0);
-        after.hist[2 * NBUCKETS + 4] = 2; // shard 0's bucket wrapped: +4
-        acc.add(&raw(after, shard(6, 4, 3)));
-        let t = &acc.totals[&key];
-        assert_eq!(t.hist[2 * NBUCKETS + 4], (u32::MAX as u64 - 1) + 3 + 4);
-        // Requests: unmeasured (12 and 6 - 3) + total-stage samples.
-        assert_eq!(t.ios, 12 + 3 + (u32::MAX as u64 - 1) + 4 + 3);
-        assert_eq!(t.bytes, (12 + 6) * 4096);
-    }
-
-    #[test]
-    fn total_latency_sum_is_throttle_plus_queue_plus_device() {
-        let key = (7u64 << 9) | 1;
-        let mut s = shard(2, 5, 2);
-        s.lat_sum_ns = [300, 1200];
-        // Both requests timed from submission, held 200 ns together.
-        s.held_timed = (200 << iow_const::IOW_PACK_COUNT_BITS.0) | 2;
-        let mut acc = Accumulator::default();
-        acc.add(&RawSample {
-            series: vec![RawSeries {
-                slot: 0,
-                key,
-                shards: vec![s],
-            }],
-            ..Default::default()
-        });
-        assert_eq!(acc.totals[&key].lat_sum_ns, [300, 1200, 1700, 200]);
-        assert_eq!(acc.totals[&key].held_timed, 2);
-        assert_eq!(acc.totals[&key].ios, 2);
-    }
-
-    #[test]
-    fn uncounted_stages_have_sums_and_no_counts() {
-        let key = (7u64 << 9) | 1;
-        let mut s = shard(2, 5, 2);
-        s.lat_sum_ns = [300, 1200];
-        let raw = RawSample {
-            series: vec![RawSeries {
-                slot: 0,
-                key,
-                shards: vec![s],
-            }],
-            devs: vec![(0, (7 << 20) | 1)],
-            ..Default::default()
-        };
-        let snap = |stage_histograms| {
-            let mut acc = Accumulator::new(false, stage_histograms);
-            acc.add(&raw);
-            let mut names = DeviceNames::default();
-            let cg = |id| CgroupRef {
-                id,
-                ..Default::default()
-            };
-            let mut snap = Snapshot::default();
-            acc.fill(&mut snap, &cg, &mut names);
-            snap.io.remove(0).latency
-        };
-        let only_total = snap(false);
-        assert!(only_total.queue.counts.is_empty() && only_total.device.counts.is_empty());
-        assert_eq!(only_total.queue.sum_seconds, 300e-9);
-        assert_eq!(only_total.device.sum_seconds, 1200e-9);
-        assert_eq!(only_total.total.counts.iter().sum::<u64>(), 2);
-        let all = snap(true);
-        assert_eq!(all.queue.counts.len(), NBUCKETS);
-        assert_eq!(all.total, only_total.total);
-    }
-
-    #[test]
-    fn cost_classes_sum_shards() {
-        use crate::probes::block::sample::RawCostClass;
-        use crate::skel::types::iow_cost_class;
-        let devt = (7 << 20) | 1;
-        // Device 0, write (op 1), random, 64 KiB (size 4): (1 * 2 + 1) * 9 + 4.
-        let class = 3 * SIZES as u32 + 4;
-        let c = |ios, ns| iow_cost_class {
-            bytes_ios: pack(ios, ios * 65536),
-            device_ns: ns,
-            cost: ios * 100,
-            ..Default::default()
-        };
-        let raw = |shards| RawSample {
-            devs: vec![(0, devt)],
-            cost_classes: vec![RawCostClass {
-                devt,
-                class,
-                shards,
-            }],
-            ..Default::default()
-        };
-        let mut acc = Accumulator::default();
-        acc.add(&raw(vec![c(2, 10), c(3, 20)]));
-        acc.add(&raw(vec![c(4, 30), c(3, 20)]));
-        let v = acc.cost_classes();
-        assert_eq!(v.len(), 1);
-        let (d, s) = v[0];
-        assert_eq!(d, devt);
-        assert!(s.write && s.random && s.size == 4, "{s:?}");
-        assert_eq!((s.ios, s.device_ns, s.cost), (7, 50, 700));
-        assert_eq!(s.bytes, 7 * 65536);
-    }
-
-    #[test]
-    fn reused_slot_starts_from_zero() {
-        let mut acc = Accumulator::default();
-        let one = |key, ios| RawSample {
-            series: vec![RawSeries {
-                slot: 1,
-                key,
-                shards: vec![shard(ios, 0, 0)],
-            }],
-            ..Default::default()
-        };
-        acc.add(&one(3, 100));
-        acc.forget(1, 3);
-        acc.add(&one(5, 7));
-        assert_eq!(acc.totals[&5].ios, 7);
-        assert!(!acc.totals.contains_key(&3));
-    }
-}
+#[path = "accumulate_tests.rs"]
+mod tests;

@@ -2,9 +2,7 @@
 //! series capacity, the number of counter shards, and the bytes of BPF map
 //! memory they take. Pure arithmetic on the sizes the skeleton gives.
 
-use crate::skel::types::{
-    iow_const, iow_cost_class, iow_cost_coefs, iow_hwq_stats, iow_series, iow_stamp,
-};
+use crate::skel::types::{iow_const, iow_cost_class, iow_hwq_stats, iow_series, iow_stamp};
 
 pub const MAX_SLOTS: u32 = iow_const::IOW_MAX_SLOTS.0;
 pub const MAX_SHARDS: u32 = iow_const::IOW_MAX_SHARDS.0;
@@ -24,8 +22,6 @@ pub const MAX_DEVS: u32 = iow_const::IOW_MAX_DEVS.0;
 pub const MAX_HWQ: u32 = iow_const::IOW_MAX_HWQ.0;
 /// Cost classes per device: (read/write, sequential/random, size).
 pub const COST_CLASSES_PER_DEV: u32 = iow_const::IOW_COST_CLASSES.0 / MAX_DEVS;
-/// The cost coefficients' entry of devices without their own.
-pub const COST_DEFAULT: u32 = iow_const::IOW_COST_DEFAULT.0;
 const COST_CLASSES: u64 = iow_const::IOW_COST_CLASSES.0 as u64;
 const STAMP_SLOTS: u64 = iow_const::IOW_STAMP_SLOTS.0 as u64;
 const PAGE: u64 = 4096;
@@ -58,17 +54,15 @@ pub fn series_bytes() -> u64 {
 }
 
 /// Bytes that do not depend on the series capacity, for `shards` shards:
-/// hardware queues, cost classes, cost coefficients, issue stamps and the
-/// key tables.
+/// hardware queues, cost classes, issue stamps and the key tables.
 pub fn fixed_bytes(shards: u32) -> u64 {
     let s = shards as u64;
     let hwq =
         page_up(MAX_DEVS as u64 * MAX_HWQ as u64 * s * std::mem::size_of::<iow_hwq_stats>() as u64);
     let classes = page_up(COST_CLASSES * s * std::mem::size_of::<iow_cost_class>() as u64);
-    let coefs = (MAX_DEVS as u64 + 1) * std::mem::size_of::<iow_cost_coefs>() as u64;
     let stamps = STAMP_SLOTS * std::mem::size_of::<iow_stamp>() as u64;
     let keys = MAX_SLOTS as u64 * 8 + MAX_DEVS as u64 * 4;
-    hwq + classes + coefs + stamps + keys
+    hwq + classes + stamps + keys
 }
 
 /// BPF map memory of the I/O tables at this capacity, independent of the

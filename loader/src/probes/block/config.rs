@@ -11,10 +11,6 @@ pub struct BlockConfig {
     /// Trace only this device (kernel dev_t: major << 20 | minor).
     pub filter_devt: Option<u32>,
     pub measure: BlockMeasures,
-    /// Devices given their cost coefficients (kernel dev_t, lcoefs) before
-    /// the programs attach: their device table entries are claimed at load,
-    /// so their first request is charged with their own model.
-    pub cost_devices: Vec<(u32, [u64; 6])>,
 }
 
 /// What the block object measures besides counts and bytes: the command
@@ -67,7 +63,6 @@ impl Default for BlockConfig {
             },
             filter_devt: None,
             measure: BlockMeasures::default(),
-            cost_devices: Vec::new(),
         }
     }
 }

@@ -1,58 +1,28 @@
 //! Opening, configuring and loading the block object, before any program
-//! attaches: its load-time switches and table sizes, the programs this
-//! kernel can run, and the cost coefficients of the default model and of
-//! the devices given their own.
+//! attaches: its load-time switches and table sizes, and the programs this
+//! kernel can run.
 
 use anyhow::{Context, Result};
 use iowarden_exporters::ProbeStatus;
 use libbpf_rs::btf::Btf;
 use libbpf_rs::skel::OpenSkel;
-use libbpf_rs::{MapCore, MapFlags};
 
-use super::capacity::{COST_DEFAULT, MAX_DEVS, MAX_HWQ};
+use super::capacity::{MAX_DEVS, MAX_HWQ};
 use super::config::BlockConfig;
 use super::programs::{self, Claims, OpenSkelT};
 use super::{culprits, delay, held};
 use crate::probes::features;
 use crate::probes::objects::status;
 use crate::probes::skeleton::{open_skel, rodata};
-use crate::probes::tables::pod_bytes;
-use crate::skel::types::{iow_const, iow_cost_coefs};
+use crate::skel::types::iow_const;
 use crate::skel::{IowardenSkel, IowardenSkelBuilder};
 
 /// What [`load`] gives: the loaded object and the statuses of the
 /// programs left out.
 pub(super) type Loaded = (IowardenSkel<'static>, Vec<ProbeStatus>);
 
-/// Gives entry `idx` of the cost coefficients' table the coefficients
-/// `lcoef` (iocost's lcoefs, vtime units).
-pub(super) fn write_cost_coefs(map: &dyn MapCore, idx: u32, lcoef: [u64; 6]) -> Result<()> {
-    let v = iow_cost_coefs {
-        lcoef,
-        valid: 1,
-        ..Default::default()
-    };
-    // SAFETY: a skeleton type, its padding spelled out and zeroed.
-    let bytes = unsafe { pod_bytes(&v) };
-    map.update(&idx.to_ne_bytes(), bytes, MapFlags::ANY)?;
-    Ok(())
-}
-
-/// Claims `devt`'s entry in the device table before load, probing exactly
-/// as the BPF side's dev_index() does, so that it finds the entry there.
-fn claim_dev(table: &mut [u32], devt: u32) -> Option<u32> {
-    let n = table.len() as u32;
-    let start =
-        ((devt as u64).wrapping_mul(0x9E3779B97F4A7C15) >> (64 - n.trailing_zeros())) as u32;
-    (0..iow_const::IOW_DEV_PROBES.0)
-        .map(|i| (start + i) & (n - 1))
-        .find(|&i| table[i as usize] == 0 || table[i as usize] == devt)
-        .inspect(|&i| table[i as usize] = devt)
-}
-
-/// Opens, configures and loads the object, and gives the default cost
-/// model and the preclaimed devices their coefficients. Returns the
-/// statuses of the programs left out.
+/// Opens, configures and loads the object. Returns the statuses of the
+/// programs left out.
 pub(super) fn load(cfg: &BlockConfig, claims: Claims) -> Result<Loaded> {
     let btf = Btf::from_vmlinux().context(
         "cannot read kernel BTF (/sys/kernel/btf/vmlinux): iowarden needs a kernel built with CONFIG_DEBUG_INFO_BTF=y",
@@ -62,7 +32,6 @@ pub(super) fn load(cfg: &BlockConfig, claims: Claims) -> Result<Loaded> {
     let delays = delay::plan(&btf, cfg.measure.task_delays);
     configure(&mut open, cfg, &btf, claims)?;
     configure_culprits(&mut open, cfg.measure.culprits)?;
-    let preclaimed = preclaim_devices(&mut open, cfg)?;
     let mut probes = programs::select(&mut open, &btf, claims, held.is_ok(), delays.is_ok())?;
     match held {
         Ok(func) => programs::aim_held(&mut open, func)?,
@@ -72,11 +41,6 @@ pub(super) fn load(cfg: &BlockConfig, claims: Claims) -> Result<Loaded> {
     let skel = open
         .load()
         .map_err(|e| crate::probes::objects::load_error("the block", e))?;
-    let default =
-        crate::costmodel::lcoefs(&crate::costmodel::default_model(cfg.measure.cost_model));
-    for &(idx, lcoef) in preclaimed.iter().chain([&(COST_DEFAULT, default)]) {
-        write_cost_coefs(&skel.maps.cost_coefs, idx, lcoef)?;
-    }
     Ok((skel, probes))
 }
 
@@ -147,18 +111,4 @@ pub(super) fn configure_culprits(open: &mut OpenSkelT, on: bool) -> Result<()> {
         open.maps.flight_heads.set_max_entries(cpus)?;
     }
     Ok(())
-}
-
-/// Claims the device entries of the devices with their own cost model.
-fn preclaim_devices(open: &mut OpenSkelT, cfg: &BlockConfig) -> Result<Vec<(u32, [u64; 6])>> {
-    let bss = open
-        .maps
-        .bss_data
-        .as_deref_mut()
-        .context("BPF object has no .bss")?;
-    Ok(cfg
-        .cost_devices
-        .iter()
-        .filter_map(|&(devt, c)| claim_dev(&mut bss.tables.dev_devt, devt).map(|i| (i, c)))
-        .collect())
 }

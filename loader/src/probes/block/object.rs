@@ -43,29 +43,17 @@ pub struct Block {
 }
 
 impl Block {
-    /// Loads and attaches the programs, each device that has a cost model
-    /// of its own charged with it from the first request.
-    pub fn start(cfg: &BlockConfig, devices: &mut DeviceNames) -> Result<Block> {
-        let mut costs = cfg
-            .measure
-            .cost
-            .then(|| CostModels::new(cfg.measure.cost_model));
-        let mut cfg = cfg.clone();
-        if let Some(c) = &mut costs {
-            cfg.cost_devices = devices_to_preload(cfg.filter_devt)
-                .into_iter()
-                .map(|devt| {
-                    let dev = devices.get(devt);
-                    (devt, lcoefs(&c.resolve(devt, || host_model(&dev))))
-                })
-                .collect();
-        }
-        let probe = BlockProbe::start(&cfg)?;
+    /// Loads and attaches the programs.
+    pub fn start(cfg: &BlockConfig) -> Result<Block> {
+        let probe = BlockProbe::start(cfg)?;
         Ok(Block {
             drain: None,
             probe,
             acc: Accumulator::new(cfg.measure.hwq_events, cfg.measure.stage_histograms),
-            costs,
+            costs: cfg
+                .measure
+                .cost
+                .then(|| CostModels::new(cfg.measure.cost_model)),
             latency: cfg.measure.latency.then(LatencyWatch::default),
             last_series: Vec::new(),
             last_delays: Vec::new(),
@@ -74,19 +62,18 @@ impl Block {
         })
     }
 
-    /// Gives the devices new in this read their cost model.
-    fn charge_new_devices(&mut self, raw: &RawSample, devices: &mut DeviceNames) -> Result<()> {
+    /// Gives the devices new in this read their cost model, before what
+    /// they were charged is priced.
+    fn resolve_new_devices(&mut self, raw: &RawSample, devices: &mut DeviceNames) {
         let Some(costs) = &mut self.costs else {
-            return Ok(());
+            return;
         };
-        for &(idx, devt) in &raw.devs {
+        for &(_, devt) in &raw.devs {
             if !costs.known(devt) {
                 let dev = devices.get(devt);
-                let m = costs.resolve(devt, || host_model(&dev));
-                self.probe.set_cost_coefs(idx, lcoefs(&m))?;
+                costs.resolve(devt, || host_model(&dev));
             }
         }
-        Ok(())
     }
 
     /// Says once in the log that the series table filled up: from then on
@@ -126,8 +113,9 @@ impl Probe for Block {
         Ok(())
     }
 
-    /// Adds the read to the totals; attaches the issue stamps and gives new
-    /// devices their cost model where needed.
+    /// Gives new devices their cost model and adds the read to the totals
+    /// (what the model charged priced with it); attaches the issue stamps
+    /// where needed.
     fn read(&mut self, names: &mut HostNames) -> Result<()> {
         let mut raw = self.probe.read()?;
         if let Some(d) = &self.drain {
@@ -136,11 +124,13 @@ impl Probe for Block {
             self.culprits.add(&pairs, &keys, &raw.devs);
             raw.culprit_untold = untold;
         }
-        self.acc.add(&raw);
+        self.resolve_new_devices(&raw, names.devices);
+        let costs = self.costs.as_ref();
+        self.acc
+            .add(&raw, &|devt| costs.map(|c| lcoefs(&c.model_of(devt))));
         for line in self.probe.attach_if_needed()? {
             crate::say!("iowarden: {line}");
         }
-        self.charge_new_devices(&raw, names.devices)?;
         self.say_if_table_full(&raw);
         self.last_series = raw.series.iter().map(|s| (s.slot, s.key)).collect();
         self.last_delays = raw.delays;
@@ -269,26 +259,4 @@ fn host_model(dev: &DeviceRef) -> (LinearModel, &'static str) {
     } else {
         (AUTOP_SSD_DFL, "default-ssd")
     }
-}
-
-/// Devices to give their own model before tracing starts: the traced one,
-/// or every whole disk that has done I/O since boot (at most half the
-/// device table, leaving room for devices that appear later; a claimed
-/// device is polled like one with I/O).
-pub fn devices_to_preload(filter_devt: Option<u32>) -> Vec<u32> {
-    if let Some(d) = filter_devt {
-        return vec![d];
-    }
-    crate::host::devices::list_block_devices()
-        .into_iter()
-        .filter(|(name, _, _)| {
-            // /sys/block/X/stat: reads completed is field 1, writes field 5.
-            std::fs::read_to_string(format!("/sys/block/{name}/stat")).is_ok_and(|s| {
-                let f: Vec<&str> = s.split_whitespace().collect();
-                f.len() > 4 && (f[0] != "0" || f[4] != "0")
-            })
-        })
-        .map(|(_, ma, mi)| crate::host::devices::kernel_devt(ma, mi))
-        .take(super::capacity::MAX_DEVS as usize / 2)
-        .collect()
 }

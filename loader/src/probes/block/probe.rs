@@ -11,7 +11,7 @@ use libbpf_rs::{Link, MapCore, MapFlags};
 
 use super::capacity::{Capacity, COST_CLASSES_PER_DEV, MAX_DEVS, MAX_HWQ};
 use super::config::BlockConfig;
-use super::load::{self, write_cost_coefs};
+use super::load;
 use super::programs::{self, traced_bio_based, Attach, Claims, PROGRAMS};
 use super::sample::{RawCostClass, RawHwq, RawSample, RawSeries};
 use super::{culprits, delay, held};
@@ -183,13 +183,6 @@ impl BlockProbe {
                 });
             }
         }
-    }
-
-    /// Sets the cost model coefficients (iocost's lcoefs, vtime units) of
-    /// the device at `idx`, or of [`COST_DEFAULT`], the entry used for
-    /// devices without one.
-    pub fn set_cost_coefs(&self, idx: u32, lcoef: [u64; 6]) -> Result<()> {
-        write_cost_coefs(&self.skel.maps.cost_coefs, idx, lcoef)
     }
 
     /// Frees a series slot whose cgroup is gone: zeroes its counters, then
