@@ -174,23 +174,31 @@ tool_cpu_ns() {
   cat /proc/"$BG"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'
 }
 
+# One fio run (fio_run's arguments) with the kernel's BPF run-time
+# statistics on: the programs before and after in $W/p0.json and
+# $W/p1.json, the running tool's CPU time meanwhile in TOOL_CPU_NS.
+timed_fio() {
+  local c0
+  sysctl -qw kernel.bpf_stats_enabled=1
+  bpftool prog show -j >"$W/p0.json"
+  c0=$(tool_cpu_ns)
+  fio_run "$@"
+  TOOL_CPU_NS=$(( $(tool_cpu_ns) - c0 ))
+  bpftool prog show -j >"$W/p1.json"
+  sysctl -qw kernel.bpf_stats_enabled=0
+}
+
 # One fio run under the running tool (none: untraced), recorded in
 # $W/runs.jsonl; prints "iops ns_per_io detail" (report.py record).
 measure() {  # MODE ROUND qd | MODE ROUND readers K
-  local mode=$1 rnd=$2 c0 c1; shift 2
+  local mode=$1 rnd=$2; shift 2
   if [[ $mode == none ]]; then
     fio_run "$@"
     overhead/report.py record "$W/runs.jsonl" - - "$W/fio.json" "" 0 "$1" none "${2:-1}" "$rnd"
     return
   fi
-  sysctl -qw kernel.bpf_stats_enabled=1
-  bpftool prog show -j >"$W/p0.json"
-  c0=$(tool_cpu_ns)
-  fio_run "$@"
-  c1=$(tool_cpu_ns)
-  bpftool prog show -j >"$W/p1.json"
-  sysctl -qw kernel.bpf_stats_enabled=0
-  overhead/report.py record "$W/runs.jsonl" "$W/p0.json" "$W/p1.json" "$W/fio.json" "$TOOL_IDS" $((c1 - c0)) \
+  timed_fio "$@"
+  overhead/report.py record "$W/runs.jsonl" "$W/p0.json" "$W/p1.json" "$W/fio.json" "$TOOL_IDS" "$TOOL_CPU_NS" \
     "$1" "$mode" "${2:-1}" "$rnd"
 }
 
@@ -226,11 +234,7 @@ fi
 # attached first.
 measure_pair() {  # FIRST ROUND qd | FIRST ROUND readers K
   local first=$1 rnd=$2 bench=sbs-$3; shift 2
-  sysctl -qw kernel.bpf_stats_enabled=1
-  bpftool prog show -j >"$W/p0.json"
-  fio_run "$@"
-  bpftool prog show -j >"$W/p1.json"
-  sysctl -qw kernel.bpf_stats_enabled=0
+  timed_fio "$@"
   overhead/report.py record "$W/runs.jsonl" "$W/p0.json" "$W/p1.json" "$W/fio.json" "$IW_IDS" 0 \
     "$bench" iowarden "${2:-1}" "$rnd" "$first" >/dev/null
   overhead/report.py record "$W/runs.jsonl" "$W/p0.json" "$W/p1.json" "$W/fio.json" "$BIO_IDS" 0 \

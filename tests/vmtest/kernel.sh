@@ -2,7 +2,8 @@
 # kernel.sh LINE: prints the bzImage of Debian's stock kernel for a kernel
 # line, fetching it first if needed, and makes its modules visible to the
 # guest. Lines: 6.1 (bookworm, the host's own apt: linux-image-amd64),
-# 5.10 (bullseye) and 6.12 (trixie). The other suites' kernels come from
+# 5.10 (bullseye) and 6.12 (trixie); 6.1-iolatency is built from Debian's
+# 6.1 source with io.latency (build-kernel.sh). The other suites' kernels come from
 # Debian's archive through a private apt configuration under $KERNELS_DIR
 # (the host's sources and installed packages are neither read nor
 # touched), with
@@ -11,14 +12,15 @@
 # /var/cache, so the trees live under /var/lib, and /lib/modules/<version>
 # is a symlink to the extracted modules (depmod run on them).
 set -euo pipefail
-line=${1:?usage: kernel.sh 5.10|6.1|6.12}
+line=${1:?usage: kernel.sh 5.10|6.1|6.12|6.1-iolatency}
 KERNELS_DIR=${KERNELS_DIR:-/var/lib/iowarden-vmtest/kernels}
 
 case $line in
   6.1) suite=bookworm ;;
   5.10) suite=bullseye ;;
   6.12) suite=trixie ;;
-  *) echo "kernel.sh: unknown kernel line '$line' (use 5.10, 6.1 or 6.12)" >&2; exit 2 ;;
+  6.1-iolatency) exec "$(dirname "$0")/build-kernel.sh" ;;
+  *) echo "kernel.sh: unknown kernel line '$line' (use 5.10, 6.1, 6.12 or 6.1-iolatency)" >&2; exit 2 ;;
 esac
 
 if [[ $suite == bookworm ]]; then

@@ -5,8 +5,12 @@
 #   KERNELS='6.1 5.10 6.12'   Debian kernel lines to run (kernel.sh fetches
 #                             them); each script says on which it runs
 #                             ("# vmtest-kernels: 6.1" in its lines 2-5;
-#                             none: every line)
+#                             none: every line but 6.1-iolatency, the line
+#                             built from Debian's source with io.latency:
+#                             make vmtest-iolatency, only the scripts that
+#                             name it)
 #   KERNEL=/path/to/bzImage   one kernel of your own instead: every script
+#                             (6.1-iolatency's when VMTEST_ONLY names them)
 #   VMTEST_TIMEOUT=1500       seconds before a hung guest is killed
 #   VMTEST_JOBS=1             guests booted at once (each with its own NVMe
 #                             image; only those whose scripts all say
@@ -40,7 +44,7 @@ export IOWARDEN_BIN=${IOWARDEN_BIN:-$TOP/target/release/iowarden}
 header() {
   case $2 in
     checks) sed -n '1s/^# vmtest-checks: \([0-9][0-9]*\)$/\1/p' "$1" ;;
-    kernels) sed -n '2,5s/^# vmtest-kernels: \([0-9. ]*\)$/\1/p' "$1" ;;
+    kernels) sed -n '2,5s/^# vmtest-kernels: \([0-9a-z. -]*\)$/\1/p' "$1" ;;
     append) sed -n '2,5s/^# vmtest-append: \(.*\)$/\1/p' "$1" ;;
     drive) if [[ -n ${VMTEST_DRIVE:-} ]]; then echo "$VMTEST_DRIVE"; else
       sed -n '2,5s/^# vmtest-drive: \([a-z0-9.=,-]*\)$/\1/p' "$1"; fi ;;
@@ -75,14 +79,20 @@ else
 fi
 [[ $JOBS =~ ^[1-9][0-9]*$ ]] || { echo "vmtest: VMTEST_JOBS='$JOBS' is not a positive number of guests" >&2; exit 1; }
 for l in "${lines[@]}"; do
-  [[ $l == custom || $l == 5.10 || $l == 6.1 || $l == 6.12 ]] ||
-    { echo "vmtest: unknown kernel line '$l' in KERNELS (use 5.10, 6.1, 6.12)" >&2; exit 1; }
+  [[ $l == custom || $l == 5.10 || $l == 6.1 || $l == 6.12 || $l == 6.1-iolatency ]] ||
+    { echo "vmtest: unknown kernel line '$l' in KERNELS (use 5.10, 6.1, 6.12, 6.1-iolatency)" >&2; exit 1; }
 done
 # The scripts of the selection that run on kernel line $1.
 scripts_for() {
   local t k
   for t in "${selected[@]}"; do
     k=$(header "$t" kernels)
+    # The built line runs only the scripts that name it (the rest is
+    # Debian's 6.1, which make test covers); its own scripts need its
+    # io.latency, so a kernel of your own runs them only when VMTEST_ONLY
+    # names them.
+    if [[ $1 == 6.1-iolatency ]]; then [[ " $k " == *" $1 "* ]] && echo "$t"; continue; fi
+    [[ $1 == custom && $k == 6.1-iolatency && -z ${VMTEST_ONLY:-} ]] && continue
     [[ $1 == custom || -z $k || " $k " == *" $1 "* ]] && echo "$t"
   done
   return 0

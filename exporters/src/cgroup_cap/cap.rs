@@ -6,9 +6,7 @@ use std::num::NonZeroUsize;
 
 use super::credit::{CreditFold, Credited};
 use super::culprits;
-use crate::model::{
-    CgroupRef, DeviceRef, IoSeries, Op, PressureSeries, Snapshot, OTHER_CGROUP, OTHER_CGROUP_ID,
-};
+use crate::model::{CgroupRef, DeviceRef, IoSeries, Op, PressureSeries, Snapshot};
 
 /// Keeps the top-K cgroups by device time since start, sums the rest.
 #[derive(Debug)]
@@ -95,11 +93,7 @@ impl Credited for IoSeries {
     }
 
     fn empty_other((device, op): &(DeviceRef, Op)) -> IoSeries {
-        let other = CgroupRef {
-            id: OTHER_CGROUP_ID,
-            path: OTHER_CGROUP.into(),
-        };
-        IoSeries::empty(other, device.clone(), *op)
+        IoSeries::empty(CgroupRef::other(), device.clone(), *op)
     }
 
     fn add(&mut self, s: &IoSeries) {
@@ -110,7 +104,7 @@ impl Credited for IoSeries {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Histogram, PressureSeries, StageHistograms};
+    use crate::model::{Histogram, PressureSeries, StageHistograms, OTHER_CGROUP, OTHER_CGROUP_ID};
 
     fn series(id: u64, dev: &str, ios: u64, device_s: f64) -> IoSeries {
         let mut counts = vec![0u64; 8];

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::absent::take_absent;
 use crate::model::culprits::CulpritKey;
-use crate::model::{CgroupRef, CulpritSeries, OTHER_CGROUP, OTHER_CGROUP_ID};
+use crate::model::{CgroupRef, CulpritSeries, OTHER_CGROUP_ID};
 
 #[derive(Debug, Default)]
 pub(super) struct CulpritFold {
@@ -99,10 +99,7 @@ fn add(to: &mut HashMap<CulpritKey, CulpritSeries>, s: CulpritSeries) {
 fn as_exported(s: &CulpritSeries, top: &HashSet<u64>) -> CulpritSeries {
     let name = |c: &CgroupRef| match top.contains(&c.id) || c.id == OTHER_CGROUP_ID {
         true => c.clone(),
-        false => CgroupRef {
-            id: OTHER_CGROUP_ID,
-            path: OTHER_CGROUP.into(),
-        },
+        false => CgroupRef::other(),
     };
     CulpritSeries {
         victim: name(&s.victim),

@@ -5,7 +5,7 @@
 //! leaving it hands its count over.
 
 use super::credit::Credited;
-use crate::model::{CgroupRef, PressureSeries, OTHER_CGROUP, OTHER_CGROUP_ID};
+use crate::model::{CgroupRef, PressureSeries};
 
 impl Credited for PressureSeries {
     type Key = u64;
@@ -24,10 +24,7 @@ impl Credited for PressureSeries {
 
     fn empty_other(_: &()) -> PressureSeries {
         PressureSeries {
-            cgroup: CgroupRef {
-                id: OTHER_CGROUP_ID,
-                path: OTHER_CGROUP.into(),
-            },
+            cgroup: CgroupRef::other(),
             ..Default::default()
         }
     }

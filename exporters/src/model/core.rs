@@ -87,6 +87,16 @@ pub struct CgroupRef {
     pub path: String,
 }
 
+impl CgroupRef {
+    /// The series that sums the cgroups outside the exported top K.
+    pub fn other() -> CgroupRef {
+        CgroupRef {
+            id: OTHER_CGROUP_ID,
+            path: OTHER_CGROUP.into(),
+        }
+    }
+}
+
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct DeviceRef {
     /// Kernel disk name, e.g. "nvme0n1", "loop3".

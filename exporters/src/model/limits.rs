@@ -80,7 +80,8 @@ pub enum LimitReason {
     IoElsewhere,
     /// A v1 write limit: buffered writes are written back by the root.
     V1BufferedWrites,
-    /// io.max where blk-throttle's holds cannot be timed.
+    /// io.max where blk-throttle's holds cannot be timed; io.latency on a
+    /// device with iocost on, whose waits are not told apart from its own.
     HoldsNotTimed,
     /// A write limit or weight on a disk with a mount whose filesystem
     /// writes back buffered writes charged to the root (no cgroup

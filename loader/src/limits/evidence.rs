@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use iowarden_exporters::{ProbeStatus, Snapshot};
+use iowarden_exporters::{Op, ProbeStatus, Snapshot};
 
 use super::writeback;
 
@@ -36,6 +36,13 @@ pub struct Activity {
     pub held_io_max_seconds: f64,
     /// The throttle stage's sum: io.max's hold and the rq-qos waits.
     pub held_seconds: f64,
+    /// Its reads: how many, their throttle stage less io.max's hold (the
+    /// rq-qos waits: io.latency's, iocost's; wbt holds only writes) and
+    /// their total time, for io.latency, which holds the cgroups beside
+    /// its own.
+    pub reads: u64,
+    pub read_waits_seconds: f64,
+    pub read_seconds: f64,
 }
 
 /// What the judge reads: the devices, the window's activity by (cgroup,
@@ -58,10 +65,14 @@ pub type ActivityMap = BTreeMap<(String, String), Activity>;
 impl Activity {
     /// What was done since `earlier` (both cumulative).
     fn since(&self, earlier: &Activity) -> Activity {
+        let less = |now: f64, then: f64| (now - then).max(0.0);
         Activity {
             ios: self.ios.saturating_sub(earlier.ios),
-            held_io_max_seconds: (self.held_io_max_seconds - earlier.held_io_max_seconds).max(0.0),
-            held_seconds: (self.held_seconds - earlier.held_seconds).max(0.0),
+            held_io_max_seconds: less(self.held_io_max_seconds, earlier.held_io_max_seconds),
+            held_seconds: less(self.held_seconds, earlier.held_seconds),
+            reads: self.reads.saturating_sub(earlier.reads),
+            read_waits_seconds: less(self.read_waits_seconds, earlier.read_waits_seconds),
+            read_seconds: less(self.read_seconds, earlier.read_seconds),
         }
     }
 }
@@ -76,6 +87,12 @@ pub fn activity_of(snap: &Snapshot) -> ActivityMap {
         a.ios += s.ios;
         a.held_io_max_seconds += s.held_io_max_seconds;
         a.held_seconds += s.latency.throttle.sum_seconds;
+        if s.op == Op::Read {
+            a.reads += s.ios;
+            a.read_waits_seconds +=
+                (s.latency.throttle.sum_seconds - s.held_io_max_seconds).max(0.0);
+            a.read_seconds += s.latency.total.sum_seconds;
+        }
     }
     activity
 }
@@ -117,6 +134,30 @@ impl Evidence {
 
     pub(super) fn device(&self, devnum: &str) -> Option<&DeviceFacts> {
         self.devices.iter().find(|d| d.devnum == devnum)
+    }
+
+    /// What the cgroups for which `beside` holds did on device `name`,
+    /// summed, with their paths.
+    pub(super) fn on_device_where(
+        &self,
+        name: &str,
+        beside: impl Fn(&str) -> bool,
+    ) -> (Activity, Vec<&str>) {
+        let mut sum = Activity::default();
+        let mut who = Vec::new();
+        for ((c, d), a) in &self.activity {
+            if d != name || !beside(c) || a.ios == 0 {
+                continue;
+            }
+            sum.ios += a.ios;
+            sum.held_io_max_seconds += a.held_io_max_seconds;
+            sum.held_seconds += a.held_seconds;
+            sum.reads += a.reads;
+            sum.read_waits_seconds += a.read_waits_seconds;
+            sum.read_seconds += a.read_seconds;
+            who.push(c.as_str());
+        }
+        (sum, who)
     }
 
     /// The devices `cgroup` did I/O on, with what it did.

@@ -6,6 +6,7 @@
 use iowarden_exporters::{LimitKnob, LimitReason, LimitState, LimitVerdict};
 
 use super::evidence::{DeviceFacts, Evidence};
+use super::latency;
 
 /// Every knob judged on its device, or on each device its cgroup used.
 pub fn judge_all(knobs: &[LimitKnob], ev: &Evidence) -> Vec<LimitVerdict> {
@@ -176,6 +177,10 @@ fn judge_on(k: &LimitKnob, d: &DeviceFacts, ev: &Evidence) -> LimitVerdict {
             d.name
         );
         return verdict(k, &d.name, (NOT_IN_EFFECT, LimitReason::IoElsewhere), why);
+    }
+    if k.knob == "io.latency" {
+        let (state, reason, why) = latency::judge_target(k, d, ev, &here);
+        return verdict(k, &d.name, (state, reason), why);
     }
     let throttle = k.knob == "io.max" || k.knob.starts_with("blkio.throttle.");
     let in_effect = LimitState::InEffect;

@@ -3,10 +3,12 @@
 //! (its hold is not measured here) or not in effect, with the reason in
 //! words a user can act on. Pure: read.rs gathers the configuration and
 //! the devices from the host, the snapshot gives the activity;
-//! evidence.rs holds what the judge reads, judge.rs the judge.
+//! evidence.rs holds what the judge reads, judge.rs the judge (latency.rs
+//! io.latency's, which holds the cgroups beside its own).
 
 mod evidence;
 mod judge;
+mod latency;
 pub mod lost;
 pub mod read;
 pub mod watch;

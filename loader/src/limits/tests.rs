@@ -34,6 +34,7 @@ fn evidence(activity: &[(&str, &str, u64, f64, f64)]) -> Evidence {
                     ios,
                     held_io_max_seconds: io_max,
                     held_seconds: held,
+                    ..Activity::default()
                 };
                 ((c.to_string(), d.to_string()), a)
             })
@@ -286,4 +287,85 @@ fn only_lines_that_set_something_are_configured() {
             ("/b", "io", None, ""),
         ]
     );
+}
+
+/// Reads of `cgroup` on nvme0n1: (reads, waits before a request, total).
+fn reads(ev: &mut Evidence, cgroup: &str, (n, waits, total): (u64, f64, f64)) {
+    let a = Activity {
+        ios: n,
+        held_seconds: waits,
+        reads: n,
+        read_waits_seconds: waits,
+        read_seconds: total,
+        ..Activity::default()
+    };
+    ev.activity.insert((cgroup.into(), "nvme0n1".into()), a);
+}
+
+#[test]
+fn io_latency_is_acting_when_the_cgroups_beside_it_waited() {
+    // The protected cgroup itself is not held: io.latency holds its
+    // siblings (and their subtrees), not the cgroup whose target it is.
+    let mut ev = evidence(&[]);
+    reads(&mut ev, "/il/p", (500, 0.01, 2.0));
+    reads(&mut ev, "/il/f/rd", (4000, 30.0, 40.0));
+    reads(&mut ev, "/other", (100, 5.0, 6.0));
+    let v = one(&knob("/il/p", "io.latency", Some("259:0")), &ev);
+    assert_eq!(
+        (v.state, v.reason),
+        (LimitState::Acting, LimitReason::Held),
+        "{v:?}"
+    );
+    assert!(
+        v.why.contains("4000 reads beside it (/il/f/rd) 30.000 s") && v.why.contains("75 %"),
+        "{}",
+        v.why
+    );
+}
+
+#[test]
+fn io_latency_is_idle_when_nothing_beside_it_reads_or_waits() {
+    let mut ev = evidence(&[]);
+    reads(&mut ev, "/il/p", (500, 0.01, 2.0));
+    let k = knob("/il/p", "io.latency", Some("259:0"));
+    let v = one(&k, &ev);
+    assert_eq!(
+        (v.state, v.reason),
+        (LimitState::Idle, LimitReason::NoneHeld),
+        "{v:?}"
+    );
+    assert!(v.why.contains("no reads beside it"), "{}", v.why);
+    // Beside it, reads that spent 1 % of their time before a request.
+    reads(&mut ev, "/il/f", (4000, 0.4, 40.0));
+    let v = one(&k, &ev);
+    assert_eq!(
+        (v.state, v.reason),
+        (LimitState::Idle, LimitReason::NoneHeld),
+        "{v:?}"
+    );
+    assert!(v.why.contains("1.0 %"), "{}", v.why);
+    // Its own I/O absent: nothing to protect.
+    ev.activity
+        .remove(&("/il/p".to_string(), "nvme0n1".to_string()));
+    let v = one(&k, &ev);
+    assert_eq!(
+        (v.state, v.reason),
+        (LimitState::Idle, LimitReason::NoIo),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn io_latency_beside_iocost_does_not_claim_iocost_waits() {
+    let mut ev = evidence(&[]);
+    ev.devices[0].iocost = Some(true);
+    reads(&mut ev, "/il/p", (500, 0.01, 2.0));
+    reads(&mut ev, "/il/f", (4000, 30.0, 40.0));
+    let v = one(&knob("/il/p", "io.latency", Some("259:0")), &ev);
+    assert_eq!(
+        (v.state, v.reason),
+        (LimitState::InEffect, LimitReason::HoldsNotTimed),
+        "{v:?}"
+    );
+    assert!(v.why.contains("iocost is enabled"), "{}", v.why);
 }

@@ -20,8 +20,8 @@
 # load. The
 # exporter runs the default counters plus `throttle`, whose series per
 # cgroup equals the snapshot's throttle stage. (io.latency: Debian's
-# kernels are built without it; t-19 times the delays iocost puts on
-# tasks.) The kernel's io.pressure (PSI) of each cgroup is exported beside:
+# kernels are built without it, t-23 runs on a kernel built with it; t-19
+# times the delays iocost puts on tasks.) The kernel's io.pressure (PSI) of each cgroup is exported beside:
 # th-m's, held by io.max, grows by at least half of its reader's run time
 # while th-f's, idle then, does not, and iowarden's totals, some and full,
 # equal the cgroups' own files read before and after the snapshot and

@@ -13,8 +13,8 @@
 # most the kernel's 250 ms clamp per sleep; the hog, throttled by
 # waiting, never delayed;
 # the swap device's marks that ask no delay (the memory controller's
-# swap throttling) not counted; the series exported. (Debian's kernels
-# are built without io.latency, the other policy that delays tasks here.)
+# swap throttling) not counted; the series exported. (io.latency, the
+# other policy that delays tasks here: t-23, on the kernel built with it.)
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
 echo +io > $CG/cgroup.subtree_control

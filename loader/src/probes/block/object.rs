@@ -125,9 +125,20 @@ impl Probe for Block {
             raw.culprit_untold = untold;
         }
         self.resolve_new_devices(&raw, names.devices);
+        // Each device's coefficients once per read, not once per series.
         let costs = self.costs.as_ref();
-        self.acc
-            .add(&raw, &|devt| costs.map(|c| lcoefs(&c.model_of(devt))));
+        let coefs: HashMap<u32, [u64; 6]> = costs.map_or_else(HashMap::new, |c| {
+            raw.devs
+                .iter()
+                .map(|&(_, d)| (d, lcoefs(&c.model_of(d))))
+                .collect()
+        });
+        self.acc.add(&raw, &|devt| {
+            coefs
+                .get(&devt)
+                .copied()
+                .or_else(|| costs.map(|c| lcoefs(&c.model_of(devt))))
+        });
         for line in self.probe.attach_if_needed()? {
             crate::say!("iowarden: {line}");
         }
