@@ -67,10 +67,20 @@ fn script_header(text: &str, key: &str) -> Option<String> {
         .find_map(|l| l.strip_prefix(&tag).map(str::to_string))
 }
 
-/// run.sh's plan (VMTEST_PLAN) with VMTEST_JOBS=`jobs`: its boots as
-/// line|command line|drive|beside|scripts|checks|log.
+/// The kernel lines `make vmtest` (and so `make test`) runs.
+const DEFAULT_LINES: [&str; 3] = ["6.1", "5.10", "6.12"];
+
+/// run.sh's plan (VMTEST_PLAN) with VMTEST_JOBS=`jobs` on its default
+/// lines: its boots as line|command line|drive|beside|scripts|checks|log.
 fn plan(jobs: &str) -> Vec<Vec<String>> {
-    let (out, cache_made) = harness(&[("VMTEST_PLAN", "1"), ("VMTEST_JOBS", jobs)]);
+    plan_on(jobs, &[])
+}
+
+/// The same with `env` beside (KERNELS=...).
+fn plan_on(jobs: &str, env: &[(&str, &str)]) -> Vec<Vec<String>> {
+    let mut env = env.to_vec();
+    env.extend([("VMTEST_PLAN", "1"), ("VMTEST_JOBS", jobs)]);
+    let (out, cache_made) = harness(&env);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -87,8 +97,9 @@ fn plan(jobs: &str) -> Vec<Vec<String>> {
     boots
 }
 
-/// Every t-*.sh is planned exactly once on each line it runs on.
-fn assert_each_script_once(boots: &[Vec<String>]) {
+/// Every t-*.sh is planned exactly once on each of `lines` it runs on,
+/// and on no other line.
+fn assert_each_script_once(boots: &[Vec<String>], lines: &[&str]) {
     let mut planned: BTreeMap<(String, String), usize> = BTreeMap::new();
     for b in boots {
         for script in b[4].split_whitespace() {
@@ -103,18 +114,29 @@ fn assert_each_script_once(boots: &[Vec<String>]) {
             continue;
         }
         let text = std::fs::read_to_string(repo().join("tests/vmtest/guest").join(&name)).unwrap();
-        let lines = script_header(&text, "kernels").unwrap_or_else(|| "6.1 5.10 6.12".into());
-        for line in lines.split_whitespace() {
+        let own = script_header(&text, "kernels").unwrap_or_else(|| DEFAULT_LINES.join(" "));
+        let own: Vec<&str> = own.split_whitespace().collect();
+        for line in lines {
             let n = planned.get(&(line.to_string(), name.clone()));
-            assert_eq!(n, Some(&1), "{name} on {line}: planned {n:?} times");
+            let want = own.contains(line).then_some(&1);
+            assert_eq!(n, want, "{name} on {line}: planned {n:?} times");
         }
     }
+}
+
+/// The line built with io.latency (make vmtest-iolatency) boots the
+/// scripts that name it, and only those: the rest is Debian's 6.1.
+#[test]
+fn the_iolatency_line_boots_only_the_scripts_that_name_it() {
+    let boots = plan_on("1", &[("KERNELS", "6.1-iolatency")]);
+    assert!(boots.iter().all(|b| b[0] == "6.1-iolatency"), "{boots:?}");
+    assert_each_script_once(&boots, &["6.1-iolatency"]);
 }
 
 #[test]
 fn one_guest_at_a_time_keeps_a_lines_scripts_in_one_boot_per_command_line_and_drive() {
     let boots = plan("1");
-    assert_each_script_once(&boots);
+    assert_each_script_once(&boots, &DEFAULT_LINES);
     let mut per_guest: BTreeMap<(String, String, String), usize> = BTreeMap::new();
     for b in &boots {
         assert_eq!(
@@ -131,7 +153,7 @@ fn one_guest_at_a_time_keeps_a_lines_scripts_in_one_boot_per_command_line_and_dr
 #[test]
 fn two_guests_at_once_split_each_line_by_beside_marks_with_the_lone_guests_first() {
     let boots = plan("2");
-    assert_each_script_once(&boots);
+    assert_each_script_once(&boots, &DEFAULT_LINES);
     let first_beside = boots
         .iter()
         .position(|b| b[3] == "yes")

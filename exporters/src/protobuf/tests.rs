@@ -1,6 +1,7 @@
 use super::*;
 use crate::model::*;
 use crate::openmetrics::test_text::text_with;
+use crate::openmetrics::ExpositionOptions;
 use crate::proto::MetricType;
 
 /// What Prometheus 2.42 sends with --enable-feature=native-histograms, and without.

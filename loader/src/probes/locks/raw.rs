@@ -1,5 +1,5 @@
 //! What one read of the lock object's maps holds: series keys decoded, the
-//! sums per key, the drop counters by name. probes/locks/mod.rs reads them,
+//! sums per key, the drop counters by name. probes/locks/probe.rs reads them,
 //! report.rs builds the snapshot's report from them.
 
 use std::collections::BTreeMap;
@@ -47,4 +47,33 @@ pub struct RawLockSample {
     /// can claim two).
     pub slots: BTreeMap<LockKey, Vec<u32>>,
     pub counters: [u64; lk_counter::LK_NR_COUNTERS.0 as usize],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bpf_consts::{
+        LK_KEY_CGID_SHIFT as KEY_CGID_SHIFT, LK_KEY_KIND_SHIFT as KEY_KIND_SHIFT,
+        LK_KEY_STACK_SHIFT as KEY_STACK_SHIFT,
+    };
+
+    #[test]
+    fn keys_decode_as_the_bpf_side_packs_them() {
+        let k = (12345u64 << KEY_CGID_SHIFT)
+            | (77u64 << KEY_STACK_SHIFT)
+            | (32u64 << KEY_KIND_SHIFT)
+            | 1;
+        assert_eq!(
+            LockKey::decode(k),
+            LockKey {
+                cgroup_id: 12345,
+                stack_id: 77,
+                flags: 32
+            }
+        );
+        let k =
+            (1u64 << 33 | 5) << KEY_CGID_SHIFT | (NO_STACK as u64) << KEY_STACK_SHIFT | 3 << 1 | 1;
+        assert_eq!(LockKey::decode(k).stack_id, NO_STACK);
+        assert_eq!(LockKey::decode(k).cgroup_id, 1 << 33 | 5);
+    }
 }

@@ -1,5 +1,8 @@
+use super::rails::cost_of;
 use super::*;
 use crate::costmodel::online::windows::ParamFit;
+use crate::costmodel::online::windows::{Fit, PARAMS};
+use crate::costmodel::LinearModel;
 
 const TRUE: LinearModel = LinearModel {
     rbps: 240_000_000,
