@@ -63,6 +63,16 @@ pub struct Evidence {
 pub type ActivityMap = BTreeMap<(String, String), Activity>;
 
 impl Activity {
+    /// `other`'s activity added to this one.
+    fn add(&mut self, other: &Activity) {
+        self.ios += other.ios;
+        self.held_io_max_seconds += other.held_io_max_seconds;
+        self.held_seconds += other.held_seconds;
+        self.reads += other.reads;
+        self.read_waits_seconds += other.read_waits_seconds;
+        self.read_seconds += other.read_seconds;
+    }
+
     /// What was done since `earlier` (both cumulative).
     fn since(&self, earlier: &Activity) -> Activity {
         let less = |now: f64, then: f64| (now - then).max(0.0);
@@ -149,12 +159,7 @@ impl Evidence {
             if d != name || !beside(c) || a.ios == 0 {
                 continue;
             }
-            sum.ios += a.ios;
-            sum.held_io_max_seconds += a.held_io_max_seconds;
-            sum.held_seconds += a.held_seconds;
-            sum.reads += a.reads;
-            sum.read_waits_seconds += a.read_waits_seconds;
-            sum.read_seconds += a.read_seconds;
+            sum.add(a);
             who.push(c.as_str());
         }
         (sum, who)

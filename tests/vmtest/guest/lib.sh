@@ -101,3 +101,35 @@ bench_restored() {
     && echo "$now" | grep -q "ctrl=auto model=linear" && echo "$now" | grep -q "cgroups ''$" \
     && [ "$(cat /sys/block/$DEV/queue/scheduler)" = "$before_sched" ]
 }
+# swap_on NAME: swap on 256 MiB of $DEV from 1.5 GiB through dm-linear NAME
+# (no udev: the node by hand); SWAP_DISK is its disk (dm-N).
+swap_on() {
+  dmsetup create --noudevsync "$1" --table "0 524288 linear /dev/$DEV 3145728"
+  SWAP_DISK=$(dm_disk "$1")
+  [ -e /dev/$SWAP_DISK ] || mknod /dev/$SWAP_DISK b $(dev_mm "$SWAP_DISK" | tr : " ")
+  mkswap /dev/$SWAP_DISK >/dev/null && swapon /dev/$SWAP_DISK
+}
+# swap_off NAME: the swap_on's undone. The device can stay busy for a moment
+# after swapoff (CI once saw EBUSY): retry, so that no later script finds
+# $DEV held by it.
+swap_off() {
+  swapoff /dev/$SWAP_DISK
+  for _ in $(seq 50); do dmsetup remove --retry "$1" 2>/dev/null && break; sleep 0.2; done
+  dmsetup info "$1" >/dev/null 2>&1 && echo "  $1 still there after 50 tries" >&2
+  return 0
+}
+# swapper CGROUP SECONDS: a task of CGROUP walks 96 MiB of memory, 256
+# pages at a time, for SECONDS (it swaps where memory.max is below that),
+# and says how far it got.
+swapper() {
+  bash -c "echo \$\$ > $CG/$1/cgroup.procs; exec python3 -c '
+import time
+b = bytearray(96 << 20)
+t, pages = time.time(), 0
+while time.time() - t < $2:
+    for i in range(pages % 24576 * 4096, min(len(b), (pages % 24576 + 256) * 4096), 4096):
+        b[i] = (b[i] + 1) & 255
+    pages += 256
+print(\"  swapper: touched %d pages of 96 MiB in %.1f s\" % (pages, time.time() - t))
+'"
+}

@@ -20,12 +20,8 @@
 echo +io > $CG/cgroup.subtree_control
 echo +memory > $CG/cgroup.subtree_control
 mkdir -p $CG/td-s $CG/td-h
-# Swap: 256 MiB of nvme0n1 from 1.5 GiB, through dm-linear (no udev: the node by hand).
-dmsetup create --noudevsync iow-swap --table "0 524288 linear /dev/$DEV 3145728"
-D=$(dm_disk iow-swap)
-SW=/dev/$D
-[ -e $SW ] || mknod $SW b $(dev_mm "$D" | tr : " ")
-mkswap $SW >/dev/null && swapon $SW
+swap_on iow-swap
+D=$SWAP_DISK
 "$IOWARDEN_BIN" run --listen 127.0.0.1:9616 --interval 1s --task-delays --bpf-stats > $SCRATCH/iowarden-delay.log 2>&1 &
 IW=$!
 ready http://127.0.0.1:9616/snapshot.json
@@ -37,16 +33,7 @@ bash -c "echo \$\$ > $CG/td-h/cgroup.procs; exec fio --name=hog --filename=/dev/
   --iodepth=32 --offset=1G --size=256M --time_based --runtime=120 --output=/dev/null" & H=$!
 echo 32M > $CG/td-s/memory.max
 t0=$(date +%s%N)
-bash -c "echo \$\$ > $CG/td-s/cgroup.procs; exec python3 -c '
-import time
-b = bytearray(96 << 20)
-t, pages = time.time(), 0
-while time.time() - t < 12:
-    for i in range(pages % 24576 * 4096, min(len(b), (pages % 24576 + 256) * 4096), 4096):
-        b[i] = (b[i] + 1) & 255
-    pages += 256
-print(\"  swapper: touched %d pages of 96 MiB in %.1f s\" % (pages, time.time() - t))
-'"
+swapper td-s 12
 elapsed_us=$(( ($(date +%s%N) - t0) / 1000 ))
 kill $H; wait $H 2>/dev/null
 sleep 2.5   # a poll after the swapper's last delay
@@ -67,11 +54,7 @@ for p in sorted(run):
         print(f"  cost: {p}: {int(run[p])} runs, {sec.get(p, 0) * 1e9 / max(run[p], 1):.0f} ns per run")
 PY
 iocost_off $MM
-swapoff $SW
-# The device can stay busy for a moment after swapoff (CI once saw EBUSY):
-# retry, so that no later script finds nvme0n1 held by it.
-for _ in $(seq 50); do dmsetup remove --retry iow-swap 2>/dev/null && break; sleep 0.2; done
-dmsetup info iow-swap >/dev/null 2>&1 && echo "  iow-swap still there after 50 tries" >&2
+swap_off iow-swap
 python3 - $CG $SCRATCH $D $elapsed_us > $SCRATCH/delay-check 2>&1 <<'PY'
 import json, os, sys
 cg, scratch, swapdev, elapsed_us = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])

@@ -45,11 +45,7 @@ for _ in $(seq 300); do grep -q '^Attaching' $T/rqqos.txt && break; sleep 0.2; d
 "$IOWARDEN_BIN" run --listen 127.0.0.1:9623 --interval 1s --task-delays --device $DEV > $T/run.log 2>&1 &
 IW=$!
 ready http://127.0.0.1:9623/snapshot.json $IW
-# Swap for /il/f/sw: 256 MiB of nvme0n1 from 1.5 GiB through dm-linear (t-19).
-dmsetup create --noudevsync iow-ilswap --table "0 524288 linear /dev/$DEV 3145728"
-D=$(dm_disk iow-ilswap); SW=/dev/$D
-[ -e $SW ] || mknod $SW b $(dev_mm "$D" | tr : " ")
-mkswap $SW >/dev/null && swapon $SW
+swap_on iow-ilswap   # for /il/f/sw
 echo 32M > $CG/il/f/sw/memory.max
 # io.stat of /il/f, twice a second: the depth io.latency allows it.
 ( while [ ! -e $T/stop-stat ]; do grep "^$MM " $CG/il/f/io.stat; sleep 0.5; done ) > $T/iostat-f.txt & ST=$!
@@ -58,15 +54,7 @@ protected() { # seconds output
     --offset=0 --size=256M --time_based --runtime=$1 --output-format=json --output=$2"
 }
 protected 30 $T/fio-p.json & P=$!
-bash -c "echo \$\$ > $CG/il/f/sw/cgroup.procs; exec python3 -c '
-import time
-b = bytearray(96 << 20)
-t, pages = time.time(), 0
-while time.time() - t < 28:
-    for i in range(pages % 24576 * 4096, min(len(b), (pages % 24576 + 256) * 4096), 4096):
-        b[i] = (b[i] + 1) & 255
-    pages += 256
-'" & S=$!
+swapper il/f/sw 28 & S=$!
 sleep 2
 bash -c "echo \$\$ > $CG/il/f/rd/cgroup.procs; exec fio --name=rd --filename=/dev/$DEV --direct=1 --ioengine=psync --rw=randread --bs=64k \
   --numjobs=8 --group_reporting --offset=512M --size=512M --time_based --runtime=26 --output-format=json --output=$T/fio-rd.json" & F=$!
@@ -75,8 +63,7 @@ sleep 6
 "$IOWARDEN_BIN" top --device $DEV --interval 1s --duration 6s --task-delays > $T/top.txt 2>&1
 wait $F $S $P
 touch $T/stop-stat; wait $ST
-swapoff $SW
-for _ in $(seq 50); do dmsetup remove --retry iow-ilswap 2>/dev/null && break; sleep 0.2; done
+swap_off iow-ilswap
 # Phase B: /il/p alone.
 protected 12 $T/fio-p2.json & P=$!
 sleep 3
