@@ -4,7 +4,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 BIN := target/release/iowarden
 
-.PHONY: all deps test-deps bench-deps build test lint vmtest vmtest-iolatency demo bench bench-nvme clean dashboards docs deb image fuzz-build fuzz fuzz-check
+.PHONY: all deps test-deps bench-deps build test lint vmtest vmtest-iolatency vmtest-model demo bench bench-nvme clean dashboards docs deb image fuzz-build fuzz fuzz-check
 
 all: build
 
@@ -49,6 +49,12 @@ vmtest: build
 # take it past its 45 minutes. Run it on every change to the throttle stage.
 vmtest-iolatency: bench-deps build
 	IOWARDEN_BIN=$(CURDIR)/$(BIN) KERNELS=6.1-iolatency tests/vmtest/run.sh
+
+# tune --model from iocost off at three device points 4x apart (issue 56):
+# tests/vmtest/model-points.sh, about 5 minutes a point (M47=m-47-model: the
+# whole of m-47, 15-20).
+vmtest-model: bench-deps build
+	IOWARDEN_BIN=$(CURDIR)/$(BIN) tests/vmtest/model-points.sh
 
 # Fuzz targets for the knob parsers (fuzz/, own workspace; nightly + cargo-fuzz).
 FUZZ_TARGETS := cost_qos cost_model weight max latency stat pressure devnum web_config accept journal duration cost_model_arg slo

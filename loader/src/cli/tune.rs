@@ -31,7 +31,10 @@ pub struct TuneArgs {
     /// Highest vrate (percent) the tuner may set
     #[arg(long, default_value_t = 100.0)]
     pub vrate_max: f64,
-    /// First vrate to try (default: --vrate-max)
+    /// First vrate to write. Without it the first period writes nothing and
+    /// measures the device as found: where the SLOs were missed there, the
+    /// tuner starts at half the cost rate the device completed, else at
+    /// --vrate-max
     #[arg(long)]
     pub start: Option<f64>,
     /// Largest vrate change per decision, percentage points (above 100 %,
@@ -84,6 +87,7 @@ pub fn tune(a: TuneArgs) -> Result<()> {
         vrate_min: a.vrate_min,
         vrate_max: a.vrate_max,
         start: a.start.unwrap_or(a.vrate_max),
+        observe_first: a.start.is_none(),
         max_step: a.max_step,
         margin: a.margin,
         min_samples: a.min_samples,

@@ -52,17 +52,24 @@ pub fn measure(
                     _ => 0.0,
                 },
                 held_in_observed: held_measured,
+                throttle_tail_seconds: match held_measured {
+                    true => held.quantile(&delta.hist_lower_bounds_seconds, slo.quantile),
+                    false => None,
+                },
             });
         }
     }
-    let (bytes, ios) = delta
+    let (bytes, ios, cost) = delta
         .io
         .iter()
         .filter(on_device)
-        .fold((0u64, 0u64), |(b, n), s| (b + s.bytes, n + s.ios));
+        .fold((0u64, 0u64, 0.0), |(b, n, c), s| {
+            (b + s.bytes, n + s.ios, c + s.cost_seconds)
+        });
     if delta.window_seconds > 0.0 {
         m.throughput_bytes_per_second = bytes as f64 / delta.window_seconds;
         m.iops = ios as f64 / delta.window_seconds;
+        m.cost_rate = cost / delta.window_seconds;
     }
     m
 }

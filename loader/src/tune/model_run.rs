@@ -157,6 +157,46 @@ impl ModelLoop {
         Ok(d)
     }
 
+    /// Scales every rate of the model in force by `factor` (the cost rate
+    /// the device completed with iocost as found, in seconds of the
+    /// model's device time per second: the model's capacity becomes what
+    /// the device did) and writes it, before the first pin.
+    pub fn scale(&mut self, factor: f64, writer: &mut Writer, at: f64) -> Result<ModelDecision> {
+        let from = self.current;
+        let mut to = from;
+        for rate in [
+            &mut to.rbps,
+            &mut to.rseqiops,
+            &mut to.rrandiops,
+            &mut to.wbps,
+            &mut to.wseqiops,
+            &mut to.wrandiops,
+        ] {
+            *rate = ((*rate as f64 * factor).round() as u64).max(1);
+        }
+        let d = ModelDecision {
+            action: ModelAction::Scale,
+            reason: format!(
+                "the device completed {:.1}% of the model's capacity with iocost as found: every rate x{factor:.4}",
+                factor * 100.0
+            ),
+            from,
+            to,
+            vrate_factor: 1.0 / factor,
+        };
+        let line = to.line(&self.device.devt());
+        writer.set(&self.model_path, &line)?;
+        self.current = to;
+        let (written, would) = match writer.config().dry_run {
+            true => (None, Some(line)),
+            false => (Some(line), None),
+        };
+        *self.decisions.entry(d.action.as_str().into()).or_default() += 1;
+        self.log(&d, at, writer.config().dry_run, &written, &would)?;
+        self.last = Some((d.clone(), written, would));
+        Ok(d)
+    }
+
     fn log(
         &self,
         d: &ModelDecision,

@@ -24,6 +24,17 @@ pub struct Plant {
     /// (weight 10:1 against the hog) and waits in iocost's throttle for the
     /// rest, 10 ms per unit of overload.
     pub lc_demand_units_per_second: f64,
+    /// The hog's device cost per unit the model charges, phase by phase
+    /// (empty: 1): a model right for one request size and wrong for
+    /// another, as m-47's hog cycling 4 KiB and 128 KiB reads.
+    pub phase_cost: Vec<f64>,
+    /// How long each phase lasts, in periods (m-47: 4 s in 3 s periods).
+    pub phase_periods: f64,
+    /// The protected reader is QD1: its I/Os per period fall as its
+    /// latency grows (lc_samples at the unloaded p99).
+    pub qd1: bool,
+    /// Periods run so far.
+    pub t: f64,
     pub rng: u64,
 }
 
@@ -38,6 +49,10 @@ impl Default for Plant {
             bytes_per_unit: 32768.0,
             noise: 0.0,
             lc_demand_units_per_second: 0.0,
+            phase_cost: Vec::new(),
+            phase_periods: 1.0,
+            qd1: false,
+            t: 0.0,
             rng: 0x9e37_79b9_7f4a_7c15,
         }
     }
@@ -66,19 +81,41 @@ impl Plant {
         (self.rng >> 11) as f64 / (1u64 << 53) as f64
     }
 
-    fn p99(&self, vrate: f64) -> f64 {
-        let rho = vrate / 100.0 * self.model_units_per_second / self.capacity_units_per_second;
-        if rho >= 0.999 {
-            1.0
+    fn p99_at_cost(&self, vrate: f64, cost: f64) -> f64 {
+        let rho =
+            vrate / 100.0 * self.model_units_per_second * cost / self.capacity_units_per_second;
+        // A QD1 reader behind a QD32 hog waits for at most the hog's queue.
+        let most = if self.qd1 {
+            33.0 * self.base_p99_seconds
         } else {
-            (self.base_p99_seconds / (1.0 - rho)).min(1.0)
+            1.0
+        };
+        if rho >= 0.999 {
+            most
+        } else {
+            (self.base_p99_seconds / (1.0 - rho)).min(most)
         }
+    }
+
+    /// The period's p99: the worst of the hog's phases it overlaps (one
+    /// second of a costly phase is more than 1 % of a period's I/Os).
+    fn p99(&self, vrate: f64) -> f64 {
+        if self.phase_cost.is_empty() {
+            return self.p99_at_cost(vrate, 1.0);
+        }
+        let n = self.phase_cost.len();
+        let first = (self.t / self.phase_periods).floor() as usize;
+        let last = ((self.t + 1.0) / self.phase_periods).ceil() as usize;
+        (first..last.max(first + 1))
+            .map(|i| self.p99_at_cost(vrate, self.phase_cost[i % n]))
+            .fold(0.0, f64::max)
     }
 
     /// The highest vrate whose noiseless p99 meets `target`.
     pub fn max_vrate_meeting(&self, target: f64) -> f64 {
         let rho = 1.0 - self.base_p99_seconds / target;
-        rho * self.capacity_units_per_second / self.model_units_per_second * 100.0
+        let cost = self.phase_cost.iter().copied().fold(1.0_f64, f64::max);
+        rho * self.capacity_units_per_second / (self.model_units_per_second * cost) * 100.0
     }
 
     fn throttle(&self, vrate: f64) -> f64 {
@@ -90,26 +127,45 @@ impl Plant {
         }
     }
 
+    /// The current phase's device cost per unit the model charges.
+    fn phase_cost_now(&self) -> f64 {
+        match self.phase_cost.len() {
+            0 => 1.0,
+            n => self.phase_cost[(self.t / self.phase_periods).floor() as usize % n],
+        }
+    }
+
+    /// `vrate` f64::INFINITY: iocost off.
     fn measure(&self, vrate: f64, p99: f64) -> Measurement {
         let admitted =
             (vrate / 100.0 * self.model_units_per_second).min(self.capacity_units_per_second);
+        let completed = (vrate / 100.0 * self.model_units_per_second)
+            .min(self.capacity_units_per_second / self.phase_cost_now());
         Measurement {
             slos: vec![SloSample {
                 name: "/lc read-p99".into(),
                 target_seconds: self.slo_target,
                 observed_seconds: Some(p99),
-                samples: self.lc_samples,
+                samples: if self.qd1 {
+                    ((self.lc_samples as f64) * self.base_p99_seconds / p99).max(1.0) as u64
+                } else {
+                    self.lc_samples
+                },
                 throttle_seconds: self.throttle(vrate),
                 held_in_observed: false,
+                throttle_tail_seconds: None,
             }],
             throughput_bytes_per_second: admitted * self.bytes_per_unit,
             iops: admitted,
+            cost_rate: completed / self.model_units_per_second,
         }
     }
 
     pub fn period(&mut self, vrate: f64) -> Measurement {
         let jitter = 1.0 + self.noise * (2.0 * self.uniform() - 1.0);
-        self.measure(vrate, self.p99(vrate) * jitter)
+        let m = self.measure(vrate, self.p99(vrate) * jitter);
+        self.t += 1.0;
+        m
     }
 
     pub fn period_noiseless(&self, vrate: f64) -> Measurement {

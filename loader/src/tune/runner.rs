@@ -125,12 +125,16 @@ impl Tuner {
                 );
             }
         }
-        let v = self.controller.vrate();
-        say_not_held(self.pin(v)?);
-        // iowarden_tune_qos_value exists only while the tuner holds the qos
-        // (the pinned-vrate alert is inhibited by it): not in a dry run.
-        if !self.writer.config().dry_run {
-            self.set_qos_status(v);
+        // Without --start the first period measures iocost as found and
+        // the first pin follows it (Action::Start).
+        if !self.controller.observing() {
+            let v = self.controller.vrate();
+            say_not_held(self.pin(v)?);
+            // iowarden_tune_qos_value exists only while the tuner holds the
+            // qos (the pinned-vrate alert is inhibited by it): not in a dry run.
+            if !self.writer.config().dry_run {
+                self.set_qos_status(v);
+            }
         }
         self.started = Instant::now();
         self.period_started = Instant::now();
@@ -244,7 +248,7 @@ impl Tuner {
         // In a dry run the writer writes nothing: the line is what it would write.
         let dry_run = self.writer.config().dry_run;
         let mut line = None;
-        if d.to != d.from {
+        if d.to != d.from || d.action == Action::Start {
             line = say_not_held(self.pin(d.to)?);
             if !dry_run {
                 self.set_qos_status(d.to);
@@ -329,6 +333,7 @@ impl Tuner {
                 "observed_seconds": s.observed_seconds,
                 "samples": s.samples,
                 "throttle_seconds": s.throttle_seconds,
+                "throttle_tail_seconds": s.throttle_tail_seconds,
             })).collect::<Vec<_>>(),
             "throughput_bytes_per_second": m.throughput_bytes_per_second.round(),
             "iops": m.iops.round(),
@@ -360,6 +365,20 @@ impl Tuner {
         let Some(ml) = self.model.as_mut() else {
             return Ok(self.controller.decide(m));
         };
+        // The model's loop judges vrates the tuner set; none yet. Where the
+        // model is so optimistic that the first pin falls below
+        // --vrate-min, its rates are scaled to what the device did first.
+        if self.controller.observing() {
+            let mut d = self.controller.decide(m);
+            if let Some(factor) = self.controller.start_below_floor() {
+                let md = ml.scale(factor, &mut self.writer, at)?;
+                self.status.model = Some(ml.status());
+                d.to = self.controller.rescale(md.vrate_factor);
+                d.from = d.to;
+                d.reason = format!("{}; io.cost.model scaled to it", d.reason);
+            }
+            return Ok(d);
+        }
         let period = QosPeriod {
             slo_ratio: worst_slo_ratio(m, self.opts.controller.min_samples),
             vrate: self.controller.vrate(),
@@ -477,6 +496,7 @@ mod tests {
             samples,
             throttle_seconds: 0.0,
             held_in_observed: false,
+            throttle_tail_seconds: None,
         };
         let m = Measurement {
             slos: vec![slo(0.001, 500), slo(0.003, 500)],
@@ -496,6 +516,7 @@ mod tests {
             samples: 500,
             throttle_seconds: 0.0,
             held_in_observed: false,
+            throttle_tail_seconds: None,
         };
         let mut st = TunerSlo::default();
         // Searching: a miss, a hit; then converged: a hit, the worst miss, a

@@ -1,4 +1,4 @@
-# vmtest-checks: 13
+# vmtest-checks: 15
 # vmtest-drive: throttling.iops-total=2000,throttling.bps-total=67108864
 # `iowarden tune --model` on real iocost: io.cost.model fitted online from
 # device occupancy (saturated windows) and written back through the journal.
@@ -81,7 +81,7 @@ profile() { # NAME
 # them within 1 % in every run recorded (rbps 41.6 MB/s for a 41.9 cap, the
 # IOPS terms 3010-3012 for 3000; 2026-12-02), and its six 23 s cases were
 # half of t-47's time. t-46 checks profile's model on every kernel line.
-if [ -n "${M47_QUICK:-}" ]; then
+if [ -n "${M47_QUICK:-}${M47_OFF:-}" ]; then
   REF="$MM ctrl=user model=linear rbps=$CAP_BPS rseqiops=$CAP_IOPS rrandiops=$CAP_IOPS wbps=$CAP_BPS wseqiops=$CAP_IOPS wrandiops=$CAP_IOPS"
   REF_NAME="the caps"
   echo "  reference: the caps: $REF"
@@ -102,9 +102,10 @@ fi
 SIX=("randread 4k 64" "read 4k 64" "read 1M 16" "randwrite 4k 64" "write 4k 64" "write 1M 16")
 # Bytes read and written on the device so far (/sys/block/DEV/stat sectors).
 dev_bytes() { awk '{print ($3 + $7) * 512}' /sys/block/$DEV/stat; }
-# The latency-critical reader: 4 KiB random reads at QD1 for $1 s (ramp $2 s), fio JSON in $T/$3.json.
+# The latency-critical reader: 4 KiB random reads at QD1 for $1 s (ramp $2 s), fio JSON in $T/$3.json;
+# $4: at most that many reads a second.
 lc() {
-  bash -c "echo \$\$ > $CG/md-lc/cgroup.procs; exec fio --name=lc --filename=/dev/$DEV --direct=1 --ioengine=libaio --rw=randread --bs=4k --iodepth=1 --offset=0 --size=512M --time_based --runtime=$1 --ramp_time=$2 --output-format=json --output=$T/$3.json" > /dev/null 2>&1
+  bash -c "echo \$\$ > $CG/md-lc/cgroup.procs; exec fio --name=lc --filename=/dev/$DEV --direct=1 --ioengine=libaio --rw=randread --bs=4k --iodepth=1 --offset=0 --size=512M --time_based --runtime=$1 --ramp_time=$2 ${4:+--rate_iops=$4} --output-format=json --output=$T/$3.json" > /dev/null 2>&1
 }
 # "ok|bad n_determined worst_fit_err worst_model_err undetermined-list" of a run's decisions
 judge() {
@@ -218,8 +219,10 @@ REF2=""
 # M47_QUICK=1 (t-47-model-fit.sh, in `make test`): (1) and (2) from 4x
 # optimistic only, against one profile; (4) printed, not asserted.
 RUNS="optimistic pessimistic"; [ -n "${M47_QUICK:-}" ] && RUNS=optimistic
-converge optimistic 4
-if [ -z "${M47_QUICK:-}" ]; then
+# M47_OFF=1 (m-47-from-off.sh): only (3), against the caps.
+[ -n "${M47_OFF:-}" ] && RUNS=""
+[ -n "$RUNS" ] && converge optimistic 4
+if [ -z "${M47_QUICK:-}${M47_OFF:-}" ]; then
   converge pessimistic 0.25
   echo "$MM enable=0" > $CG/io.cost.qos
   profile profile2
@@ -241,7 +244,7 @@ for name in $RUNS; do
 done
 rcs=$(for name in $RUNS; do cat $T/$name.rc; done | tr -d '\n')
 logs=$(for name in $RUNS; do echo $T/$name.log; done)
-ok "model runs exit on their own (rc $rcs) and restore qos and model" "[ -n '$rcs' ] && [ -z '${rcs//0/}' ] && [ \"\$(qos)\" = \"\$pre_qos\" ] && [ \$(grep -l 'restored .*io.cost.model' $(echo $logs) | wc -l) -eq $(echo $RUNS | wc -w) ]"
+[ -n "$RUNS" ] && ok "model runs exit on their own (rc $rcs) and restore qos and model" "[ -n '$rcs' ] && [ -z '${rcs//0/}' ] && [ \"\$(qos)\" = \"\$pre_qos\" ] && [ \$(grep -l 'restored .*io.cost.model' $(echo $logs) | wc -l) -eq $(echo $RUNS | wc -w) ]"
 cleanup() {
   echo "$MM enable=0" > $CG/io.cost.qos; echo "$MM ctrl=auto" > $CG/io.cost.model
   echo $nomerges > /sys/block/$DEV/queue/nomerges
@@ -256,18 +259,29 @@ cleanup() {
 # runs on the profiled model: on the kernel's default SSD model (488 MB/s,
 # 8518 random reads/s) vrate 20 % is still above this capped device and
 # holds nothing back.
+# The reader asks for a tenth of the device's requests (a service with a
+# request rate; issue 56): read as fast as QD1 goes, it alone filled a
+# 500/s device and half a 2000/s one, the tightest QoS held it in iocost's
+# throttle, which fio's clat leaves out (it is submission time), and the
+# SLO derived from that clat was below what any vrate gives once the hold
+# counts (the tuner judges from submission): held below ~4 % of the
+# default model, queued above.
+LC_RATE=${CAP_IOPS:+$((CAP_IOPS / 10))}
 HOG=("randread 4k 32" "randread 128k 32")
 echo "$REF" > $CG/io.cost.model
-cycle 40 "${HOG[@]}" & hog=$!; sleep 1; pin_vrate $MM 20; sleep 1; b0=$(dev_bytes); lc 24 0 tight; b1=$(dev_bytes); stop_hog $hog
+cycle 40 "${HOG[@]}" & hog=$!; sleep 1; pin_vrate $MM 20; sleep 1; b0=$(dev_bytes); lc 24 0 tight $LC_RATE; b1=$(dev_bytes); stop_hog $hog
 tight_tot=$(python3 -c "print(f'{($b1 - $b0) / 24e6:.1f}')")
 tight=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["jobs"][0]["read"]; print(r["clat_ns"]["percentile"]["99.000000"]/1e6)' $T/tight.json)
 echo "$MM enable=0 ctrl=auto" > $CG/io.cost.qos; echo "$MM ctrl=auto" > $CG/io.cost.model
 SLO_MS=$(python3 -c "import math; print(max(1, math.ceil(2 * $tight)))")
-echo "  tightest fixed QoS (profiled model, vrate 20 %): LC p99 $tight ms, $tight_tot MB/s -> SLO read-p99=${SLO_MS}ms"
+echo "  tightest fixed QoS (${REF_NAME}' model, vrate 20 %): LC (${LC_RATE:-QD1} reads/s) p99 $tight ms, $tight_tot MB/s -> SLO read-p99=${SLO_MS}ms"
 t0=$(date +%s)
 cycle 150 "${HOG[@]}" & hog=$!
-lc 80 60 tuned & l=$!
-"$IW" tune --device $DEV --protect /md-lc --slo read-p99=${SLO_MS}ms --vrate-min 20 --vrate-max 800 --start 100 --period 3s \
+lc 80 60 tuned $LC_RATE & l=$!
+# No --start: the first period measures the device with iocost off and the
+# first pin follows it. --vrate-min 1: on the kernel's default SSD model
+# (8518 random reads/s) a 500 requests/s device holds the SLO near 3 %.
+"$IW" tune --device $DEV --protect /md-lc --slo read-p99=${SLO_MS}ms --vrate-min 1 --vrate-max 800 --period 3s \
   --model $MODEL_OPTS --listen 127.0.0.1:9632 --state-dir $ST > $T/off.jsonl 2> $T/off.log & tp=$!
 snap() { python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9632/snapshot.json").read().decode())' > $T/$1.json; }
 sleep 62; snap s0; b0=$(dev_bytes); w0=$(date +%s.%N)
@@ -326,11 +340,20 @@ PY
 grep -E 'model (step|rollback|converged)|summary|converged after' $T/off.log | sed 's/^/  /' | cut -c1-220 | tail -6
 echo "  wall time from start (iocost off) to the steady-state window: $(( $(date +%s) - t0 )) s in all"
 read bn bm bc < <(judge_best off)
-ok "tune --model from iocost off: the fit within 10% of the measured best linear model of its windows on $bn terms (worst $bm; caps' $bc)" "[ '$bn' -gt 0 ] && python3 -c 'import sys; sys.exit(not $bm <= 0.10)'"
+# Holding the SLO from the first pin keeps the device below saturation, and
+# the fit may then have no windows to determine a term from (issue 56: at
+# 2000/s and 8000/s, 3-4 saturated windows, all from the observed period):
+# its last decision must say why for every term.
+ok "tune --model from iocost off: the fit within 10% of the measured best linear model of its windows on $bn terms (worst $bm; caps' $bc), or says why it determined none" "if [ '$bn' -gt 0 ]; then python3 -c 'import sys; sys.exit(not $bm <= 0.10)'; else python3 -c \"import json, sys; ds = [json.loads(l) for l in open('$T/off.jsonl') if 'model_action' in l]; sys.exit(not (ds and all(p['fitted'] is not None or p['reason'] for p in ds[-1]['fit']['params'])))\"; fi"
 read missed after_n worst_ms < <(sed -n 's/.*missed in \([0-9]*\) of \([0-9]*\) after first converging (worst \([0-9.]*\)ms).*/\1 \2 \3/p' $T/off.log | tail -1)
 ok "tune --model from iocost off: the SLO missed in at most 10% of the periods after the first convergence (${missed:-?} of ${after_n:-?}, worst ${worst_ms:-?} ms)" "[ '${after_n:-0}' -gt 0 ] && [ \$(( ${missed:-0} * 10 )) -le ${after_n:-0} ]"
 ok "tune --model from iocost off converges (QoS; at ${conv} s) and holds read-p99=${SLO_MS}ms: iowarden ${iw_p99} ms, fio ${fio_p99} ms" "[ '$conv' != None ] && [ $iw_n -ge 300 ] && python3 -c 'import sys; sys.exit(not ($iw_p99 <= $SLO_MS and $fio_p99 <= $SLO_MS))'"
 ok "tune --model: more aggregate throughput than the tightest fixed QoS (${tuned_tot} vs ${tight_tot} MB/s, /sys/block stat)" "python3 -c 'import sys; sys.exit(not $tuned_tot > $tight_tot)'"
 ok "tune --model: exits 0 on SIGTERM and restores qos and model" "[ $orc -eq 0 ] && [ \"\$(qos)\" = \"\$pre_qos\" ] && [ \"\$(model)\" = \"\$pre_model\" ]"
-
-cleanup
+# Issue 56: from the first period, the observed one with iocost off
+# included, not only after converging.
+read met judged < <(sed -n 's/.*read-p99=[0-9]*ms: met in \([0-9]*\) of \([0-9]*\) periods.*/\1 \2/p' $T/off.log | tail -1)
+missed_all=$(( ${judged:-0} - ${met:-0} ))
+ok "tune --model from iocost off: the SLO missed in at most 10% of all periods from the first ($missed_all of ${judged:-?})" "[ '${judged:-0}' -gt 0 ] && [ \$(( $missed_all * 10 )) -le ${judged:-0} ]"
+ok "tune --model from iocost off: converged within 60 s (at ${conv} s)" "[ '$conv' != None ] && python3 -c 'import sys; sys.exit(not $conv <= 60)'"
+echo "POINT iops=${CAP_IOPS:-?} bps=${CAP_BPS:-?} slo_ms=$SLO_MS missed=$missed_all judged=${judged:-?} converged_s=$conv fit_measured=$bm fit_caps=$bc fit_terms=$bn lc_p99_ms=$iw_p99 fio_p99_ms=$fio_p99 tuned_mbps=$tuned_tot tight_mbps=$tight_tot"

@@ -60,7 +60,10 @@ echo "  bad: ram0 rc $b1: $(tail -1 $T/bad1.log | cut -c1-200); max-step 0.5 rc 
 ok "tune --model refuses a device without iocost support and a bad step, nothing changed" "[ $b1 -ne 0 ] && grep -q 'ram0 has no blk-mq queue' $T/bad1.log && [ $b2 -ne 0 ] && grep -q 'above 1' $T/bad2.log && [ \"\$(qos)\" = \"\$pre_qos\" ] && [ \"\$(model)\" = \"\$pre_model\" ]"
 rmmod brd 2>/dev/null
 # Too few samples: no load, a few periods: every model decision is 'insufficient', the model unchanged.
-"$IW" tune --device $DEV --protect /md-lc --slo read-p99=2ms --period 1s --model --listen 127.0.0.1:9637 --state-dir $ST --duration 6s > $T/idle.jsonl 2> $T/idle.log; irc=$?
+# --start: without it the first period with I/O enough to judge would pin
+# (docs/cost-model.md#tune), and without load there is none, so the model
+# loop, which judges pinned vrates, would not run.
+"$IW" tune --device $DEV --protect /md-lc --slo read-p99=2ms --period 1s --start 50 --model --listen 127.0.0.1:9637 --state-dir $ST --duration 6s > $T/idle.jsonl 2> $T/idle.log; irc=$?
 acts=$(python3 -c 'import json,sys; print(" ".join(sorted({json.loads(l)["model_action"] for l in open(sys.argv[1]) if "model_action" in l})))' $T/idle.jsonl)
 echo "  idle: rc $irc; model actions: $acts; $(grep -o 'insufficient .*' $T/idle.log | head -1 | cut -c1-200)"
 ok "tune --model without load: says the fit has too few samples and changes nothing" "[ $irc -eq 0 ] && [ '$acts' = insufficient ] && grep -q 'saturated windows, 6 needed' $T/idle.log && [ \"\$(model)\" = \"\$pre_model\" ]"

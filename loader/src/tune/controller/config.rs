@@ -6,8 +6,12 @@ pub struct ControllerConfig {
     /// vrate bounds in percent; the tuner never writes outside them.
     pub vrate_min: f64,
     pub vrate_max: f64,
-    /// First vrate written.
+    /// First vrate written (with `observe_first`: where the first period
+    /// met the SLOs).
     pub start: f64,
+    /// Write nothing in the first period: start from what it measured with
+    /// iocost as found (`iowarden tune` without --start).
+    pub observe_first: bool,
     /// Factor applied on an SLO miss when no lower good value is known.
     pub decrease: f64,
     /// Factor applied on slack when no higher bad value is known.
@@ -38,6 +42,7 @@ impl Default for ControllerConfig {
             vrate_min: 5.0,
             vrate_max: 100.0,
             start: 100.0,
+            observe_first: false,
             decrease: 0.7,
             increase: 1.3,
             max_step: 30.0,

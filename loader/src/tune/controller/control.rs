@@ -7,6 +7,7 @@ use std::fmt::Write;
 use super::config::ControllerConfig;
 use super::decision::{Action, Decision, Verdict};
 use super::measurement::{Measurement, SloSample};
+use super::search::{FIRST_SHARE, FLOOR_ROOM};
 
 /// The vrate search, one decision per period (see mod.rs).
 pub struct Controller {
@@ -21,6 +22,12 @@ pub struct Controller {
     pub(super) backoff: u32,
     /// Consecutive periods met within the margin at the current v.
     pub(super) tight: u32,
+    /// The worst SLO ratio of the last periods at the current v (reset
+    /// when v moves): an increase needs two with slack, so that a load
+    /// whose phases outlast a period is seen whole (issue 56).
+    pub(super) here: Vec<f64>,
+    /// Periods the SLOs held at the current v since it last moved.
+    pub(super) met_here: u32,
     /// Periods judged since a miss where the SLO held before was taken for
     /// noise (None: never).
     pub(super) since_excused: Option<u32>,
@@ -30,11 +37,25 @@ pub struct Controller {
     /// one resolution until a miss); the miss returns there.
     pub(super) probe_base: Option<f64>,
     pub(super) converged: bool,
+    /// Nothing written yet: the first judged period decides where to start.
+    pub(super) observing: bool,
+    /// The last decision was the first pin, below a load the SLOs missed
+    /// at: the next period drains the queue built before it.
+    pub(super) draining: bool,
+    /// The vrate that admitted what the device completed with iocost as
+    /// found, where the SLOs were missed there.
+    pub(super) found: Option<f64>,
+    /// The value the last step up left, held with slack there: where a
+    /// miss above returns when `good` was the value missed at.
+    pub(super) left: Option<f64>,
 }
+
+/// The smallest factor one decrease applies (a miss far above the target).
+pub(super) const MOST_DOWN: f64 = 0.5;
 
 /// Rounds to the two decimals io.cost.qos keeps, so the value written is the
 /// value remembered.
-fn round2(v: f64) -> f64 {
+pub(super) fn round2(v: f64) -> f64 {
     (v * 100.0).round() / 100.0
 }
 
@@ -42,17 +63,23 @@ impl Controller {
     pub fn new(cfg: ControllerConfig) -> Controller {
         let v = round2(cfg.start);
         Controller {
-            cfg,
             v,
             good: None,
             bad: None,
             low_bad: None,
             backoff: 0,
             tight: 0,
+            here: Vec::new(),
+            met_here: 0,
             since_excused: None,
             slack: 0,
             probe_base: None,
             converged: false,
+            observing: cfg.observe_first,
+            draining: false,
+            found: None,
+            left: None,
+            cfg,
         }
     }
 
@@ -65,6 +92,11 @@ impl Controller {
     }
     pub fn converged(&self) -> bool {
         self.converged
+    }
+    /// The first period is being measured with iocost as found: nothing
+    /// written yet.
+    pub fn observing(&self) -> bool {
+        self.observing
     }
     pub fn bracket(&self) -> (Option<f64>, Option<f64>) {
         (self.good, self.bad)
@@ -80,10 +112,27 @@ impl Controller {
         self.bad = self.bad.map(|b| b * factor);
         self.low_bad = self.low_bad.map(|b| b * factor);
         self.probe_base = self.probe_base.map(|b| b * factor);
+        self.left = self.left.map(|b| b * factor);
         self.converged = false;
         self.tight = 0;
         self.slack = 0;
+        self.here.clear();
+        self.met_here = 0;
+        // Right after the first pin, the start follows the found load.
+        if let Some(found) = self.found.as_mut().filter(|_| self.draining) {
+            *found *= factor;
+            self.v = round2((*found * FIRST_SHARE).clamp(c.vrate_min, c.vrate_max));
+        }
         self.v
+    }
+
+    /// Right after the first pin: the cost rate the device completed as
+    /// found (seconds of the model's device time per second) where the
+    /// first pin came within `FLOOR_ROOM` of --vrate-min: the model in
+    /// force is so optimistic that the search has no room below.
+    pub fn start_below_floor(&self) -> Option<f64> {
+        let found = self.found.filter(|_| self.draining)?;
+        (found * FIRST_SHARE < FLOOR_ROOM * self.cfg.vrate_min).then_some(found / 100.0)
     }
 
     /// A bounded move from v towards `to`, inside the bounds: at most
@@ -95,7 +144,7 @@ impl Controller {
     pub(super) fn step_to(&self, to: f64) -> f64 {
         let c = &self.cfg;
         let up = c.max_step.max(self.v * (c.increase - 1.0));
-        let down = c.max_step.max(self.v * (1.0 - c.decrease));
+        let down = c.max_step.max(self.v * (1.0 - MOST_DOWN));
         let to = to.clamp(self.v - down, self.v + up);
         round2(to.clamp(c.vrate_min, c.vrate_max))
     }
@@ -111,6 +160,12 @@ impl Controller {
         let from = self.v;
         let why = describe(m);
         let (action, to, head) = self.judge(m, from);
+        // Nothing was pinned before the first pin.
+        let from = if action == Action::Start { to } else { from };
+        if to != from {
+            self.here.clear();
+            self.met_here = 0;
+        }
         Decision {
             action,
             from,
@@ -135,6 +190,14 @@ impl Controller {
         }
         self.since_excused = self.since_excused.map(|p| p + 1);
         let (worst, worst_slo) = worst_ratio(m);
+        if self.observing {
+            let throttled = worst_slo.is_some_and(|s| s.throttled());
+            return self.start_from_observation(m.cost_rate, worst, throttled);
+        }
+        // The queue iocost off left (m-47 at 500 requests/s: 32 reads of
+        // 128 KiB, 250 ms) drains in the period after the first pin: the
+        // size of a miss there says little of the vrate pinned.
+        let draining = std::mem::take(&mut self.draining);
         if worst > 1.0 && worst_slo.is_some_and(|s| s.throttled()) {
             let name = worst_slo.map_or("", |s| s.name.as_str());
             return self.raise_out_of_throttle(from, worst, name);
@@ -143,7 +206,7 @@ impl Controller {
             return verdict;
         }
         if worst > 1.0 {
-            return self.lower_after_miss(from, worst);
+            return self.lower_after_miss(from, worst, !draining);
         }
         self.record_met(from);
         let has_slack = worst <= 1.0 - self.cfg.margin;
@@ -160,11 +223,13 @@ fn describe(m: &Measurement) -> String {
     for s in &m.slos {
         let _ = write!(
             why,
-            "{} {} + {:.3}ms throttled (target {}, {} I/Os); ",
+            "{} {} + {:.3}ms throttled{} (target {}, {} I/Os); ",
             s.name,
             s.observed_seconds
                 .map_or("-".to_string(), |o| format!("{:.3}ms", o * 1e3)),
             s.throttle_seconds * 1e3,
+            s.throttle_tail_seconds
+                .map_or(String::new(), |t| format!(", its tail {:.3}ms", t * 1e3)),
             format_args!("{:.3}ms", s.target_seconds * 1e3),
             s.samples
         );

@@ -2,6 +2,9 @@
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
+    /// The first pin, from what the first period measured with iocost as
+    /// the tuner found it.
+    Start,
     Hold,
     Decrease,
     Increase,
@@ -14,6 +17,7 @@ pub enum Action {
 impl Action {
     pub fn as_str(self) -> &'static str {
         match self {
+            Action::Start => "start",
             Action::Hold => "hold",
             Action::Decrease => "decrease",
             Action::Increase => "increase",

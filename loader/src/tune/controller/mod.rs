@@ -30,4 +30,6 @@ pub use decision::{Action, Decision};
 pub use measurement::{Measurement, SloSample};
 
 #[cfg(test)]
+mod from_off_tests;
+#[cfg(test)]
 mod tests;

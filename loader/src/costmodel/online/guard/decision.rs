@@ -21,6 +21,10 @@ pub enum ModelAction {
     /// A step is due, but the period just measured missed an SLO, or the
     /// QoS search is still raising vrate: the QoS controller acts first.
     Deferred,
+    /// Every rate scaled at once, before the first pin, to the cost rate
+    /// the device completed as found: the model in force admitted more
+    /// than the device even at the lowest vrate allowed.
+    Scale,
 }
 
 impl ModelAction {
@@ -34,6 +38,7 @@ impl ModelAction {
             ModelAction::Rollback => "rollback",
             ModelAction::Cooldown => "cooldown",
             ModelAction::Deferred => "deferred",
+            ModelAction::Scale => "scale",
         }
     }
 

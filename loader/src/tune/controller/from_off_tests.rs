@@ -1,0 +1,273 @@
+//! The search from iocost off (issue 56): the first period observed, the
+//! first pin from it, and the climb bounded by what each period measured,
+//! against m-47's plant.
+
+use super::super::plant::Plant;
+use super::*;
+
+fn slo(observed: f64, target: f64, samples: u64) -> Measurement {
+    super::tests::slo(observed, target, samples)
+}
+
+/// m-47's plant (issue 56): a hog whose phases cost the device 1x and 2x
+/// what the model charges (4 s each in 3 s periods), a QD1 protected reader
+/// (about 6,000 reads a period unloaded), the SLO allowing at most 50 % of
+/// vrate.
+fn m47_plant(seed: u64, phase_cost: f64) -> Plant {
+    let mut plant = Plant {
+        phase_cost: vec![1.0, phase_cost],
+        phase_periods: 4.0 / 3.0,
+        qd1: true,
+        lc_samples: 6000,
+        ..Plant::random(seed)
+    };
+    // m-47's SLO is twice the p99 under the tightest fixed QoS: at least
+    // 1.5x the unloaded p99 here (closer, its 10 % noise alone misses).
+    plant.slo_target = plant.slo_target.max(1.5 * plant.base_p99_seconds);
+    let allowed = plant.max_vrate_meeting(plant.slo_target);
+    if allowed > 50.0 {
+        plant.model_units_per_second *= allowed / 50.0;
+    }
+    plant
+}
+
+/// `periods` decisions of `iowarden tune` without --start, the first
+/// period with iocost off: (periods missed, first convergence, a trace).
+fn from_iocost_off(plant: &mut Plant, periods: usize) -> (usize, Option<usize>, String) {
+    let mut c = Controller::new(ControllerConfig {
+        vrate_min: 1.0,
+        vrate_max: 800.0,
+        start: 800.0,
+        observe_first: true,
+        ..Default::default()
+    });
+    let (mut missed, mut conv, mut trace) = (0, None, String::new());
+    for i in 0..periods {
+        let v = if c.observing() {
+            f64::INFINITY
+        } else {
+            c.vrate()
+        };
+        let m = plant.period(v);
+        let ratio = m.slos[0].effective() / plant.slo_target;
+        missed += usize::from(ratio > 1.0);
+        let d = c.decide(&m);
+        if d.action == Action::Converged && conv.is_none() {
+            conv = Some(i);
+        }
+        trace += &format!(
+            "  {i:2} {:>4.0}% {:<10} {:7.2} -> {:7.2}\n",
+            ratio * 100.0,
+            d.action.as_str(),
+            d.from,
+            d.to
+        );
+    }
+    (missed, conv, trace)
+}
+
+/// Issue 56: from iocost off, the SLO is missed in at most 10 % of all
+/// periods from the first (the observed one included) on at least 36 of 40
+/// plants and in at most 4 of 36 on any, and the search converges within
+/// 20 periods (60 s at 3 s) on every one. The phases differ by 1.25x: the
+/// kernel's default SSD model against m-47's caps errs by 17-20x (500/s),
+/// 4.3-5.2x (2000/s) and 1.06-1.3x (8000/s) between its 4 KiB and 128 KiB
+/// reads.
+#[test]
+fn from_iocost_off_few_misses_from_the_first_period() {
+    let periods = 36;
+    let (mut within, mut bad) = (0, Vec::new());
+    for seed in 1..41u64 {
+        let mut plant = m47_plant(seed, 1.25);
+        let (missed, conv, trace) = from_iocost_off(&mut plant, periods);
+        within += usize::from(missed * 10 <= periods);
+        if missed > 4 || conv.is_none_or(|p| p >= 20) {
+            bad.push(format!(
+                "seed {seed}: SLO allows {:.1} %, missed {missed} of {periods}, converged at {conv:?}\n{trace}",
+                plant.max_vrate_meeting(plant.slo_target)
+            ));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{} of 40 plants fail:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+    assert!(within >= 36, "{within} of 40 plants within 10 %");
+}
+
+/// Without --start the first period writes nothing: missed with iocost as
+/// found, the search starts at 40 % of the cost rate the device completed
+/// (all of it is a known miss); met, at `start`; a period too thin to
+/// judge waits for the next.
+#[test]
+fn without_start_the_first_period_observes_the_device_as_found() {
+    let cfg = ControllerConfig {
+        start: 100.0,
+        observe_first: true,
+        ..Default::default()
+    };
+    let mut c = Controller::new(cfg.clone());
+    assert!(c.observing());
+    let d = c.decide(&slo(0.006, 0.002, 50));
+    assert_eq!(d.action, Action::Insufficient);
+    assert!(c.observing());
+    let mut m = slo(0.006, 0.002, 1000);
+    m.cost_rate = 0.5;
+    let d = c.decide(&m);
+    assert_eq!(
+        (d.action, d.from, d.to),
+        (Action::Start, 20.0, 20.0),
+        "{d:?}"
+    );
+    assert!(
+        d.reason
+            .contains("completing 50.0% of the cost model's capacity"),
+        "{}",
+        d.reason
+    );
+    assert_eq!(c.bracket(), (None, Some(50.0)));
+    assert!(!c.observing());
+    // Met as found (at 50 % of the target): what the device did, up x1.12
+    // for the headroom; with nothing charged, the configured start.
+    let mut c = Controller::new(cfg.clone());
+    let mut m = slo(0.001, 0.002, 1000);
+    m.cost_rate = 0.5;
+    let d = c.decide(&m);
+    assert_eq!((d.action, d.to), (Action::Start, 56.18), "{d:?}");
+    let mut c = Controller::new(cfg.clone());
+    m.cost_rate = 0.0;
+    let d = c.decide(&m);
+    assert_eq!((d.action, d.to), (Action::Start, 100.0), "{d:?}");
+    // Missed, but held in iocost's throttle as found: raising is the way
+    // out, so the start too.
+    let mut c = Controller::new(cfg);
+    let mut m = slo(0.001, 0.002, 1000);
+    m.slos[0].throttle_seconds = 0.003;
+    let d = c.decide(&m);
+    assert_eq!((d.action, d.to), (Action::Start, 100.0), "{d:?}");
+    assert!(d.reason.contains("throttle"), "{}", d.reason);
+}
+
+/// Where iowarden measures the hold, the hold's own tail decides whether a
+/// miss is iocost's doing: a 5 ms mean hold in a 15 ms p99 whose holds
+/// reach 12 ms is (m-47 at 500 requests/s took it for queueing, and
+/// lowering vrate held the reader longer); with holds of 2 ms it is not.
+#[test]
+fn a_miss_is_the_throttles_when_the_holds_are_most_of_the_tail() {
+    let mut s = slo(0.015, 0.005, 1000).slos.remove(0);
+    s.held_in_observed = true;
+    s.throttle_seconds = 0.005;
+    s.throttle_tail_seconds = Some(0.012);
+    assert!(s.throttled());
+    s.throttle_tail_seconds = Some(0.002);
+    assert!(!s.throttled());
+    // The mean alone (io.stat's cost.wait) still judges where the hold is
+    // not measured.
+    s.held_in_observed = false;
+    s.throttle_tail_seconds = None;
+    s.observed_seconds = Some(0.004);
+    assert!(s.throttled());
+}
+
+/// Held in iocost's throttle at one vrate and queued a resolution above
+/// it: no vrate meets the SLO at this load, and the tuner says so instead
+/// of bisecting in ever smaller steps (m-47 at 2000 requests/s with a
+/// reader filling half the device held 3.91 % for 30 periods saying "at
+/// the lower bound", which was 1 %).
+#[test]
+fn queued_just_above_where_it_was_throttled_says_no_vrate_meets_it() {
+    let mut c = Controller::new(ControllerConfig {
+        start: 10.0,
+        ..Default::default()
+    });
+    let mut held = slo(0.0005, 0.002, 1000);
+    held.slos[0].throttle_seconds = 0.003;
+    assert_eq!(c.decide(&held).to, 13.0);
+    let queued = slo(0.004, 0.002, 1000);
+    assert_eq!(c.decide(&queued).to, 11.5);
+    assert_eq!(c.decide(&queued).to, 10.75);
+    let d = c.decide(&queued);
+    assert_eq!((d.action, d.to), (Action::Hold, 10.75), "{d:?}");
+    assert!(
+        d.reason.contains("no vrate meets it at this load"),
+        "{}",
+        d.reason
+    );
+}
+
+/// The period after the first pin drains the queue iocost off built: a
+/// miss there lowers v by the plain factor, not in proportion to its size
+/// (m-47 at 500 requests/s: 4669 % of the target, 32 reads of 128 KiB
+/// draining, halved v to the floor); the next miss is proportional again.
+#[test]
+fn the_period_after_the_first_pin_lowers_by_the_plain_factor() {
+    let mut c = Controller::new(ControllerConfig {
+        observe_first: true,
+        ..Default::default()
+    });
+    let mut m = slo(0.1, 0.002, 1000);
+    m.cost_rate = 1.0;
+    assert_eq!(c.decide(&m).to, 40.0);
+    let d = c.decide(&slo(0.1, 0.002, 1000));
+    assert_eq!((d.action, d.to), (Action::Decrease, 28.0), "{d:?}");
+    let d = c.decide(&slo(0.1, 0.002, 1000));
+    assert_eq!((d.action, d.to), (Action::Decrease, 14.0), "{d:?}");
+}
+
+/// A model so optimistic that the first pin comes within 4x of
+/// --vrate-min (the kernel's default SSD model on a 500 requests/s device:
+/// the device completed 4.5 % of its capacity): the runner scales the
+/// model's rates by that cost rate and the start follows, 40 % of the
+/// device's capacity in the new model; without a scale the reason says
+/// what to do. A start with room below asks for nothing.
+#[test]
+fn a_start_below_the_floor_asks_for_the_model_to_be_scaled() {
+    let mut c = Controller::new(ControllerConfig {
+        vrate_min: 5.0,
+        observe_first: true,
+        ..Default::default()
+    });
+    let mut m = slo(0.1, 0.002, 1000);
+    m.cost_rate = 0.045;
+    let d = c.decide(&m);
+    assert_eq!((d.action, d.to), (Action::Start, 5.0), "{d:?}");
+    assert!(
+        d.reason.contains("within 4x of --vrate-min 5%"),
+        "{}",
+        d.reason
+    );
+    let factor = c.start_below_floor().expect("below the floor");
+    assert!((factor - 0.045).abs() < 1e-12);
+    assert_eq!(c.rescale(1.0 / factor), 40.0);
+    assert_eq!(c.bracket(), (None, Some(100.0)));
+    // Only right after the first pin.
+    c.decide(&slo(0.001, 0.002, 1000));
+    assert_eq!(c.start_below_floor(), None);
+    let mut c = Controller::new(ControllerConfig {
+        vrate_min: 5.0,
+        observe_first: true,
+        ..Default::default()
+    });
+    m.cost_rate = 0.6;
+    assert_eq!(c.decide(&m).to, 24.0);
+    assert_eq!(c.start_below_floor(), None);
+}
+
+/// A miss at the value a step up reached, met there once: back to the
+/// value the step left, not down in proportion from the miss (m-47 at
+/// 8000/s: 84 % met at 99 % of the target, then missed at 407 %, and the
+/// search halved to 42 % where 75 % had held with slack).
+#[test]
+fn a_miss_after_a_step_up_returns_to_the_value_it_left() {
+    let mut c = Controller::new(ControllerConfig {
+        start: 50.0,
+        ..Default::default()
+    });
+    let d = c.decide(&slo(0.0006, 0.002, 1000)); // 30 %: up x1.19
+    assert_eq!((d.action, d.to), (Action::Increase, 59.71), "{d:?}");
+    c.decide(&slo(0.0019, 0.002, 1000)); // met once, within the margin
+    let d = c.decide(&slo(0.008, 0.002, 1000));
+    assert_eq!((d.action, d.to), (Action::Decrease, 50.0), "{d:?}");
+}

@@ -1,0 +1,40 @@
+#!/bin/bash
+# make vmtest-model: m-47's run of `tune --model` from iocost off
+# (guest/m-47-from-off.sh; M47=m-47-model for the whole of m-47) at device
+# points 4x apart in requests/s and in bandwidth, on Debian's 6.1, one
+# guest per point; then a table of what each point's POINT line measured:
+# the SLO's periods missed from the first (the observed one with iocost
+# off included), the time to the first convergence, the fit against the
+# best linear model of its windows, and the throughput against the
+# tightest fixed QoS. Guest logs under $OUT (default
+# /var/tmp/iowarden-model-points).
+#   POINTS='500:16777216 2000:67108864 8000:268435456'  requests/s:bytes/s
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/var/tmp/iowarden-model-points}
+SCRIPT=${M47:-m-47-from-off}
+POINTS=${POINTS:-500:16777216 2000:67108864 8000:268435456}
+CACHE=${VMTEST_CACHE:-/var/cache/iowarden-vmtest}
+mkdir -p "$OUT"
+rc=0
+for p in $POINTS; do
+  iops=${p%%:*}; bps=${p#*:}
+  [[ $iops =~ ^[0-9]+$ && $bps =~ ^[0-9]+$ ]] || { echo "model-points: '$p' is not requests/s:bytes/s" >&2; exit 2; }
+  echo "== $iops requests/s, $bps bytes/s: $SCRIPT ($(date -u +%FT%TZ))"
+  VMTEST_ONLY=$SCRIPT KERNELS=6.1 VMTEST_DRIVE="throttling.iops-total=$iops,throttling.bps-total=$bps" \
+    tests/vmtest/run.sh > "$OUT/$iops-$bps.out" 2>&1 || rc=1
+  cp "$CACHE/vmtest-6.1.log" "$OUT/$iops-$bps.guest.log"
+  grep -E '^(PASS|FAIL):' "$OUT/$iops-$bps.guest.log"
+done
+echo
+printf '%-8s %-10s %-7s %-12s %-11s %-15s %-12s %s\n' IOPS MiB/s SLO missed converged "fit (caps')" "LC p99" "MB/s (tightest)"
+for p in $POINTS; do
+  iops=${p%%:*}; bps=${p#*:}
+  line=$(grep -h '^POINT ' "$OUT/$iops-$bps.guest.log" | tail -1)
+  if [ -z "$line" ]; then echo "$iops: no POINT line (see $OUT/$iops-$bps.guest.log)"; rc=1; continue; fi
+  declare -A f=(); for kv in ${line#POINT }; do f[${kv%%=*}]=${kv#*=}; done
+  printf '%-8s %-10s %-7s %-12s %-11s %-15s %-12s %s\n' "$iops" "$((bps / 1048576))" "${f[slo_ms]}ms" \
+    "${f[missed]} of ${f[judged]}" "${f[converged_s]} s" "${f[fit_measured]} (${f[fit_caps]})" \
+    "${f[lc_p99_ms]}/${f[fio_p99_ms]}" "${f[tuned_mbps]} (${f[tight_mbps]})"
+done
+exit $rc
