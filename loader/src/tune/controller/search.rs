@@ -1,20 +1,8 @@
 //! The search's steps: each records what one kind of period says about the
 //! vrates tried so far and picks the next one.
 
-use super::control::{round2, Controller, MOST_DOWN};
+use super::control::{round2, Controller, FIRST_SHARE, FLOOR_ROOM, MOST_DOWN};
 use super::decision::{Action, Verdict};
-
-/// The share of the cost rate the device completed with iocost as found
-/// that the first pin admits, where the SLOs were missed there: the load at
-/// which a queue's waits double (M/M/1), from which the search climbs by
-/// what each period measures. Pinning the found load itself missed in
-/// m-47 by 4-50x (issue 56).
-pub(super) const FIRST_SHARE: f64 = 0.4;
-
-/// The room the first pin needs above --vrate-min: two halvings. m-47 at
-/// 500 requests/s on the kernel's default SSD model started at 1.76 %,
-/// and 1 %, io.cost.qos's floor, still missed by 3-4x (issue 56).
-pub(super) const FLOOR_ROOM: f64 = 4.0;
 
 impl Controller {
     /// The first judged period, with iocost as the tuner found it (off, or
@@ -341,14 +329,15 @@ impl Controller {
         self.raise_with_slack(from, worst, aim)
     }
 
-    /// Met with slack: one step up, bounded by what was measured. Below a
-    /// known miss, to where the SLO's ratio reaches the aim on the line
-    /// through this period and that miss in 1/ratio (a queue's wait grows
-    /// like 1/(1 - load), so 1/ratio falls linearly in vrate, to 0 at the
-    /// miss at the latest), never past the midpoint; with none, a factor
+    /// Met with slack: one step up, bounded by what was measured: a factor
     /// that shrinks with the headroom left (a fixed x1.3 from near the
-    /// margin overshot to 348 % of the target in m-47, issue 56). A step
-    /// under the resolution converges instead.
+    /// margin overshot to 348 % of the target in m-47, issue 56), at least
+    /// one resolution step; below a known miss also not past the midpoint
+    /// nor past where the SLO's ratio reaches the aim on the line through
+    /// this period and that miss in 1/ratio (a queue's wait grows like
+    /// 1/(1 - load), so 1/ratio falls linearly in vrate, to 0 at the miss
+    /// at the latest), and a step under the resolution there converges
+    /// instead.
     fn raise_with_slack(&mut self, from: f64, worst: f64, aim: f64) -> Verdict {
         let c = &self.cfg;
         // At least one resolution step: with slack left, a smaller one
