@@ -33,8 +33,9 @@ for p in $POINTS; do
   line=$(grep -h '^POINT ' "$OUT/$iops-$bps.guest.log" | tail -1)
   if [ -z "$line" ]; then echo "$iops: no POINT line (see $OUT/$iops-$bps.guest.log)"; rc=1; continue; fi
   declare -A f=(); for kv in ${line#POINT }; do f[${kv%%=*}]=${kv#*=}; done
+  fit="${f[fit_measured]} (${f[fit_caps]})"; [ "${f[fit_terms]}" = 0 ] && fit="no term"
   printf '%-8s %-10s %-7s %-12s %-11s %-15s %-12s %s\n' "$iops" "$((bps / 1048576))" "${f[slo_ms]}ms" \
-    "${f[missed]} of ${f[judged]}" "${f[converged_s]} s" "${f[fit_measured]} (${f[fit_caps]})" \
+    "${f[missed]} of ${f[judged]}" "${f[converged_s]} s" "$fit" \
     "${f[lc_p99_ms]}/${f[fio_p99_ms]}" "${f[tuned_mbps]} (${f[tight_mbps]})"
 done
 exit $rc

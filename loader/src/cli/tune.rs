@@ -33,8 +33,8 @@ pub struct TuneArgs {
     pub vrate_max: f64,
     /// First vrate to write. Without it the first period writes nothing and
     /// measures the device as found: where the SLOs were missed there, the
-    /// tuner starts at half the cost rate the device completed, else at
-    /// --vrate-max
+    /// tuner starts at 40 % of the cost rate the device completed, where
+    /// they held at that rate up by the headroom left
     #[arg(long)]
     pub start: Option<f64>,
     /// Largest vrate change per decision, percentage points (above 100 %,
