@@ -141,6 +141,11 @@ impl ModelLoop {
     ) -> Result<ModelDecision> {
         self.fit = self.estimator.fit();
         let d = self.guard.decide(self.current, &self.fit, period);
+        self.apply(d, writer, at)
+    }
+
+    /// Writes a decision's model when it moves, then counts and logs it.
+    fn apply(&mut self, d: ModelDecision, writer: &mut Writer, at: f64) -> Result<ModelDecision> {
         let line = (d.to != d.from).then(|| d.to.line(&self.device.devt()));
         if let Some(line) = &line {
             writer.set(&self.model_path, line)?;
@@ -163,17 +168,10 @@ impl ModelLoop {
     /// the device did) and writes it, before the first pin.
     pub fn scale(&mut self, factor: f64, writer: &mut Writer, at: f64) -> Result<ModelDecision> {
         let from = self.current;
-        let mut to = from;
-        for rate in [
-            &mut to.rbps,
-            &mut to.rseqiops,
-            &mut to.rrandiops,
-            &mut to.wbps,
-            &mut to.wseqiops,
-            &mut to.wrandiops,
-        ] {
-            *rate = ((*rate as f64 * factor).round() as u64).max(1);
-        }
+        let to = LinearModel::from_values(
+            from.values()
+                .map(|rate| ((rate as f64 * factor).round() as u64).max(1)),
+        );
         let d = ModelDecision {
             action: ModelAction::Scale,
             reason: format!(
@@ -184,17 +182,7 @@ impl ModelLoop {
             to,
             vrate_factor: 1.0 / factor,
         };
-        let line = to.line(&self.device.devt());
-        writer.set(&self.model_path, &line)?;
-        self.current = to;
-        let (written, would) = match writer.config().dry_run {
-            true => (None, Some(line)),
-            false => (Some(line), None),
-        };
-        *self.decisions.entry(d.action.as_str().into()).or_default() += 1;
-        self.log(&d, at, writer.config().dry_run, &written, &would)?;
-        self.last = Some((d.clone(), written, would));
-        Ok(d)
+        self.apply(d, writer, at)
     }
 
     fn log(

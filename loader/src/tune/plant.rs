@@ -100,14 +100,10 @@ impl Plant {
     /// The period's p99: the worst of the hog's phases it overlaps (one
     /// second of a costly phase is more than 1 % of a period's I/Os).
     fn p99(&self, vrate: f64) -> f64 {
-        if self.phase_cost.is_empty() {
-            return self.p99_at_cost(vrate, 1.0);
-        }
-        let n = self.phase_cost.len();
         let first = (self.t / self.phase_periods).floor() as usize;
         let last = ((self.t + 1.0) / self.phase_periods).ceil() as usize;
         (first..last.max(first + 1))
-            .map(|i| self.p99_at_cost(vrate, self.phase_cost[i % n]))
+            .map(|i| self.p99_at_cost(vrate, self.cost_of_phase(i)))
             .fold(0.0, f64::max)
     }
 
@@ -127,11 +123,12 @@ impl Plant {
         }
     }
 
-    /// The current phase's device cost per unit the model charges.
-    fn phase_cost_now(&self) -> f64 {
+    /// Phase `i`'s device cost per unit the model charges (1 without
+    /// phases).
+    fn cost_of_phase(&self, i: usize) -> f64 {
         match self.phase_cost.len() {
             0 => 1.0,
-            n => self.phase_cost[(self.t / self.phase_periods).floor() as usize % n],
+            n => self.phase_cost[i % n],
         }
     }
 
@@ -139,8 +136,10 @@ impl Plant {
     fn measure(&self, vrate: f64, p99: f64) -> Measurement {
         let admitted =
             (vrate / 100.0 * self.model_units_per_second).min(self.capacity_units_per_second);
-        let completed = (vrate / 100.0 * self.model_units_per_second)
-            .min(self.capacity_units_per_second / self.phase_cost_now());
+        let completed = (vrate / 100.0 * self.model_units_per_second).min(
+            self.capacity_units_per_second
+                / self.cost_of_phase((self.t / self.phase_periods).floor() as usize),
+        );
         Measurement {
             slos: vec![SloSample {
                 name: "/lc read-p99".into(),

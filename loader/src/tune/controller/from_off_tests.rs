@@ -9,6 +9,22 @@ fn slo(observed: f64, target: f64, samples: u64) -> Measurement {
     super::tests::slo(observed, target, samples)
 }
 
+/// `iowarden tune` without --start (start 100 %, --vrate-min 5 %).
+fn observing() -> Controller {
+    Controller::new(ControllerConfig {
+        observe_first: true,
+        ..Default::default()
+    })
+}
+
+/// A period at `observed` against a 2 ms target, the device completing
+/// `cost_rate` of the cost model's capacity.
+fn found(observed: f64, cost_rate: f64) -> Measurement {
+    let mut m = slo(observed, 0.002, 1000);
+    m.cost_rate = cost_rate;
+    m
+}
+
 /// m-47's plant (issue 56): a hog whose phases cost the device 1x and 2x
 /// what the model charges (4 s each in 3 s periods), a QD1 protected reader
 /// (about 6,000 reads a period unloaded), the SLO allowing at most 50 % of
@@ -103,19 +119,12 @@ fn from_iocost_off_few_misses_from_the_first_period() {
 /// judge waits for the next.
 #[test]
 fn without_start_the_first_period_observes_the_device_as_found() {
-    let cfg = ControllerConfig {
-        start: 100.0,
-        observe_first: true,
-        ..Default::default()
-    };
-    let mut c = Controller::new(cfg.clone());
+    let mut c = observing();
     assert!(c.observing());
     let d = c.decide(&slo(0.006, 0.002, 50));
     assert_eq!(d.action, Action::Insufficient);
     assert!(c.observing());
-    let mut m = slo(0.006, 0.002, 1000);
-    m.cost_rate = 0.5;
-    let d = c.decide(&m);
+    let d = c.decide(&found(0.006, 0.5));
     assert_eq!(
         (d.action, d.from, d.to),
         (Action::Start, 20.0, 20.0),
@@ -131,21 +140,15 @@ fn without_start_the_first_period_observes_the_device_as_found() {
     assert!(!c.observing());
     // Met as found (at 50 % of the target): what the device did, up x1.12
     // for the headroom; with nothing charged, the configured start.
-    let mut c = Controller::new(cfg.clone());
-    let mut m = slo(0.001, 0.002, 1000);
-    m.cost_rate = 0.5;
-    let d = c.decide(&m);
+    let d = observing().decide(&found(0.001, 0.5));
     assert_eq!((d.action, d.to), (Action::Start, 56.18), "{d:?}");
-    let mut c = Controller::new(cfg.clone());
-    m.cost_rate = 0.0;
-    let d = c.decide(&m);
+    let d = observing().decide(&found(0.001, 0.0));
     assert_eq!((d.action, d.to), (Action::Start, 100.0), "{d:?}");
     // Missed, but held in iocost's throttle as found: raising is the way
     // out, so the start too.
-    let mut c = Controller::new(cfg);
     let mut m = slo(0.001, 0.002, 1000);
     m.slos[0].throttle_seconds = 0.003;
-    let d = c.decide(&m);
+    let d = observing().decide(&m);
     assert_eq!((d.action, d.to), (Action::Start, 100.0), "{d:?}");
     assert!(d.reason.contains("throttle"), "{}", d.reason);
 }
@@ -203,13 +206,8 @@ fn queued_just_above_where_it_was_throttled_says_no_vrate_meets_it() {
 /// draining, halved v to the floor); the next miss is proportional again.
 #[test]
 fn the_period_after_the_first_pin_lowers_by_the_plain_factor() {
-    let mut c = Controller::new(ControllerConfig {
-        observe_first: true,
-        ..Default::default()
-    });
-    let mut m = slo(0.1, 0.002, 1000);
-    m.cost_rate = 1.0;
-    assert_eq!(c.decide(&m).to, 40.0);
+    let mut c = observing();
+    assert_eq!(c.decide(&found(0.1, 1.0)).to, 40.0);
     let d = c.decide(&slo(0.1, 0.002, 1000));
     assert_eq!((d.action, d.to), (Action::Decrease, 28.0), "{d:?}");
     let d = c.decide(&slo(0.1, 0.002, 1000));
@@ -224,14 +222,8 @@ fn the_period_after_the_first_pin_lowers_by_the_plain_factor() {
 /// what to do. A start with room below asks for nothing.
 #[test]
 fn a_start_below_the_floor_asks_for_the_model_to_be_scaled() {
-    let mut c = Controller::new(ControllerConfig {
-        vrate_min: 5.0,
-        observe_first: true,
-        ..Default::default()
-    });
-    let mut m = slo(0.1, 0.002, 1000);
-    m.cost_rate = 0.045;
-    let d = c.decide(&m);
+    let mut c = observing();
+    let d = c.decide(&found(0.1, 0.045));
     assert_eq!((d.action, d.to), (Action::Start, 5.0), "{d:?}");
     assert!(
         d.reason.contains("within 4x of --vrate-min 5%"),
@@ -245,13 +237,8 @@ fn a_start_below_the_floor_asks_for_the_model_to_be_scaled() {
     // Only right after the first pin.
     c.decide(&slo(0.001, 0.002, 1000));
     assert_eq!(c.start_below_floor(), None);
-    let mut c = Controller::new(ControllerConfig {
-        vrate_min: 5.0,
-        observe_first: true,
-        ..Default::default()
-    });
-    m.cost_rate = 0.6;
-    assert_eq!(c.decide(&m).to, 24.0);
+    let mut c = observing();
+    assert_eq!(c.decide(&found(0.1, 0.6)).to, 24.0);
     assert_eq!(c.start_below_floor(), None);
 }
 

@@ -28,8 +28,7 @@ impl Controller {
         // 8000/s met at 87 % with iocost off, then missed four periods in a
         // row from --vrate-max 800 % down).
         if worst <= 1.0 && found > 0.0 {
-            let aim = 1.0 - c.margin;
-            let f = 1.0 + (c.increase - 1.0) * ((aim - worst) / aim).clamp(0.0, 1.0);
+            let f = self.headroom_factor(worst);
             self.v = round2((found * f).clamp(c.vrate_min, c.vrate_max));
             return (
                 Action::Start,
@@ -329,6 +328,13 @@ impl Controller {
         self.raise_with_slack(from, worst, aim)
     }
 
+    /// The factor up that the SLO's headroom allows: the whole increase
+    /// with none of the target used, none at the aim (the margin).
+    fn headroom_factor(&self, worst: f64) -> f64 {
+        let aim = 1.0 - self.cfg.margin;
+        1.0 + (self.cfg.increase - 1.0) * ((aim - worst) / aim).clamp(0.0, 1.0)
+    }
+
     /// Met with slack: one step up, bounded by what was measured: a factor
     /// that shrinks with the headroom left (a fixed x1.3 from near the
     /// margin overshot to 348 % of the target in m-47, issue 56), at least
@@ -342,8 +348,7 @@ impl Controller {
         let c = &self.cfg;
         // At least one resolution step: with slack left, a smaller one
         // would converge below it.
-        let f = (1.0 + (c.increase - 1.0) * ((aim - worst) / aim).clamp(0.0, 1.0))
-            .max(1.0 + c.resolution);
+        let f = self.headroom_factor(worst).max(1.0 + c.resolution);
         let (target, how) = match (self.bad, self.probe_base) {
             (Some(b), _) => {
                 let aimed = b - (b - from) * worst / aim;
