@@ -17,7 +17,7 @@ use serde_json::json;
 use super::decision_log::put_write_outcome;
 use crate::costmodel::online::guard::{Guard, GuardConfig, ModelAction, ModelDecision, QosPeriod};
 use crate::costmodel::online::solve::{Estimator, NAMES};
-use crate::costmodel::online::windows::{Fit, FitConfig, Window, PARAMS};
+use crate::costmodel::online::windows::{unit_costs, Fit, FitConfig, Window, PARAMS};
 use crate::costmodel::{LinearModel, AUTOP_HDD, AUTOP_SSD_DFL};
 use crate::knobs::writer::Writer;
 
@@ -162,26 +162,18 @@ impl ModelLoop {
         Ok(d)
     }
 
-    /// Scales every rate of the model in force by `factor` (the cost rate
-    /// the device completed with iocost as found, in seconds of the
-    /// model's device time per second: the model's capacity becomes what
-    /// the device did) and writes it, before the first pin.
+    /// The start's model, before the first pin: every rate of the model in
+    /// force scaled by `factor` (the cost rate the device completed with
+    /// iocost as found, in seconds of the model's device time per second:
+    /// the model's capacity becomes what the device did), and the terms
+    /// the saturated windows observed with iocost off determine fitted
+    /// (the scale alone keeps the model's shape: at 500 requests/s and
+    /// 16 MiB/s the kernel's default prices a 128 KiB read 3.1x a 4 KiB
+    /// one where the device takes 4x, and m-47's 128 KiB phases missed by
+    /// 4-5x at every vrate that let the reader through iocost's throttle).
     pub fn scale(&mut self, factor: f64, writer: &mut Writer, at: f64) -> Result<ModelDecision> {
-        let from = self.current;
-        let to = LinearModel::from_values(
-            from.values()
-                .map(|rate| ((rate as f64 * factor).round() as u64).max(1)),
-        );
-        let d = ModelDecision {
-            action: ModelAction::Scale,
-            reason: format!(
-                "the device completed {:.1}% of the model's capacity with iocost as found: every rate x{factor:.4}",
-                factor * 100.0
-            ),
-            from,
-            to,
-            vrate_factor: 1.0 / factor,
-        };
+        self.fit = self.estimator.fit_from(START_WINDOWS, START_MAX_RSE);
+        let d = start_model(self.current, factor, &self.fit);
         self.apply(d, writer, at)
     }
 
@@ -293,6 +285,70 @@ impl ModelLoop {
     }
 }
 
+/// Saturated windows the start's fit needs: those of the period or two
+/// observed with iocost off (1 s windows, 3 s periods), fewer than the
+/// running fit's six. The start scales the terms the fit leaves
+/// undetermined.
+const START_WINDOWS: usize = 4;
+
+/// The relative standard error a term of the start's fit may have: the
+/// uniform scale it replaces keeps the model's shape, whose error nothing
+/// bounds (26 % between 4 KiB and 128 KiB reads at m-47's 500/s point,
+/// where six windows with iocost off put rbps at 8 %); the running fit
+/// corrects the terms within `--model-max-error` once it has its windows.
+const START_MAX_RSE: f64 = 0.15;
+
+/// The start's decision (see `ModelLoop::scale`): `from` scaled by
+/// `factor`, the terms `fit` determined replacing the scaled ones; vrate
+/// follows the change in cost of the windows' work.
+fn start_model(from: LinearModel, factor: f64, fit: &Fit) -> ModelDecision {
+    let scaled = LinearModel::from_values(
+        from.values()
+            .map(|rate| ((rate as f64 * factor).round() as u64).max(1)),
+    );
+    let to = fit.model_over(scaled);
+    let cost = |m: &LinearModel| -> f64 {
+        unit_costs(m)
+            .iter()
+            .zip(&fit.work)
+            .map(|(u, w)| u * w)
+            .sum()
+    };
+    let fitted: Vec<String> = fit
+        .params
+        .iter()
+        .zip(NAMES)
+        .filter_map(|(p, n)| p.value.map(|v| format!("{n}={v}")))
+        .collect();
+    let (vrate_factor, how) = match (fitted.is_empty(), cost(&from)) {
+        (false, old) if old > 0.0 => (
+            cost(&to) / old,
+            format!(
+                "{} fitted from the {} saturated windows observed",
+                fitted.join(" "),
+                fit.windows
+            ),
+        ),
+        _ => (
+            1.0 / factor,
+            format!(
+                "none fitted from the {} saturated windows observed",
+                fit.windows
+            ),
+        ),
+    };
+    ModelDecision {
+        action: ModelAction::Scale,
+        reason: format!(
+            "the device completed {:.1}% of the model's capacity with iocost as found: every rate x{factor:.4}, {how}",
+            factor * 100.0
+        ),
+        from,
+        to,
+        vrate_factor,
+    }
+}
+
 /// A measurement window as a JSON line: what the fit is made of.
 fn window_line(w: &Window, saturated: bool) -> serde_json::Value {
     let r = |v: f64| (v * 1000.0).round() / 1000.0;
@@ -388,6 +444,77 @@ impl ModelArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::costmodel::online::solve::Estimator;
+
+    /// A saturated window of 2 s on a device capped at 500 requests/s and
+    /// 16 MiB/s (m-47's 500/s point): `small` 4 KiB and `large` 128 KiB
+    /// random reads, taking max(requests / 500, bytes / 16 MiB) each.
+    fn capped_window(small: f64, large: f64) -> Window {
+        let bytes = small * 4096.0 + large * 131072.0;
+        let mut w = Window {
+            seconds: 2.0,
+            mean_inflight: 32.0,
+            ..Default::default()
+        };
+        w.x[0] = bytes / 4096.0;
+        w.x[2] = small + large;
+        w.bytes[2] = bytes;
+        w
+    }
+
+    /// The start fits the terms the windows observed with iocost off
+    /// determine (a 4 KiB read 2 ms, a 128 KiB one 7.8 ms: rrandiops 500,
+    /// rbps 21.8 MB/s, the line through both) and scales the rest; vrate
+    /// follows so that the fitted model prices the saturated windows at
+    /// their length. Without a determined term, every rate is scaled and
+    /// vrate by the inverse.
+    #[test]
+    fn the_start_fits_what_the_observed_windows_determine() {
+        let mut est = Estimator::new(FitConfig::default());
+        for (small, large) in [(1000.0, 0.0), (0.0, 256.0), (500.0, 128.0), (1000.0, 0.0)] {
+            assert!(est.push(capped_window(small, large)));
+        }
+        let fit = est.fit_from(START_WINDOWS, START_MAX_RSE);
+        let d = start_model(AUTOP_SSD_DFL, 0.05, &fit);
+        assert_eq!(d.action, ModelAction::Scale);
+        assert!(
+            (d.to.rrandiops as f64 / 500.0 - 1.0).abs() < 0.01,
+            "{:?}",
+            d.to
+        );
+        assert!(
+            (d.to.rbps as f64 / (4096.0 / 0.1875e-3) - 1.0).abs() < 0.01,
+            "{:?}",
+            d.to
+        );
+        assert_eq!(d.to.wbps, (AUTOP_SSD_DFL.wbps as f64 * 0.05).round() as u64);
+        assert_eq!(d.to.wrandiops, 1097);
+        let charged = |m: &LinearModel| -> f64 {
+            unit_costs(m)
+                .iter()
+                .zip(&fit.work)
+                .map(|(u, w)| u * w)
+                .sum()
+        };
+        assert!((charged(&d.to) - 8.0).abs() < 0.05, "{}", charged(&d.to));
+        assert!((d.vrate_factor * charged(&AUTOP_SSD_DFL) - 8.0).abs() < 0.05);
+        assert!(
+            d.reason
+                .contains("fitted from the 4 saturated windows observed"),
+            "{}",
+            d.reason
+        );
+
+        let d = start_model(AUTOP_SSD_DFL, 0.05, &est.fit());
+        assert_eq!(d.to.rrandiops, 426);
+        assert_eq!(d.vrate_factor, 20.0);
+        assert!(
+            d.reason
+                .contains("none fitted from the 4 saturated windows"),
+            "{}",
+            d.reason
+        );
+    }
 
     #[test]
     fn a_logged_window_reads_back_as_itself() {

@@ -353,8 +353,20 @@ impl Estimator {
     }
 
     pub fn fit(&self) -> Fit {
+        self.fit_from(self.cfg.min_windows, self.cfg.max_rse)
+    }
+
+    /// The fit over the windows kept, from `min_windows` of them on, a term
+    /// determined within `max_rse` (the start's, over the windows observed
+    /// with iocost off).
+    pub fn fit_from(&self, min_windows: usize, max_rse: f64) -> Fit {
+        let cfg = FitConfig {
+            min_windows,
+            max_rse,
+            ..self.cfg.clone()
+        };
         let rows: Vec<&Window> = self.windows.iter().collect();
-        fit_windows(&rows, &self.cfg, self.unsaturated)
+        fit_windows(&rows, &cfg, self.unsaturated)
     }
 }
 
