@@ -317,10 +317,14 @@ echo "  tune --model from iocost off: first QoS convergence at ${conv} s; steady
 python3 -c '
 import json, sys
 ds = [json.loads(l) for l in open(sys.argv[1]) if "model_action" in l]
-if ds:
-    f = ds[-1]["fit"]
-    print("  off: model fit over %d saturated windows (%d stalls), %d not: %s" % (f["saturated_windows"], f["stalled_windows"], f["unsaturated_windows"],
+def fit_line(what, f):
+    print("  off: %s over %d saturated windows (%d stalls), %d not: %s" % (what, f["saturated_windows"], f["stalled_windows"], f["unsaturated_windows"],
           "; ".join("%s=%s (est %d, rse %s%s)" % (p["name"], p["fitted"], p["estimate"], p["relative_error"] and round(p["relative_error"], 3), p["reason"] and ": " + p["reason"]) for p in f["params"])))
+for d in ds[:1]:
+    if d["model_action"] == "scale":
+        fit_line("start fit", d["fit"])
+if ds:
+    fit_line("model fit", ds[-1]["fit"])
     print("  off: model decisions:", " ".join(d["model_action"] for d in ds))' $T/off.jsonl
 # Every QoS period: what the SLO (with iocost's throttle wait) and the
 # model did; "search" marks the periods before the first convergence.
