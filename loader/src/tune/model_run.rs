@@ -17,7 +17,7 @@ use serde_json::json;
 use super::decision_log::put_write_outcome;
 use crate::costmodel::online::guard::{Guard, GuardConfig, ModelAction, ModelDecision, QosPeriod};
 use crate::costmodel::online::solve::{Estimator, NAMES};
-use crate::costmodel::online::windows::{unit_costs, Fit, FitConfig, Window, PARAMS};
+use crate::costmodel::online::windows::{cost_of, Fit, FitConfig, Window, PARAMS};
 use crate::costmodel::{LinearModel, AUTOP_HDD, AUTOP_SSD_DFL};
 use crate::knobs::writer::Writer;
 
@@ -307,22 +307,15 @@ fn start_model(from: LinearModel, factor: f64, fit: &Fit) -> ModelDecision {
             .map(|rate| ((rate as f64 * factor).round() as u64).max(1)),
     );
     let to = fit.model_over(scaled);
-    let cost = |m: &LinearModel| -> f64 {
-        unit_costs(m)
-            .iter()
-            .zip(&fit.work)
-            .map(|(u, w)| u * w)
-            .sum()
-    };
     let fitted: Vec<String> = fit
         .params
         .iter()
         .zip(NAMES)
         .filter_map(|(p, n)| p.value.map(|v| format!("{n}={v}")))
         .collect();
-    let (vrate_factor, how) = match (fitted.is_empty(), cost(&from)) {
+    let (vrate_factor, how) = match (fitted.is_empty(), cost_of(&fit.work, &from)) {
         (false, old) if old > 0.0 => (
-            cost(&to) / old,
+            cost_of(&fit.work, &to) / old,
             format!(
                 "{} fitted from the {} saturated windows observed",
                 fitted.join(" "),
@@ -497,15 +490,9 @@ mod tests {
         );
         assert_eq!(d.to.wbps, (AUTOP_SSD_DFL.wbps as f64 * 0.05).round() as u64);
         assert_eq!(d.to.wrandiops, 1097);
-        let charged = |m: &LinearModel| -> f64 {
-            unit_costs(m)
-                .iter()
-                .zip(&fit.work)
-                .map(|(u, w)| u * w)
-                .sum()
-        };
-        assert!((charged(&d.to) - 10.0).abs() < 0.1, "{}", charged(&d.to));
-        assert!((d.vrate_factor * charged(&AUTOP_SSD_DFL) - 10.0).abs() < 0.1);
+        let charged = cost_of(&fit.work, &d.to);
+        assert!((charged - 10.0).abs() < 0.1, "{charged}");
+        assert!((d.vrate_factor * cost_of(&fit.work, &AUTOP_SSD_DFL) - 10.0).abs() < 0.1);
         assert_eq!(
             fit.params[1].reason,
             "10 samples, 2000 needed: counted as rrandiops"

@@ -182,6 +182,11 @@ pub fn unit_costs(m: &LinearModel) -> [f64; PARAMS] {
     lc.map(|c| c as f64 / VTIME_PER_SEC as f64)
 }
 
+/// Cost of `work` (per column: requests or pages) under `m`, seconds.
+pub fn cost_of(work: &[f64; PARAMS], m: &LinearModel) -> f64 {
+    work.iter().zip(unit_costs(m)).map(|(w, u)| w * u).sum()
+}
+
 /// io.cost.model's value of a column from per-unit costs (seconds): bps
 /// from the page cost, iops from the cost of a 4 KiB request (base + page).
 pub fn param_value(col: usize, theta: &[f64; PARAMS]) -> Option<u64> {

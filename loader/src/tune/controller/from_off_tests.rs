@@ -3,11 +3,8 @@
 //! against m-47's plant.
 
 use super::super::plant::Plant;
+use super::tests::{slo, starting_at};
 use super::*;
-
-fn slo(observed: f64, target: f64, samples: u64) -> Measurement {
-    super::tests::slo(observed, target, samples)
-}
 
 /// `iowarden tune` without --start (start 100 %, --vrate-min 5 %).
 fn observing() -> Controller {
@@ -181,10 +178,7 @@ fn a_miss_is_the_throttles_when_the_holds_are_most_of_the_tail() {
 /// the lower bound", which was 1 %).
 #[test]
 fn queued_just_above_where_it_was_throttled_says_no_vrate_meets_it() {
-    let mut c = Controller::new(ControllerConfig {
-        start: 10.0,
-        ..Default::default()
-    });
+    let mut c = starting_at(10.0);
     let mut held = slo(0.0005, 0.002, 1000);
     held.slos[0].throttle_seconds = 0.003;
     assert_eq!(c.decide(&held).to, 13.0);
@@ -248,10 +242,7 @@ fn a_start_below_the_floor_asks_for_the_model_to_be_scaled() {
 /// search halved to 42 % where 75 % had held with slack).
 #[test]
 fn a_miss_after_a_step_up_returns_to_the_value_it_left() {
-    let mut c = Controller::new(ControllerConfig {
-        start: 50.0,
-        ..Default::default()
-    });
+    let mut c = starting_at(50.0);
     let d = c.decide(&slo(0.0006, 0.002, 1000)); // 30 %: up x1.19
     assert_eq!((d.action, d.to), (Action::Increase, 59.71), "{d:?}");
     c.decide(&slo(0.0019, 0.002, 1000)); // met once, within the margin
@@ -297,10 +288,7 @@ fn the_climb_stops_short_of_the_rate_found_saturated() {
 /// the reader waiting 19 ms in the throttle, for the rest of the run).
 #[test]
 fn held_just_below_a_queueing_miss_climbs_past_it() {
-    let mut c = Controller::new(ControllerConfig {
-        start: 14.0,
-        ..Default::default()
-    });
+    let mut c = starting_at(14.0);
     assert_eq!(c.decide(&slo(0.004, 0.002, 1000)).to, 7.0);
     let mut held = slo(0.0005, 0.002, 1000);
     held.slos[0].throttle_seconds = 0.003;

@@ -1,6 +1,14 @@
 use super::super::plant::Plant;
 use super::*;
 
+/// A controller with the default configuration, starting at `start`.
+pub(super) fn starting_at(start: f64) -> Controller {
+    Controller::new(ControllerConfig {
+        start,
+        ..Default::default()
+    })
+}
+
 pub(super) fn slo(observed: f64, target: f64, samples: u64) -> Measurement {
     Measurement {
         slos: vec![SloSample {
@@ -20,10 +28,7 @@ pub(super) fn slo(observed: f64, target: f64, samples: u64) -> Measurement {
 
 #[test]
 fn a_protected_cgroup_throttled_by_iocost_raises_vrate() {
-    let mut c = Controller::new(ControllerConfig {
-        start: 10.0,
-        ..Default::default()
-    });
+    let mut c = starting_at(10.0);
     // Fast in the block layer, but 3 ms per I/O in iocost's throttle.
     let mut m = slo(0.0005, 0.002, 1000);
     m.slos[0].throttle_seconds = 0.003;
@@ -56,10 +61,7 @@ fn finds_the_window_between_throttling_and_queueing() {
         lc_demand_units_per_second: 2_000.0,
         ..Plant::default()
     };
-    let mut c = Controller::new(ControllerConfig {
-        start: 5.0,
-        ..Default::default()
-    });
+    let mut c = starting_at(5.0);
     let ds = run(&mut plant, &mut c, 40);
     assert!(c.converged(), "not converged at {}: {ds:#?}", c.vrate());
     let m = plant.period_noiseless(c.vrate());
@@ -151,10 +153,7 @@ fn steps_follow_the_factor_where_it_is_more_than_the_points() {
     let d = c.decide(&slo(0.004, 0.002, 1000));
     assert_eq!((d.action, d.to), (Action::Decrease, 187.2), "{d:?}");
     // Where 30 points is more than the factor, the factor's target stands.
-    let mut c = Controller::new(ControllerConfig {
-        start: 20.0,
-        ..Default::default()
-    });
+    let mut c = starting_at(20.0);
     assert_eq!(c.decide(&slo(0.0, 0.002, 1000)).to, 26.0);
 }
 
@@ -163,10 +162,7 @@ fn steps_follow_the_factor_where_it_is_more_than_the_points() {
 /// the aim only after a second period; at least a resolution step.
 #[test]
 fn the_step_up_shrinks_with_the_headroom() {
-    let mut c = Controller::new(ControllerConfig {
-        start: 40.0,
-        ..Default::default()
-    });
+    let mut c = starting_at(40.0);
     let d = c.decide(&slo(0.0010, 0.002, 1000)); // 50 %
     assert_eq!((d.action, d.to), (Action::Hold, 40.0), "{d:?}");
     assert!(d.reason.contains("a second period"), "{}", d.reason);
@@ -174,10 +170,7 @@ fn the_step_up_shrinks_with_the_headroom() {
     assert_eq!((d.action, d.to), (Action::Increase, 44.94), "{d:?}");
     assert!(d.reason.contains("x1.12"), "{}", d.reason);
     // Under half the aim one period is enough: x1.15 at 42.5 %.
-    let mut c = Controller::new(ControllerConfig {
-        start: 40.0,
-        ..Default::default()
-    });
+    let mut c = starting_at(40.0);
     let d = c.decide(&slo(0.00085, 0.002, 1000));
     assert_eq!((d.action, d.to), (Action::Increase, 46.0), "{d:?}");
 }
@@ -220,10 +213,7 @@ fn a_miss_lowers_at_once_and_blocks_increases_while_backing_off() {
 
 #[test]
 fn a_miss_where_it_held_before_is_excused_once_in_a_window() {
-    let mut c = Controller::new(ControllerConfig {
-        start: 50.0,
-        ..Default::default()
-    });
+    let mut c = starting_at(50.0);
     // Met twice: 50 is good (once is not enough: the period after a
     // step that overshot meets as often as not).
     c.decide(&slo(0.0018, 0.002, 1000));
@@ -237,19 +227,13 @@ fn a_miss_where_it_held_before_is_excused_once_in_a_window() {
     assert_eq!(d.action, Action::Decrease, "{d:?}");
     // A large miss where it held before is excused too (a TCG guest's
     // per-period p99 swings 4x at one vrate), and the next one acts.
-    let mut c = Controller::new(ControllerConfig {
-        start: 50.0,
-        ..Default::default()
-    });
+    let mut c = starting_at(50.0);
     c.decide(&slo(0.0018, 0.002, 1000));
     c.decide(&slo(0.0018, 0.002, 1000));
     assert_eq!(c.decide(&slo(0.008, 0.002, 1000)).action, Action::Hold);
     assert_eq!(c.decide(&slo(0.008, 0.002, 1000)).action, Action::Decrease);
     // Met once only: the miss acts.
-    let mut c = Controller::new(ControllerConfig {
-        start: 50.0,
-        ..Default::default()
-    });
+    let mut c = starting_at(50.0);
     c.decide(&slo(0.0018, 0.002, 1000));
     assert_eq!(c.decide(&slo(0.0022, 0.002, 1000)).action, Action::Decrease);
 }
@@ -262,10 +246,7 @@ fn a_miss_where_it_held_before_is_excused_once_in_a_window() {
 /// more, are still taken for noise.
 #[test]
 fn a_miss_every_few_periods_is_not_noise() {
-    let mut c = Controller::new(ControllerConfig {
-        start: 50.0,
-        ..Default::default()
-    });
+    let mut c = starting_at(50.0);
     for _ in 0..3 {
         c.decide(&slo(0.0018, 0.002, 1000)); // within the margin
     }
@@ -283,10 +264,7 @@ fn a_miss_every_few_periods_is_not_noise() {
     assert_eq!(ds[3].action, Action::Decrease, "{:?}", ds[3]);
     assert!(c.vrate() < 50.0, "{ds:#?}");
     // One miss in ten periods at a good value: held every time.
-    let mut c = Controller::new(ControllerConfig {
-        start: 50.0,
-        ..Default::default()
-    });
+    let mut c = starting_at(50.0);
     for i in 0..40 {
         let d = c.decide(&slo(if i % 10 == 5 { 0.005 } else { 0.0018 }, 0.002, 1000));
         assert_eq!(d.to, 50.0, "period {i}: {d:?}");
@@ -295,10 +273,7 @@ fn a_miss_every_few_periods_is_not_noise() {
 
 #[test]
 fn a_miss_where_it_never_held_acts_at_once() {
-    let mut c = Controller::new(ControllerConfig {
-        start: 50.0,
-        ..Default::default()
-    });
+    let mut c = starting_at(50.0);
     c.decide(&slo(0.0005, 0.002, 1000)); // slack: up to 65
     let d = c.decide(&slo(0.003, 0.002, 1000)); // 65 never met
     assert_eq!((d.action, d.to), (Action::Decrease, 50.0), "{d:?}");
@@ -308,10 +283,7 @@ fn a_miss_where_it_never_held_acts_at_once() {
 fn a_noisy_miss_after_leaving_a_bad_value_converges_on_the_good_one() {
     // The CI run that asked for it: missed at 89 (404 %), then met, then a
     // 218 % miss where it had held, then met.
-    let mut c = Controller::new(ControllerConfig {
-        start: 89.0,
-        ..Default::default()
-    });
+    let mut c = starting_at(89.0);
     // Far above the target: halved at once.
     assert_eq!(c.decide(&slo(0.0202, 0.005, 410)).to, 44.5);
     for _ in 0..2 {
@@ -333,10 +305,7 @@ fn a_noisy_miss_after_leaving_a_bad_value_converges_on_the_good_one() {
 
 #[test]
 fn long_slack_probes_one_resolution_step_and_a_missed_probe_reconverges() {
-    let mut c = Controller::new(ControllerConfig {
-        start: 50.0,
-        ..Default::default()
-    });
+    let mut c = starting_at(50.0);
     for _ in 0..3 {
         c.decide(&slo(0.0018, 0.002, 1000)); // within the margin: converges
     }
@@ -357,10 +326,7 @@ fn long_slack_probes_one_resolution_step_and_a_missed_probe_reconverges() {
 
 #[test]
 fn a_probe_that_meets_climbs_on_in_resolution_steps_without_a_stale_backoff() {
-    let mut c = Controller::new(ControllerConfig {
-        start: 50.0,
-        ..Default::default()
-    });
+    let mut c = starting_at(50.0);
     // 60 % of the target twice: up x1.088 for that headroom, at least
     // one resolution step: 55.
     c.decide(&slo(0.0012, 0.002, 1000));
@@ -394,10 +360,7 @@ fn a_probe_that_meets_climbs_on_in_resolution_steps_without_a_stale_backoff() {
 
 #[test]
 fn hysteresis_holds_within_the_margin() {
-    let mut c = Controller::new(ControllerConfig {
-        start: 50.0,
-        ..Default::default()
-    });
+    let mut c = starting_at(50.0);
     // 90% of target: met, but not with the 15% slack needed to raise.
     let d = c.decide(&slo(0.0018, 0.002, 1000));
     assert_eq!((d.action, d.to), (Action::Hold, 50.0));
@@ -421,10 +384,7 @@ fn too_few_samples_change_nothing() {
 
 #[test]
 fn an_infeasible_slo_parks_at_the_lower_bound_and_says_so() {
-    let mut c = Controller::new(ControllerConfig {
-        start: 6.0,
-        ..Default::default()
-    });
+    let mut c = starting_at(6.0);
     let d = c.decide(&slo(0.01, 0.002, 1000));
     assert_eq!(d.to, 5.0);
     let d = c.decide(&slo(0.01, 0.002, 1000));

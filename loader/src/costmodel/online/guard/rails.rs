@@ -3,7 +3,7 @@
 use crate::costmodel::LinearModel;
 
 use super::super::solve::NAMES;
-use super::super::windows::{unit_costs, Fit, PARAMS};
+use super::super::windows::{cost_of, Fit, PARAMS};
 use super::config::GuardConfig;
 use super::decision::{ModelAction, ModelDecision, QosPeriod};
 
@@ -53,11 +53,6 @@ pub struct Guard {
     /// Periods in a row a due step has waited for the QoS search's climb.
     climb_waited: u32,
     recent: Recent,
-}
-
-/// Cost of `work` (per column: requests or pages) under `m`, seconds.
-pub(super) fn cost_of(work: &[f64; PARAMS], m: &LinearModel) -> f64 {
-    work.iter().zip(unit_costs(m)).map(|(w, u)| w * u).sum()
 }
 
 /// The factor vrate follows a model change from `from` to `to` by: the

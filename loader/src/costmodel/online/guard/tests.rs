@@ -1,4 +1,4 @@
-use super::rails::cost_of;
+use super::super::windows::cost_of;
 use super::*;
 use crate::costmodel::online::windows::ParamFit;
 use crate::costmodel::online::windows::{Fit, PARAMS};
