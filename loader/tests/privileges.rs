@@ -4,6 +4,10 @@
 //! no_new_privs and, with `--user nobody`, runs as nobody — and still
 //! reads the maps: a cgroup created after the drop shows up with its I/O,
 //! also when the issue-stamp fallback attaches a program after the drop.
+//! The culprits' drain runs at nice -20 and every other thread at the
+//! level the daemon started at, with RLIMIT_NICE as it was; without the privilege to lower it (CAP_SYS_NICE
+//! out of the bounding set: this host's root has no CAP_SYS_RESOURCE, the
+//! systemd unit's way) the drain says so and the daemon runs on.
 //! Needs root (BPF, loop devices, cgroups).
 
 use crate::fixtures;
@@ -26,6 +30,51 @@ fn thread_fields(pid: u32, field: &str) -> Vec<String> {
                 .to_string()
         })
         .collect()
+}
+
+/// (name, nice level) of every thread of `pid`, from its stat.
+fn thread_nices(pid: u32) -> Vec<(String, i32)> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .map(|t| {
+            let stat = std::fs::read_to_string(t.unwrap().path().join("stat")).unwrap();
+            let (head, rest) = stat.rsplit_once(')').unwrap();
+            let name = head.split_once('(').unwrap().1.to_string();
+            // Fields from the third on: nice is the 19th.
+            let nice = rest.split_whitespace().nth(16).unwrap().parse().unwrap();
+            (name, nice)
+        })
+        .collect()
+}
+
+/// The "Max nice priority" line of /proc/<pid>/limits.
+fn nice_limit(pid: &str) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/limits"))
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("Max nice priority"))
+        .unwrap()
+        .to_string()
+}
+
+/// The drain at -20, every other thread at `rest`, RLIMIT_NICE as this
+/// test's.
+fn assert_only_the_drain_niced(d: &Daemon, rest: i32) {
+    let pid = d.child.id();
+    let nices = thread_nices(pid);
+    let drain: Vec<i32> = nices
+        .iter()
+        .filter(|(n, _)| n.starts_with("iowarden-culpri"))
+        .map(|&(_, v)| v)
+        .collect();
+    assert_eq!(drain, vec![-20], "{nices:?}");
+    assert!(
+        nices
+            .iter()
+            .all(|(n, v)| n.starts_with("iowarden-culpri") || *v == rest),
+        "{nices:?}"
+    );
+    assert_eq!(nice_limit(&pid.to_string()), nice_limit("self"));
 }
 
 fn assert_no_capabilities(d: &Daemon, uid: &str) {
@@ -71,6 +120,7 @@ fn run_as_nobody_holds_no_capability_and_still_sees_new_cgroups() {
     let dev = LoopDev::file(128);
     let (d, log) = Daemon::start_ephemeral(&["--device", &dev.name(), "--user", "nobody"], &[]);
     assert_no_capabilities(&d, "65534");
+    assert_only_the_drain_niced(&d, 0);
     assert!(
         log.text().contains("dropped every capability (kept: none"),
         "{}",
@@ -91,10 +141,50 @@ fn run_as_root_drops_capabilities_and_attaches_the_fallback_later() {
         &[("IOWARDEN_IGNORE_KERNEL_ISSUE_STAMPS", "1")],
     );
     assert_no_capabilities(&d, "0");
+    assert_only_the_drain_niced(&d, 0);
     new_cgroup_is_seen(&d, &dev, "iowarden-privs-root");
     let text = log.text();
     assert!(text.contains("attached block_rq_issue"), "{text}");
     assert!(!text.contains("error"), "{text}");
+}
+
+/// Without CAP_SYS_NICE or CAP_SYS_RESOURCE (this host's root has no
+/// CAP_SYS_RESOURCE; setpriv takes CAP_SYS_NICE out of the bounding set,
+/// so root's exec gets neither): the drain stays at nice 0 and says what
+/// that risks; the daemon runs and drops its capabilities as ever.
+#[test]
+fn without_the_privilege_to_lower_it_the_drain_says_so() {
+    let dev = LoopDev::file(128);
+    let (d, log) = Daemon::start_ephemeral_via(
+        &["setpriv", "--bounding-set", "-sys_nice,-sys_resource"],
+        &["--device", &dev.name()],
+        &[],
+    );
+    assert_no_capabilities(&d, "0");
+    let nices = thread_nices(d.child.id());
+    assert!(nices.iter().all(|(_, v)| *v == 0), "{nices:?}");
+    poll_until(Duration::from_secs(10), Duration::from_millis(100), || {
+        log.text()
+            .contains("culprits: the drain runs at nice 0")
+            .then_some(())
+    })
+    .unwrap_or_else(|| panic!("{}", log.text()));
+    assert!(
+        log.text().contains("reason=\"culprit_lost\""),
+        "{}",
+        log.text()
+    );
+    new_cgroup_is_seen(&d, &dev, "iowarden-privs-nice");
+}
+
+/// Started at nice 5 (a unit's Nice=5): the drain at -20 all the same,
+/// every other thread back at 5, where it started.
+#[test]
+fn started_niced_the_rest_goes_back_to_where_it_was() {
+    let dev = LoopDev::file(128);
+    let (d, _log) =
+        Daemon::start_ephemeral_via(&["nice", "-n", "5"], &["--device", &dev.name()], &[]);
+    assert_only_the_drain_niced(&d, 5);
 }
 
 #[test]

@@ -6,7 +6,8 @@
 # the SLO's periods missed from the first (the observed one with iocost
 # off included), the time to the first convergence, the fit against the
 # best linear model of its windows, and the throughput against the
-# tightest fixed QoS. Guest logs under $OUT (default
+# tightest fixed QoS; with M47=m-47-model, a second table of the fit from
+# 4x either way. Guest logs under $OUT (default
 # /var/tmp/iowarden-model-points).
 #   POINTS='500:16777216 2000:67108864 8000:268435456'  requests/s:bytes/s
 set -uo pipefail
@@ -37,5 +38,18 @@ for p in $POINTS; do
   printf '%-8s %-10s %-7s %-12s %-11s %-15s %-12s %s\n' "$iops" "$((bps / 1048576))" "${f[slo_ms]}ms" \
     "${f[missed]} of ${f[judged]}" "${f[converged_s]} s" "$fit" \
     "${f[lc_p99_ms]}/${f[fio_p99_ms]}" "${f[tuned_mbps]} (${f[tight_mbps]})"
+done
+# The whole of m-47 (M47=m-47-model): the fit from a model 4x optimistic
+# and 4x pessimistic, against the profiles and the caps' best linear model.
+grep -qh '^FIT ' "$OUT"/*.guest.log 2>/dev/null || exit $rc
+echo
+printf '%-8s %-10s %-12s %-7s %-16s %-16s %s\n' IOPS MiB/s "from 4x" terms "fit (profiles)" "in force" "fit (caps')"
+for p in $POINTS; do
+  iops=${p%%:*}; bps=${p#*:}
+  grep -h '^FIT ' "$OUT/$iops-$bps.guest.log" | while read -r _ fields; do
+    declare -A f=(); for kv in $fields; do f[${kv%%=*}]=${kv#*=}; done
+    printf '%-8s %-10s %-12s %-7s %-16s %-16s %s\n' "$iops" "$((bps / 1048576))" "${f[start]}" \
+      "${f[terms]} of 6" "${f[profile]}" "${f[in_force]}" "${f[caps]} (${f[caps_terms]} terms)"
+  done
 done
 exit $rc

@@ -125,11 +125,15 @@ pub struct DropCounters {
     pub no_issue_stamp: u64,
     /// Requests whose queue/total latency was unknown (no allocation timestamp).
     pub no_start_stamp: u64,
-    /// Requests whose time the culprit account did not (wholly) split:
-    /// lost from its log before they were read, or logged after the span
-    /// they started in was replayed (docs/culprits.md).
+    /// Requests whose time the culprit account did not wholly split: they
+    /// outlived its horizon, logged after the span they started in was
+    /// replayed (docs/culprits.md).
     #[serde(default)]
-    pub culprit_untold: u64,
+    pub culprit_late: u64,
+    /// Requests the culprit account did not split at all: lost from its
+    /// log before they were read (a ring overwritten, the drain starved).
+    #[serde(default)]
+    pub culprit_lost: u64,
 }
 
 // One family with a reason label: openmetrics/io.rs encode_drops.
@@ -138,5 +142,6 @@ metrics!(DropCounters {
     counter device_table_full;
     counter no_issue_stamp;
     counter no_start_stamp;
-    counter culprit_untold;
+    counter culprit_late;
+    counter culprit_lost;
 });

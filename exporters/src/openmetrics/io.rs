@@ -166,7 +166,8 @@ fn encode_drops(enc: &mut DescriptorEncoder, drops: &DropCounters) -> std::fmt::
         ("device_table_full", drops.device_table_full),
         ("no_issue_stamp", drops.no_issue_stamp),
         ("no_start_stamp", drops.no_start_stamp),
-        ("culprit_untold", drops.culprit_untold),
+        ("culprit_late", drops.culprit_late),
+        ("culprit_lost", drops.culprit_lost),
     ]
     .iter()
     .map(|(r, v)| (vec![("reason".to_string(), r.to_string())], *v as f64))

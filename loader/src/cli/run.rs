@@ -10,7 +10,9 @@ use clap::Args;
 use iowarden::daemon;
 use iowarden::duration::{parse_duration, parse_interval};
 use iowarden::host::container::StaticPodDirectory;
+use iowarden::host::privileges::NiceForThreads;
 use iowarden::limits::watch::LimitsWatch;
+use iowarden::probes::block::culprits::DRAIN_NICE;
 
 use super::trace::{load_monitor, stop_flag, TraceArgs};
 
@@ -82,9 +84,15 @@ pub fn run(a: RunArgs) -> Result<()> {
             .enabled_probes()
             .contains(iowarden::probes::locks::NAME),
     };
+    // The culprits' drain inherits its nice level (it says so where it
+    // could not have it).
+    let niced = NiceForThreads::lower(DRAIN_NICE);
     let kept = iowarden::host::privileges::drop_all(a.user.as_deref(), &keep)?;
     iowarden::say!("iowarden: {kept}");
     monitor.start_threads()?;
+    if let Some(Err(e)) = niced.ok().map(NiceForThreads::restore) {
+        iowarden::say!("iowarden: {e:#}");
+    }
     let mut limits = limits_watch(a.limits_window);
     daemon::run(
         monitor,

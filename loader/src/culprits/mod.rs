@@ -13,5 +13,5 @@ mod series;
 
 pub use culprit::Culprit;
 pub use horizon::Horizon;
-pub use replay::{Replay, Request};
+pub use replay::{Replay, Request, Untold};
 pub use series::NAMED;

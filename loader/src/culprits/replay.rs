@@ -442,19 +442,31 @@ pub struct Replay {
     /// By device index (the probe's, small and dense).
     devices: Vec<DeviceReplay>,
     totals: Totals,
-    untold: u64,
+    untold: Untold,
+}
+
+/// Requests whose time the account did not (wholly) split, since start,
+/// by why: the two call for different remedies (docs/culprits.md).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Untold {
+    /// Logged after the span they started in was replayed: they outlived
+    /// the horizon (their earlier part is not split).
+    pub late: u64,
+    /// Lost from the log before they were read: overwritten in their
+    /// CPU's ring, or their series released meanwhile.
+    pub lost: u64,
 }
 
 impl Replay {
     /// Takes a completed request in; one that precedes events already
-    /// applied is counted untold (its earlier part is not split).
+    /// applied is counted late (its earlier part is not split).
     pub fn add(&mut self, r: &Request) {
         let at = r.dev as usize;
         if self.devices.len() <= at {
             self.devices.resize_with(at + 1, DeviceReplay::default);
         }
         if !self.devices[at].add(r) {
-            self.untold += 1;
+            self.untold.late += 1;
         }
     }
 
@@ -465,13 +477,13 @@ impl Replay {
         }
     }
 
-    /// Counts requests that went untold elsewhere (lost from the log).
-    pub fn untold_more(&mut self, n: u64) {
-        self.untold += n;
+    /// Counts requests lost from the log before they were read.
+    pub fn lost(&mut self, n: u64) {
+        self.untold.lost += n;
     }
 
     /// Requests whose time was not (wholly) split, since start.
-    pub fn untold(&self) -> u64 {
+    pub fn untold(&self) -> Untold {
         self.untold
     }
 

@@ -146,3 +146,69 @@ pub fn keeping(command: &str, why: &str) -> String {
         }
     )
 }
+
+/// The calling thread's nice level lowered while it starts threads, which
+/// inherit it (`run` starts them after dropping every capability, when
+/// no thread may lower its own): with CAP_SYS_NICE, or with RLIMIT_NICE
+/// raised for the while through CAP_SYS_RESOURCE (the systemd unit's).
+pub struct NiceForThreads {
+    /// The calling thread's level before (a service started at Nice=5
+    /// goes back to 5, which needs no privilege, not to 0).
+    was: i32,
+    /// RLIMIT_NICE (soft, hard) to put back, where it was raised.
+    rlimit: Option<(u64, u64)>,
+}
+
+impl NiceForThreads {
+    /// Lowers the calling thread to `nice`; before the capabilities drop.
+    pub fn lower(nice: i32) -> Result<NiceForThreads> {
+        use nix::sys::resource::{getrlimit, setrlimit, Resource};
+        let was = thread_nice();
+        if renice_thread(nice).is_ok() {
+            return Ok(NiceForThreads { was, rlimit: None });
+        }
+        let want = (20 - nice) as u64;
+        let (soft, hard) = getrlimit(Resource::RLIMIT_NICE).context("reading RLIMIT_NICE")?;
+        setrlimit(Resource::RLIMIT_NICE, want, hard.max(want)).with_context(|| {
+            format!("nice {nice}: neither CAP_SYS_NICE nor CAP_SYS_RESOURCE to raise RLIMIT_NICE")
+        })?;
+        let lowered = NiceForThreads {
+            was,
+            rlimit: Some((soft, hard)),
+        };
+        renice_thread(nice)?;
+        Ok(lowered)
+    }
+
+    /// Puts the calling thread back at its level, and RLIMIT_NICE as it
+    /// was (raising a nice level, and lowering a limit, needs no privilege).
+    pub fn restore(self) -> Result<()> {
+        renice_thread(self.was)?;
+        if let Some((soft, hard)) = self.rlimit {
+            nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NICE, soft, hard)
+                .context("putting RLIMIT_NICE back")?;
+        }
+        Ok(())
+    }
+}
+
+/// The calling thread's nice level.
+pub fn thread_nice() -> i32 {
+    let tid = nix::unistd::gettid().as_raw() as libc::id_t;
+    // SAFETY: getpriority takes plain integers and touches no memory.
+    unsafe { libc::getpriority(libc::PRIO_PROCESS, tid) }
+}
+
+/// Sets the calling thread's nice level (Linux's is per thread).
+pub fn renice_thread(nice: i32) -> Result<()> {
+    let tid = nix::unistd::gettid().as_raw() as libc::id_t;
+    // SAFETY: setpriority takes plain integers and touches no memory.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, nice) };
+    if rc != 0 {
+        bail!(
+            "setpriority to nice {nice}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}

@@ -241,6 +241,7 @@ for name in $RUNS; do
   else
     ok "model from 4x $name: $best" "[ '$bn' -gt 0 ] && python3 -c 'import sys; sys.exit(not $bc <= 0.10)'"
   fi
+  echo "FIT start=$name iops=${CAP_IOPS:-?} bps=${CAP_BPS:-?} terms=$n profile=$fe in_force=$me caps_terms=$bn caps=$bc"
 done
 rcs=$(for name in $RUNS; do cat $T/$name.rc; done | tr -d '\n')
 logs=$(for name in $RUNS; do echo $T/$name.log; done)

@@ -352,29 +352,33 @@ impl Estimator {
         self.unsaturated = 0;
     }
 
+    /// The fit over the windows kept, a request column with fewer than
+    /// `--model-min-samples` counted in its sibling of the same direction.
+    /// A random-read load has a few reads iocost counts as sequential
+    /// (within 16 MiB of the last): at 500 requests/s, 132 of them took a
+    /// 30 ms cost in the start's fit and pushed rrandiops negative, out of
+    /// the fit; at 3,000/s the running fit priced them negative.
     pub fn fit(&self) -> Fit {
-        let rows: Vec<&Window> = self.windows.iter().collect();
-        fit_windows(&rows, &self.cfg, self.unsaturated)
+        self.fit_with(&self.cfg)
     }
 
     /// The start's fit, over the few windows observed with iocost off:
-    /// from `min_windows` of them, a term determined within `max_rse`, and
-    /// a request column with fewer than `min_samples` counted in its
-    /// sibling of the same direction. A random-read load has a few reads
-    /// iocost counts as sequential (within 16 MiB of the last): at 500
-    /// requests/s, 132 of them took a 30 ms cost in the fit and pushed
-    /// rrandiops negative, out of the fit.
+    /// from `min_windows` of them, a term determined within `max_rse`.
     pub fn start_fit(&self, min_windows: usize, max_rse: f64) -> Fit {
-        let cfg = FitConfig {
+        self.fit_with(&FitConfig {
             min_windows,
             max_rse,
             ..self.cfg.clone()
-        };
+        })
+    }
+
+    fn fit_with(&self, cfg: &FitConfig) -> Fit {
         let mut folded: Vec<Window> = self.windows.iter().cloned().collect();
         let moved = fold_sparse_columns(&mut folded, cfg.min_samples);
         let rows: Vec<&Window> = folded.iter().collect();
-        let mut fit = fit_windows(&rows, &cfg, self.unsaturated);
+        let mut fit = fit_windows(&rows, cfg, self.unsaturated);
         for (from, into, samples) in moved {
+            fit.params[from].samples = samples;
             fit.params[from].reason = format!(
                 "{samples} samples, {} needed: counted as {}",
                 cfg.min_samples, NAMES[into]
@@ -384,16 +388,32 @@ impl Estimator {
     }
 }
 
+/// A folded column is the few requests iocost counted in the other class
+/// (132 of 2,000 random 4 KiB reads at 500 requests/s counted sequential),
+/// not a class of their own: under this share of its sibling's requests
+/// and of its bytes (a few 1 MiB reads beside many 4 KiB ones are not).
+const FOLD_SHARE: f64 = 0.1;
+
 /// Moves the requests of a base column with fewer than `min_samples` into
-/// its sibling (sequential and random of one direction), where that has
-/// more; returns (column, sibling, samples) for each moved.
+/// its sibling (sequential and random of one direction) where they are a
+/// small part of its own (FOLD_SHARE); returns (column, sibling,
+/// samples) for each moved. A class of its own, however sparse, stays:
+/// 1 MiB reads counted as 4 KiB random ones would price neither.
 fn fold_sparse_columns(rows: &mut [Window], min_samples: u64) -> Vec<(usize, usize, u64)> {
     let mut moved = Vec::new();
     for (a, b) in [(1, 2), (4, 5)] {
-        let total = |c: usize| rows.iter().map(|w| w.x[c]).sum::<f64>();
-        let (ta, tb) = (total(a), total(b));
-        let (from, into, t) = if ta <= tb { (a, b, ta) } else { (b, a, tb) };
-        if t <= 0.0 || t >= min_samples as f64 {
+        let requests = |c: usize| rows.iter().map(|w| w.x[c]).sum::<f64>();
+        let bytes = |c: usize| rows.iter().map(|w| w.bytes[c]).sum::<f64>();
+        let (from, into) = if requests(a) <= requests(b) {
+            (a, b)
+        } else {
+            (b, a)
+        };
+        let t = requests(from);
+        let few = t < min_samples as f64
+            && t < FOLD_SHARE * requests(into)
+            && bytes(from) < FOLD_SHARE * bytes(into);
+        if t <= 0.0 || !few {
             continue;
         }
         for w in rows.iter_mut() {

@@ -321,3 +321,42 @@ fn bad_configurations_are_refused() {
     .contains("outside (0, 1)"));
     FitConfig::default().validate().unwrap();
 }
+
+#[test]
+fn a_few_reads_counted_sequential_go_with_the_random_ones() {
+    // Random 4 KiB and 128 KiB reads, and in each window five 4 KiB reads
+    // that iocost counted as sequential (within 16 MiB of the last) at a
+    // random read's cost: 60 of over 10,000 requests, their own column
+    // would price them from the windows' noise alone.
+    let mut e = Estimator::new(FitConfig::default());
+    let mut seed = 7;
+    for i in 0..12 {
+        let a = 0.15 + 0.06 * i as f64;
+        let mut w = window(
+            &DEVICE,
+            &[(false, true, 4096, a), (false, true, 128 << 10, 1.0 - a)],
+            1.0,
+            noise(&mut seed, 0.01),
+        );
+        let u = unit_costs(&DEVICE);
+        w.x[1] += 5.0;
+        w.x[0] += 5.0;
+        w.bytes[1] += 5.0 * 4096.0;
+        w.seconds += 5.0 * (u[2] + u[0]);
+        e.push(w);
+    }
+    let f = e.fit();
+    assert_eq!(f.params[1].value, None, "{f:#?}");
+    assert_eq!(
+        f.params[1].reason,
+        "60 samples, 2000 needed: counted as rrandiops"
+    );
+    assert!(
+        within(f.params[2].value.unwrap(), DEVICE.rrandiops, 0.03),
+        "{f:#?}"
+    );
+    assert!(
+        within(f.params[0].value.unwrap(), DEVICE.rbps, 0.03),
+        "{f:#?}"
+    );
+}

@@ -254,7 +254,8 @@ impl Accumulator {
             device_table_full: n(iow_drop::IOW_DROP_DEV_FULL),
             no_issue_stamp: n(iow_drop::IOW_DROP_NO_ISSUE_STAMP),
             no_start_stamp: n(iow_drop::IOW_DROP_NO_START_STAMP),
-            culprit_untold: raw.culprit_untold,
+            culprit_late: raw.culprit_untold.late,
+            culprit_lost: raw.culprit_untold.lost,
         };
     }
 

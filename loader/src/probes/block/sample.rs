@@ -39,5 +39,5 @@ pub struct RawSample {
     pub delays: Vec<delay::RawDelay>,
     /// Requests whose time the culprit account could not (wholly) split,
     /// since start (from its drain, not the maps).
-    pub culprit_untold: u64,
+    pub culprit_untold: crate::culprits::Untold,
 }
