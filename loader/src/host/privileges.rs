@@ -185,25 +185,28 @@ impl NiceForThreads {
     pub fn restore(self) -> Result<()> {
         renice_thread(self.was)?;
         if let Some((soft, hard)) = self.rlimit {
-            nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NICE, soft, hard)
-                .context("putting RLIMIT_NICE back")?;
+            use nix::sys::resource::{setrlimit, Resource};
+            setrlimit(Resource::RLIMIT_NICE, soft, hard).context("putting RLIMIT_NICE back")?;
         }
         Ok(())
     }
 }
 
-/// The calling thread's nice level.
-pub fn thread_nice() -> i32 {
-    let tid = nix::unistd::gettid().as_raw() as libc::id_t;
-    // SAFETY: getpriority takes plain integers and touches no memory.
-    unsafe { libc::getpriority(libc::PRIO_PROCESS, tid) }
+/// The calling thread as PRIO_PROCESS names it (Linux's nice is per thread).
+fn this_thread() -> libc::id_t {
+    nix::unistd::gettid().as_raw() as libc::id_t
 }
 
-/// Sets the calling thread's nice level (Linux's is per thread).
+/// The calling thread's nice level.
+pub fn thread_nice() -> i32 {
+    // SAFETY: getpriority takes plain integers and touches no memory.
+    unsafe { libc::getpriority(libc::PRIO_PROCESS, this_thread()) }
+}
+
+/// Sets the calling thread's nice level.
 pub fn renice_thread(nice: i32) -> Result<()> {
-    let tid = nix::unistd::gettid().as_raw() as libc::id_t;
     // SAFETY: setpriority takes plain integers and touches no memory.
-    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, nice) };
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, this_thread(), nice) };
     if rc != 0 {
         bail!(
             "setpriority to nice {nice}: {}",

@@ -330,6 +330,7 @@ fn a_few_reads_counted_sequential_go_with_the_random_ones() {
     // would price them from the windows' noise alone.
     let mut e = Estimator::new(FitConfig::default());
     let mut seed = 7;
+    let u = unit_costs(&DEVICE);
     for i in 0..12 {
         let a = 0.15 + 0.06 * i as f64;
         let mut w = window(
@@ -338,7 +339,6 @@ fn a_few_reads_counted_sequential_go_with_the_random_ones() {
             1.0,
             noise(&mut seed, 0.01),
         );
-        let u = unit_costs(&DEVICE);
         w.x[1] += 5.0;
         w.x[0] += 5.0;
         w.bytes[1] += 5.0 * 4096.0;
