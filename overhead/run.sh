@@ -90,6 +90,12 @@ echo "$SCHED" >"$SCHED_FILE"
 dd if=/dev/zero of="$LOOP" bs=1M count=1024 oflag=direct status=none
 echo "# $(date -u '+%F %H:%M') UTC, $CPU_MODEL, ${#ALLOWED[@]} CPUs, Linux $KERNEL; loop device over a file on $BACKING_FS," \
   "scheduler $(sed "s/.*\[\(.*\)\].*/\1/" "$SCHED_FILE"); readers on 1..$CPUS CPUs (${COUNTS[*]}); REPS=$REPS RUNTIME=$RUNTIME IODEPTH=$IODEPTH"
+# The CPU's mitigations of indirect calls and returns: what a BPF helper
+# call and a function return cost follows them, the two tools make
+# different numbers of them a request, and the ratio between them moved
+# from host to host (overhead/RESULTS.md, "Another host").
+mitigation() { sed 's/;.*//' "/sys/devices/system/cpu/vulnerabilities/$1" 2>/dev/null || echo "?"; }
+echo "# mitigations: spectre_v2 $(mitigation spectre_v2); retbleed $(mitigation retbleed); spec_rstack_overflow $(mitigation spec_rstack_overflow)"
 
 # The loads. `qd`: one job at IODEPTH; `readers K`: K jobs at QD1, each
 # pinned to one of the first K CPUs (cpus_allowed_policy=split).

@@ -300,7 +300,10 @@ const START_MAX_RSE: f64 = 0.15;
 
 /// The start's decision (see `ModelLoop::scale`): `from` scaled by
 /// `factor`, the terms `fit` determined replacing the scaled ones; vrate
-/// follows the change in cost of the windows' work.
+/// follows as the guard's steps have it (`Fit::vrate_factor`): no mix the
+/// windows observed is admitted more than under the pin the scale
+/// replaces (by the ratio of the windows' total work, a mix whose cost
+/// fell less than the total's was).
 fn start_model(from: LinearModel, factor: f64, fit: &Fit) -> ModelDecision {
     let scaled = LinearModel::from_values(
         from.values()
@@ -315,7 +318,7 @@ fn start_model(from: LinearModel, factor: f64, fit: &Fit) -> ModelDecision {
         .collect();
     let (vrate_factor, how) = match (fitted.is_empty(), cost_of(&fit.work, &from)) {
         (false, old) if old > 0.0 => (
-            cost_of(&fit.work, &to) / old,
+            fit.vrate_factor(&from, &to),
             format!(
                 "{} fitted from the {} saturated windows observed",
                 fitted.join(" "),
@@ -458,10 +461,9 @@ mod tests {
     /// The start fits the terms the windows observed with iocost off
     /// determine (a 4 KiB read 2 ms, a 128 KiB one 7.8 ms: rrandiops 500,
     /// rbps 21.8 MB/s, the line through both) and scales the rest; vrate
-    /// follows so that the fitted model prices the saturated windows at
-    /// their length; the few reads counted as sequential go with the
-    /// random ones. Without a determined term, every rate is scaled and
-    /// vrate by the inverse.
+    /// follows so that no window's mix is admitted more than before; the
+    /// few reads counted as sequential go with the random ones. Without a
+    /// determined term, every rate is scaled and vrate by the inverse.
     #[test]
     fn the_start_fits_what_the_observed_windows_determine() {
         let mut est = Estimator::new(FitConfig::default());
@@ -492,10 +494,20 @@ mod tests {
         assert_eq!(d.to.wrandiops, 1097);
         let charged = cost_of(&fit.work, &d.to);
         assert!((charged - 10.0).abs() < 0.1, "{charged}");
-        assert!((d.vrate_factor * cost_of(&fit.work, &AUTOP_SSD_DFL) - 10.0).abs() < 0.1);
+        // No window's mix is admitted more than under the pin: at the new
+        // vrate each costs at least what it did, and the dearest-before one
+        // exactly that.
+        let admitted: Vec<f64> = fit
+            .window_work
+            .iter()
+            .map(|w| d.vrate_factor * cost_of(w, &AUTOP_SSD_DFL) / cost_of(w, &d.to))
+            .collect();
+        assert!(admitted.iter().all(|&a| a <= 1.0 + 1e-9), "{admitted:?}");
+        assert!(admitted.iter().any(|&a| a > 1.0 - 1e-9), "{admitted:?}");
+        assert!(d.vrate_factor * cost_of(&fit.work, &AUTOP_SSD_DFL) < 10.0);
         assert_eq!(
             fit.params[1].reason,
-            "10 samples, 2000 needed: counted as rrandiops"
+            "10 samples, 223 needed: counted as rrandiops"
         );
         assert_eq!(
             d.to.rseqiops,

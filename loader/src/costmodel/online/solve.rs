@@ -363,11 +363,18 @@ impl Estimator {
     }
 
     /// The start's fit, over the few windows observed with iocost off:
-    /// from `min_windows` of them, a term determined within `max_rse`.
+    /// from `min_windows` of them, a term determined within `max_rse` from
+    /// as many requests as give the same counting noise (1/sqrt(n)) against
+    /// that bound as `--model-min-samples` gives against the running fit's
+    /// (2,000 at 5 % makes 223 at 15 %). A floor sized for the running fit
+    /// held a slow device's start back: at 500 requests/s the start saw
+    /// 1,982 random reads, rrandiops within 4.1 %, and left it scaled.
     pub fn start_fit(&self, min_windows: usize, max_rse: f64) -> Fit {
+        let noise = (self.cfg.max_rse / max_rse).powi(2);
         self.fit_with(&FitConfig {
             min_windows,
             max_rse,
+            min_samples: (self.cfg.min_samples as f64 * noise).ceil() as u64,
             ..self.cfg.clone()
         })
     }

@@ -360,3 +360,36 @@ fn a_few_reads_counted_sequential_go_with_the_random_ones() {
         "{f:#?}"
     );
 }
+
+#[test]
+fn the_start_counts_samples_against_its_own_error_bound() {
+    // Four 1 s windows of random 4 KiB and 128 KiB reads on a device that
+    // completes 500 requests/s (m-47's slowest point): about 1,400 random
+    // reads, under the running fit's 2,000 but plenty for the start's
+    // 15 %, whose counting-noise floor is 2,000 x (5/15)^2 = 223.
+    let slow = LinearModel {
+        rbps: 21_800_000,
+        rrandiops: 500,
+        ..DEVICE
+    };
+    let mut e = Estimator::new(FitConfig::default());
+    let mut seed = 11;
+    for a in [0.2, 0.8, 0.4, 0.6] {
+        let mix = [(false, true, 4096, a), (false, true, 128 << 10, 1.0 - a)];
+        assert!(e.push(window(&slow, &mix, 1.0, noise(&mut seed, 0.01))));
+    }
+    let start = e.start_fit(4, 0.15);
+    let reads = start.params[2].samples;
+    assert!((1000..2000).contains(&reads), "{start:#?}");
+    assert!(
+        within(start.params[2].value.unwrap(), 500, 0.05),
+        "{start:#?}"
+    );
+    // Held to the running fit's bound, the start needs its floor too.
+    let strict = e.start_fit(4, 0.05);
+    assert_eq!(strict.params[2].value, None, "{strict:#?}");
+    assert_eq!(
+        strict.params[2].reason,
+        format!("{reads} samples, 2000 needed")
+    );
+}

@@ -173,6 +173,30 @@ impl Fit {
         }
         LinearModel::from_values(v)
     }
+
+    /// The factor vrate follows a model change from `from` to `to` by: the
+    /// smallest ratio of new to old cost over the windows' mixes, so that
+    /// iocost admits no more of any mix the device served than before (the
+    /// budget scales by it, each mix's cost by its own ratio, at least it).
+    /// With the ratio of the windows' total work instead, a step that made
+    /// pages dearer (rbps 122 -> 61 MB/s, vrate x1.25 at m-47's 3,000/s
+    /// point) admitted 25 % more of the 4 KiB phase of a hog cycling 4 KiB
+    /// and 128 KiB reads, whose cost had not changed (a 4 KiB request
+    /// costs 1/rrandiops whatever the page cost), and the protected reader
+    /// missed at 275 % of its target until the step was rolled back (twice
+    /// in two runs). 1 without any work.
+    pub fn vrate_factor(&self, from: &LinearModel, to: &LinearModel) -> f64 {
+        let ratio = |work: &[f64; PARAMS]| {
+            let old = cost_of(work, from);
+            (old > 0.0).then(|| cost_of(work, to) / old)
+        };
+        self.window_work
+            .iter()
+            .filter_map(ratio)
+            .reduce(f64::min)
+            .or_else(|| ratio(&self.work))
+            .unwrap_or(1.0)
+    }
 }
 
 /// Seconds of device time per unit of each column under `m` (0: free term):
