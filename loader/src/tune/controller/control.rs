@@ -224,7 +224,7 @@ impl Controller {
             return verdict;
         }
         if worst > 1.0 {
-            return self.lower_after_miss(from, worst, !draining);
+            return self.lower_after_miss(from, worst, draining);
         }
         self.record_met(from);
         let has_slack = worst <= 1.0 - self.cfg.margin;

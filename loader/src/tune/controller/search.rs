@@ -157,21 +157,16 @@ impl Controller {
     /// from: it held for `reprobe_periods`, the probe's steps only once
     /// each (in a CI run the step below the miss, 90.56%, tipped the
     /// device a few periods later); bisection re-tests the steps between.
-    /// `proportional`: down in proportion to the miss (else by the
-    /// decrease factor: the period after the first pin, whose miss is the
-    /// queue built before it draining as much as the vrate's). That miss
-    /// does not mark the pin bad either: at 2000 requests/s one at 102 %
+    /// Down in proportion to the miss, unless `draining`: the period after
+    /// the first pin, whose miss is the queue built before it draining as
+    /// much as the vrate's, lowers v by the decrease factor, and does not
+    /// mark the pin bad either: at 2000 requests/s one at 102 %
     /// of the target capped the climb below the pin, 9.44 %, for the rest
     /// of the run (converged at 8.56 %, 11 MB/s, where runs whose drain
     /// met climbed to 22-27 MB/s); the rate found and its knee still bound
     /// it, and a miss at the pin when the climb gets back there counts.
-    pub(super) fn lower_after_miss(
-        &mut self,
-        from: f64,
-        worst: f64,
-        proportional: bool,
-    ) -> Verdict {
-        if proportional {
+    pub(super) fn lower_after_miss(&mut self, from: f64, worst: f64, draining: bool) -> Verdict {
+        if !draining {
             self.bad = Some(self.bad.map_or(from, |b| b.min(from)));
         }
         let probe_base = self.probe_base.filter(|&b| b < from);
@@ -189,7 +184,7 @@ impl Controller {
         let aim = 1.0 - self.cfg.margin;
         let mut target = match self.good {
             Some(g) => g,
-            None if proportional => from * (aim / worst).clamp(MOST_DOWN, self.cfg.decrease),
+            None if !draining => from * (aim / worst).clamp(MOST_DOWN, self.cfg.decrease),
             None => from * self.cfg.decrease,
         };
         if let Some(lb) = self.low_bad.filter(|&lb| lb < from) {
