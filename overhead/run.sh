@@ -93,7 +93,7 @@ echo "# $(date -u '+%F %H:%M') UTC, $CPU_MODEL, ${#ALLOWED[@]} CPUs, Linux $KERN
 # The CPU's mitigations of indirect calls and returns: what a BPF helper
 # call and a function return cost follows them, the two tools make
 # different numbers of them a request, and the ratio between them moved
-# from host to host (overhead/RESULTS.md, "Another host").
+# from host to host (overhead/RESULTS.md, "Intel Xeon, 2026-12-05 evening").
 mitigation() { sed 's/;.*//' "/sys/devices/system/cpu/vulnerabilities/$1" 2>/dev/null || echo "?"; }
 echo "# mitigations: spectre_v2 $(mitigation spectre_v2); retbleed $(mitigation retbleed); spec_rstack_overflow $(mitigation spec_rstack_overflow)"
 
