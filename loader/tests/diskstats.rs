@@ -91,6 +91,23 @@ fn kernel_and_iowarden_counts_agree_under_fio() {
         kernel_bytes as i64 - iowarden_bytes as i64
     );
 
+    // The kernel's busy time (io_ticks): some, and no more than the time
+    // between the two readings, which time in queue (the next field, summed
+    // over fio's 4 requests in flight) would exceed.
+    let busy_ms = |s: &Snapshot| {
+        s.kernel_diskstats
+            .iter()
+            .find(|k| k.device.name == dev.name())
+            .map_or(0, |k| k.busy_ms)
+    };
+    let busy = busy_ms(&after) - busy_ms(&before);
+    let between_ms = (after.taken_at_unix_seconds - before.taken_at_unix_seconds) * 1e3;
+    println!("busy {busy} ms of the {between_ms:.0} ms between the readings");
+    assert!(
+        busy > 0 && busy as f64 <= between_ms + 10.0,
+        "busy {busy} ms in {between_ms:.0} ms"
+    );
+
     // The same counts in the exposition.
     let metrics = daemon.get("/metrics").expect("/metrics");
     let line = format!(
@@ -100,6 +117,15 @@ fn kernel_and_iowarden_counts_agree_under_fio() {
     );
     assert!(
         sample(&metrics, &line).is_some_and(|v| v >= k1 as f64),
+        "{line} not in /metrics"
+    );
+    let line = format!(
+        "iowarden_kernel_busy_seconds_total{{device=\"{}\",devt=\"{}\"}} ",
+        dev.name(),
+        dev.majmin()
+    );
+    assert!(
+        sample(&metrics, &line).is_some_and(|v| v >= busy_ms(&after) as f64 / 1e3),
         "{line} not in /metrics"
     );
     assert_promtool_accepts(&metrics);

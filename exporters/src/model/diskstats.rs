@@ -16,6 +16,10 @@ pub struct KernelDiskStats {
     pub completed_requests: u64,
     /// Sectors (512 bytes) read, written and discarded.
     pub sectors: u64,
+    /// Milliseconds the device had a request in flight (io_ticks, field 10):
+    /// a window it idled in is not a saturated one, whatever its mean depth.
+    #[serde(default)]
+    pub busy_ms: u64,
     /// A counter that exists in tests only: docs/contributing.md's "Adding a metric"
     /// followed for it (this field and its line in `metrics!` below), and
     /// walkthrough_tests.rs
@@ -42,6 +46,9 @@ metrics!(KernelDiskStats {
         "Bytes read, written and discarded as the kernel accounts them (/proc/diskstats sectors, since boot): \
          compare with iowarden_io_bytes_total",
         |s: &KernelDiskStats| Some(s.sectors as f64 * SECTOR_BYTES);
+    counter busy_ms => "iowarden_kernel_busy" [Seconds],
+        "Time the device had a request in flight (/proc/diskstats io_ticks, since boot): its utilization as iostat's %util",
+        |s: &KernelDiskStats| Some(s.busy_ms as f64 / 1e3);
     #[cfg(test)]
     counter walkthrough => "iowarden_walkthrough", "The test-only counter of docs/contributing.md's Adding a metric";
 });
@@ -52,8 +59,8 @@ mod tests {
     use crate::model::core::Delta;
 
     #[test]
-    fn delta_subtracts_both_counts() {
-        let at = |requests, sectors| KernelDiskStats {
+    fn delta_subtracts_every_count() {
+        let at = |requests, sectors, busy_ms| KernelDiskStats {
             device: DeviceRef {
                 name: "loop0".into(),
                 major: 7,
@@ -61,8 +68,9 @@ mod tests {
             },
             completed_requests: requests,
             sectors,
+            busy_ms,
             ..Default::default()
         };
-        assert_eq!(at(10, 80).delta(&at(4, 32)), at(6, 48));
+        assert_eq!(at(10, 80, 900).delta(&at(4, 32, 400)), at(6, 48, 500));
     }
 }

@@ -17,8 +17,9 @@ pub fn read_diskstats(devices: &BTreeSet<DeviceRef>) -> Vec<KernelDiskStats> {
 
 /// Parses /proc/diskstats (Documentation/admin-guide/iostats.rst): after
 /// major, minor and name, reads completed is field 1, sectors read 3,
-/// writes completed 5, sectors written 7; discards (kernel 4.18 on) 12 and
-/// 14. Fields a kernel does not have count 0.
+/// writes completed 5, sectors written 7, milliseconds spent doing I/Os
+/// (io_ticks) 10; discards (kernel 4.18 on) 12 and 14. Fields a kernel
+/// does not have count 0.
 pub fn parse_diskstats(text: &str, devices: &BTreeSet<DeviceRef>) -> Vec<KernelDiskStats> {
     text.lines()
         .filter_map(|line| {
@@ -34,6 +35,7 @@ pub fn parse_diskstats(text: &str, devices: &BTreeSet<DeviceRef>) -> Vec<KernelD
                 device: device.clone(),
                 completed_requests: field(0) + field(4) + field(11),
                 sectors: field(2) + field(6) + field(13),
+                busy_ms: field(9),
             })
         })
         .collect()
@@ -44,10 +46,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sums_reads_writes_and_discards_of_traced_devices_only() {
-        let text = "   7       0 loop0 100 5 800 10 50 2 400 20 0 30 30 3 0 24 1 7 1\n\
+    fn sums_reads_writes_and_discards_and_reads_busy_time_of_traced_devices_only() {
+        let text = "   7       0 loop0 100 5 800 10 50 2 400 20 0 29 30 3 0 24 1 7 1\n\
                     7       1 loop1 1 0 8 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n\
-                    254     0 vda 9 0 72 0 1 0 8 0 0 0 0\n";
+                    254     0 vda 9 0 72 0 1 0 8 0 0 5 6\n";
         let dev = |name: &str, major, minor| DeviceRef {
             name: name.into(),
             major,
@@ -62,12 +64,14 @@ mod tests {
                     device: dev("loop0", 7, 0),
                     completed_requests: 100 + 50 + 3,
                     sectors: 800 + 400 + 24,
+                    busy_ms: 29,
                 },
                 // A kernel without the discard fields.
                 KernelDiskStats {
                     device: dev("vda", 254, 0),
                     completed_requests: 10,
                     sectors: 80,
+                    busy_ms: 5,
                 },
             ]
         );

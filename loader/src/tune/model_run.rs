@@ -16,7 +16,7 @@ use serde_json::json;
 
 use super::decision_log::put_write_outcome;
 use crate::costmodel::online::guard::{Guard, GuardConfig, ModelAction, ModelDecision, QosPeriod};
-use crate::costmodel::online::solve::{Estimator, NAMES};
+use crate::costmodel::online::solve::{Estimator, NAMES, START_MAX_RSE, START_WINDOWS};
 use crate::costmodel::online::windows::{cost_of, Fit, FitConfig, Window, PARAMS};
 use crate::costmodel::{LinearModel, AUTOP_HDD, AUTOP_SSD_DFL};
 use crate::knobs::writer::Writer;
@@ -36,11 +36,48 @@ pub struct ModelLoop {
     estimator: Estimator,
     guard: Guard,
     current: LinearModel,
-    /// Cost classes and time of the last window's end.
-    prev: Option<(Vec<CostClass>, f64)>,
+    /// The device's reading at the last window's end.
+    prev: Option<Reading>,
     fit: Fit,
     decisions: BTreeMap<String, u64>,
     last: Option<(ModelDecision, Option<String>, Option<String>)>,
+}
+
+/// One device's cumulative counts at a poll: what a window is the
+/// difference of.
+struct Reading {
+    classes: Vec<CostClass>,
+    /// Milliseconds busy since boot (/proc/diskstats io_ticks).
+    busy_ms: Option<u64>,
+    at: f64,
+}
+
+impl Reading {
+    fn of(dev: &DeviceRef, snap: &Snapshot) -> Reading {
+        let is_dev = |d: &DeviceRef| d.major == dev.major && d.minor == dev.minor;
+        Reading {
+            classes: snap
+                .cost_models
+                .iter()
+                .find(|m| is_dev(&m.device))
+                .map(|m| m.classes.clone())
+                .unwrap_or_default(),
+            busy_ms: snap
+                .kernel_diskstats
+                .iter()
+                .find(|k| is_dev(&k.device))
+                .map(|k| k.busy_ms),
+            at: snap.taken_at_unix_seconds,
+        }
+    }
+
+    fn window_to(&self, later: &Reading) -> Window {
+        let busy = match (self.busy_ms, later.busy_ms) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a) as f64 / 1e3),
+            _ => None,
+        };
+        Window::between(&self.classes, &later.classes, later.at - self.at, busy)
+    }
 }
 
 /// The model iocost charges the device with now: its io.cost.model line,
@@ -106,27 +143,26 @@ impl ModelLoop {
         self.current
     }
 
-    /// Feeds the poll's cumulative snapshot: closes a window when one is due.
-    pub fn observe(&mut self, snap: &Snapshot) -> Result<()> {
-        let classes = snap
-            .cost_models
-            .iter()
-            .find(|m| m.device.major == self.device.major && m.device.minor == self.device.minor)
-            .map(|m| m.classes.clone())
-            .unwrap_or_default();
-        let now = snap.taken_at_unix_seconds;
-        let Some((prev, then)) = &self.prev else {
-            self.prev = Some((classes, now));
+    /// Feeds the poll's cumulative snapshot: closes a window when one is
+    /// due, half as long while the tuner observes the device with iocost
+    /// off (`found`): the one time the workload saturates it unthrottled,
+    /// and the start's fit has only those windows (at m-47's 500/s point
+    /// 6.6 s made four windows of 1-1.5 s, one of them the hog's switch
+    /// between phases, idle: three left, one of the 128 KiB phase).
+    pub fn observe(&mut self, snap: &Snapshot, found: bool) -> Result<()> {
+        let now = Reading::of(&self.device, snap);
+        let Some(prev) = &self.prev else {
+            self.prev = Some(now);
             return Ok(());
         };
-        let seconds = now - then;
-        if seconds >= self.window.as_secs_f64() {
-            let w = Window::between(prev, &classes, seconds);
+        let due = self.window.as_secs_f64() / if found { 2.0 } else { 1.0 };
+        if now.at - prev.at >= due {
+            let w = prev.window_to(&now);
             let line = window_line(&w, self.estimator.push(w.clone()));
             let mut out = std::io::stdout().lock();
             writeln!(out, "{line}")?;
             out.flush()?;
-            self.prev = Some((classes, now));
+            self.prev = Some(now);
         }
         Ok(())
     }
@@ -285,19 +321,6 @@ impl ModelLoop {
     }
 }
 
-/// Saturated windows the start's fit needs: those of the period or two
-/// observed with iocost off (1 s windows, 3 s periods), fewer than the
-/// running fit's six. The start scales the terms the fit leaves
-/// undetermined.
-const START_WINDOWS: usize = 4;
-
-/// The relative standard error a term of the start's fit may have: the
-/// uniform scale it replaces keeps the model's shape, whose error nothing
-/// bounds (26 % between 4 KiB and 128 KiB reads at m-47's 500/s point,
-/// where six windows with iocost off put rbps at 8 %); the running fit
-/// corrects the terms within `--model-max-error` once it has its windows.
-const START_MAX_RSE: f64 = 0.15;
-
 /// The start's decision (see `ModelLoop::scale`): `from` scaled by
 /// `factor`, the terms `fit` determined replacing the scaled ones; vrate
 /// follows as the guard's steps have it (`Fit::vrate_factor`): no mix the
@@ -359,6 +382,7 @@ fn window_line(w: &Window, saturated: bool) -> serde_json::Value {
         "model_window": {
             "seconds": r(w.seconds),
             "mean_inflight": r(w.mean_inflight),
+            "busy_seconds": w.busy_seconds.map(r),
             "saturated": saturated,
             "requests_or_pages": named(&w.x, true),
             "bytes": named(&w.bytes, false),
@@ -377,6 +401,7 @@ pub fn window_from_line(line: &serde_json::Value) -> Option<(Window, bool)> {
         Window {
             seconds: w["seconds"].as_f64()?,
             mean_inflight: w["mean_inflight"].as_f64()?,
+            busy_seconds: w["busy_seconds"].as_f64(),
             x: named("requests_or_pages"),
             bytes: named("bytes"),
         },
@@ -438,111 +463,5 @@ impl ModelArgs {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::costmodel::online::solve::Estimator;
-
-    /// A saturated window of 2 s on a device capped at 500 requests/s and
-    /// 16 MiB/s (m-47's 500/s point): `small` 4 KiB and `large` 128 KiB
-    /// random reads, taking max(requests / 500, bytes / 16 MiB) each.
-    fn capped_window(small: f64, large: f64) -> Window {
-        let bytes = small * 4096.0 + large * 131072.0;
-        let mut w = Window {
-            seconds: 2.0,
-            mean_inflight: 32.0,
-            ..Default::default()
-        };
-        w.x[0] = bytes / 4096.0;
-        w.x[2] = small + large;
-        w.bytes[2] = bytes;
-        w
-    }
-
-    /// The start fits the terms the windows observed with iocost off
-    /// determine (a 4 KiB read 2 ms, a 128 KiB one 7.8 ms: rrandiops 500,
-    /// rbps 21.8 MB/s, the line through both) and scales the rest; vrate
-    /// follows so that no window's mix is admitted more than before; the
-    /// few reads counted as sequential go with the random ones. Without a
-    /// determined term, every rate is scaled and vrate by the inverse.
-    #[test]
-    fn the_start_fits_what_the_observed_windows_determine() {
-        let mut est = Estimator::new(FitConfig::default());
-        for (small, large) in [(1000.0, 0.0), (0.0, 256.0), (500.0, 128.0), (1000.0, 0.0)] {
-            assert!(est.push(capped_window(small, large)));
-        }
-        // A few of the reads iocost counts as sequential, at a cost the
-        // windows' noise gives them: counted as random reads.
-        let mut w = capped_window(990.0, 0.0);
-        w.x[1] = 10.0;
-        w.bytes[1] = 40960.0;
-        w.seconds += 0.05;
-        assert!(est.push(w));
-        let fit = est.start_fit(START_WINDOWS, START_MAX_RSE);
-        let d = start_model(AUTOP_SSD_DFL, 0.05, &fit);
-        assert_eq!(d.action, ModelAction::Scale);
-        assert!(
-            (d.to.rrandiops as f64 / 500.0 - 1.0).abs() < 0.01,
-            "{:?}",
-            d.to
-        );
-        assert!(
-            (d.to.rbps as f64 / (4096.0 / 0.1875e-3) - 1.0).abs() < 0.01,
-            "{:?}",
-            d.to
-        );
-        assert_eq!(d.to.wbps, (AUTOP_SSD_DFL.wbps as f64 * 0.05).round() as u64);
-        assert_eq!(d.to.wrandiops, 1097);
-        let charged = cost_of(&fit.work, &d.to);
-        assert!((charged - 10.0).abs() < 0.1, "{charged}");
-        // No window's mix is admitted more than under the pin: at the new
-        // vrate each costs at least what it did, and the dearest-before one
-        // exactly that.
-        let admitted: Vec<f64> = fit
-            .window_work
-            .iter()
-            .map(|w| d.vrate_factor * cost_of(w, &AUTOP_SSD_DFL) / cost_of(w, &d.to))
-            .collect();
-        assert!(admitted.iter().all(|&a| a <= 1.0 + 1e-9), "{admitted:?}");
-        assert!(admitted.iter().any(|&a| a > 1.0 - 1e-9), "{admitted:?}");
-        assert!(d.vrate_factor * cost_of(&fit.work, &AUTOP_SSD_DFL) < 10.0);
-        assert_eq!(
-            fit.params[1].reason,
-            "10 samples, 223 needed: counted as rrandiops"
-        );
-        assert_eq!(
-            d.to.rseqiops,
-            (AUTOP_SSD_DFL.rseqiops as f64 * 0.05).round() as u64
-        );
-        assert!(
-            d.reason
-                .contains("fitted from the 5 saturated windows observed"),
-            "{}",
-            d.reason
-        );
-
-        let d = start_model(AUTOP_SSD_DFL, 0.05, &est.fit());
-        assert_eq!(d.to.rrandiops, 426);
-        assert_eq!(d.vrate_factor, 20.0);
-        assert!(
-            d.reason
-                .contains("none fitted from the 5 saturated windows"),
-            "{}",
-            d.reason
-        );
-    }
-
-    #[test]
-    fn a_logged_window_reads_back_as_itself() {
-        let w = Window {
-            seconds: 1.25,
-            mean_inflight: 9.5,
-            x: [256.0, 10.0, 1500.0, 0.0, 0.0, 300.0],
-            bytes: [0.0, 40960.0, 6144000.0, 0.0, 0.0, 1228800.0],
-        };
-        let line = window_line(&w, true);
-        assert_eq!(window_from_line(&line), Some((w.clone(), true)));
-        let text = serde_json::from_str(&line.to_string()).unwrap();
-        assert_eq!(window_from_line(&text), Some((w, true)));
-        assert_eq!(window_from_line(&json!({"model_action": "hold"})), None);
-    }
-}
+#[path = "model_run_tests.rs"]
+mod tests;

@@ -186,7 +186,7 @@ impl Tuner {
         self.check_device()?;
         self.check_cgroups()?;
         if let Some(ml) = self.model.as_mut() {
-            ml.observe(snap)?;
+            ml.observe(snap, self.controller.observing())?;
         }
         let Some(base) = &self.base else {
             self.base = Some(snap.clone());

@@ -321,6 +321,15 @@ ds = [json.loads(l) for l in open(sys.argv[1]) if "model_action" in l]
 def fit_line(what, f):
     print("  off: %s over %d saturated windows (%d stalls), %d not: %s" % (what, f["saturated_windows"], f["stalled_windows"], f["unsaturated_windows"],
           "; ".join("%s=%s (est %d, rse %s%s)" % (p["name"], p["fitted"], p["estimate"], p["relative_error"] and round(p["relative_error"], 3), p["reason"] and ": " + p["reason"]) for p in f["params"])))
+# The windows the start saw (those logged before its decision).
+for l in open(sys.argv[1]):
+    d = json.loads(l)
+    if "model_action" in d:
+        break
+    w = d.get("model_window")
+    if w:
+        print("  off: window %.2fs busy %ss depth %.1f %s requests/pages %s" % (w["seconds"], w.get("busy_seconds"), w["mean_inflight"], "saturated" if w["saturated"] else "not",
+              " ".join("%s=%d" % kv for kv in w["requests_or_pages"].items() if kv[1])))
 for d in ds[:1]:
     if d["model_action"] == "scale":
         fit_line("start fit", d["fit"])

@@ -311,6 +311,19 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+/// Saturated windows the start's fit needs: those of the period or two
+/// observed with iocost off (1 s windows, 3 s periods), fewer than the
+/// running fit's six. The start scales the terms the fit leaves
+/// undetermined.
+pub const START_WINDOWS: usize = 4;
+
+/// The relative standard error a term of the start's fit may have: the
+/// uniform scale it replaces keeps the model's shape, whose error nothing
+/// bounds (26 % between 4 KiB and 128 KiB reads at m-47's 500/s point,
+/// where six windows with iocost off put rbps at 8 %); the running fit
+/// corrects the terms within `--model-max-error` once it has its windows.
+pub const START_MAX_RSE: f64 = 0.15;
+
 /// The saturated windows of one device and the fit over them.
 pub struct Estimator {
     cfg: FitConfig,
@@ -333,8 +346,7 @@ impl Estimator {
 
     /// Keeps the window if the device was saturated over it; says whether.
     pub fn push(&mut self, w: Window) -> bool {
-        let work: f64 = w.x.iter().sum();
-        if w.seconds <= 0.0 || work <= 0.0 || w.mean_inflight < self.cfg.saturation_depth {
+        if !w.saturated(self.cfg.saturation_depth) {
             self.unsaturated += 1;
             return false;
         }
@@ -397,29 +409,47 @@ impl Estimator {
 
 /// A folded column is the few requests iocost counted in the other class
 /// (132 of 2,000 random 4 KiB reads at 500 requests/s counted sequential),
-/// not a class of their own: under this share of its sibling's requests
-/// and of its bytes (a few 1 MiB reads beside many 4 KiB ones are not).
+/// not a class of its own: under this share of its sibling's requests.
 const FOLD_SHARE: f64 = 0.1;
+
+/// ... and sized like requests its sibling has: the mean size of the
+/// sparse column's within the range of its sibling's windows' means,
+/// widened by this factor. Reads counted sequential by chance come from the
+/// load the random ones do (at m-47's 500/s point 16 KiB a read where the
+/// random ones' windows hold 4-124 KiB, but 10 % of their bytes: kept apart
+/// by a share of bytes, they took 8 ms each and pushed rrandiops to 61 %
+/// error); a few 1 MiB reads beside 4 KiB random ones are a class of their
+/// own.
+const FOLD_SIZE_RATIO: f64 = 2.0;
 
 /// Moves the requests of a base column with fewer than `min_samples` into
 /// its sibling (sequential and random of one direction) where they are a
-/// small part of its own (FOLD_SHARE); returns (column, sibling,
-/// samples) for each moved. A class of its own, however sparse, stays:
-/// 1 MiB reads counted as 4 KiB random ones would price neither.
+/// small part of its own (FOLD_SHARE) of sizes it has (FOLD_SIZE_RATIO);
+/// returns (column, sibling, samples) for each moved. A class of its own,
+/// however sparse, stays: 1 MiB reads counted as 4 KiB random ones would
+/// price neither.
 fn fold_sparse_columns(rows: &mut [Window], min_samples: u64) -> Vec<(usize, usize, u64)> {
     let mut moved = Vec::new();
     for (a, b) in [(1, 2), (4, 5)] {
         let requests = |c: usize| rows.iter().map(|w| w.x[c]).sum::<f64>();
-        let bytes = |c: usize| rows.iter().map(|w| w.bytes[c]).sum::<f64>();
         let (from, into) = if requests(a) <= requests(b) {
             (a, b)
         } else {
             (b, a)
         };
         let t = requests(from);
+        let size = rows.iter().map(|w| w.bytes[from]).sum::<f64>() / t;
+        let (smallest, largest) = rows
+            .iter()
+            .filter(|w| w.x[into] > 0.0)
+            .map(|w| w.bytes[into] / w.x[into])
+            .fold((f64::INFINITY, 0.0f64), |(lo, hi), s| {
+                (lo.min(s), hi.max(s))
+            });
         let few = t < min_samples as f64
             && t < FOLD_SHARE * requests(into)
-            && bytes(from) < FOLD_SHARE * bytes(into);
+            && size >= smallest / FOLD_SIZE_RATIO
+            && size <= largest * FOLD_SIZE_RATIO;
         if t <= 0.0 || !few {
             continue;
         }
@@ -450,7 +480,7 @@ pub fn fit_windows(rows: &[&Window], cfg: &FitConfig, unsaturated: u64) -> Fit {
     }
     if rows.len() < cfg.min_windows {
         let why = format!(
-            "{} saturated windows, {} needed ({} windows not saturated: mean depth below {})",
+            "{} saturated windows, {} needed ({} windows not saturated: mean depth below {} or the device idle in them)",
             rows.len(),
             cfg.min_windows,
             unsaturated,
