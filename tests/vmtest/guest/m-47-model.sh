@@ -315,6 +315,23 @@ print(f"{conv} {p99:.3f} {total} {fio:.3f} {tot:.1f}")
 PY
 read conv iw_p99 iw_n fio_p99 tot < $T/off.sum
 echo "  tune --model from iocost off: first QoS convergence at ${conv} s; steady state: LC p99 iowarden ${iw_p99} ms over $iw_n reads, fio (submission to completion) ${fio_p99} ms; device ${tot} MB/s"
+# iocost's own account of each cgroup over the steady state (activations,
+# donations and debt: why a reader iocost weighs at 1000 is held).
+python3 - $T/s0.json $T/s1.json <<'PY'
+import json, sys
+s0, s1 = (json.load(open(p)) for p in sys.argv[1:3])
+def cgs(s):
+    return {c["cgroup"]["path"]: c for c in s.get("iocost_cgroups", []) if c["device"]["name"] == "nvme0n1"}
+a, b = cgs(s0), cgs(s1)
+secs = s1["taken_at_unix_seconds"] - s0["taken_at_unix_seconds"]
+for path in ("/md-lc", "/md-hog"):
+    if path not in b:
+        print(f"  off: iocost {path}: no record"); continue
+    x, y = a.get(path, {}), b[path]
+    d = {k: (y[k] - x.get(k, 0)) / secs for k in ("activations", "idles", "shortages", "transfers", "adjusts", "forgives")}
+    print(f"  off: iocost {path} over {secs:.0f} s, per second: " + " ".join(f"{k} {v:.1f}" for k, v in d.items())
+          + f"; at the end weight {y['weight']:.0f} inuse {y['inuse']:.0f} hweight_inuse {y['hweight_inuse_ratio']:.3f} debt {y['debt_seconds'] * 1e3:.1f} ms delay {y['delay_seconds'] * 1e3:.1f} ms")
+PY
 python3 -c '
 import json, sys
 ds = [json.loads(l) for l in open(sys.argv[1]) if "model_action" in l]
