@@ -312,8 +312,8 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// Saturated windows the start's fit needs: those of the period or two
-/// observed with iocost off (1 s windows, 3 s periods), fewer than the
-/// running fit's six. The start scales the terms the fit leaves
+/// observed with iocost off (windows of half `--model-window` there, 3 s
+/// periods), fewer than the running fit's six. The start scales the terms the fit leaves
 /// undetermined.
 pub const START_WINDOWS: usize = 4;
 
@@ -412,9 +412,8 @@ impl Estimator {
 /// not a class of its own: under this share of its sibling's requests.
 const FOLD_SHARE: f64 = 0.1;
 
-/// ... and sized like requests its sibling has: the mean size of the
-/// sparse column's within the range of its sibling's windows' means,
-/// widened by this factor. Reads counted sequential by chance come from the
+/// How far outside the range of its sibling's windows' mean request sizes
+/// a sparse column's mean may lie and still be of sizes its sibling has. Reads counted sequential by chance come from the
 /// load the random ones do (at m-47's 500/s point 16 KiB a read where the
 /// random ones' windows hold 4-124 KiB, but 10 % of their bytes: kept apart
 /// by a share of bytes, they took 8 ms each and pushed rrandiops to 61 %

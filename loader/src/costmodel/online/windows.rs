@@ -19,7 +19,7 @@
 //! A window counts as saturated when the mean number of requests in the
 //! device (Σ issue→completion time / window, Little's law) is at least
 //! `saturation_depth` (deeper than the device's internal parallelism) and
-//! the device was never idle in it (the kernel's io_ticks).
+//! the kernel counted the device busy (io_ticks) for nearly all of it.
 
 use iowarden_exporters::{CostClass, Op};
 
@@ -108,7 +108,7 @@ impl Window {
 /// as saturated: the idle time makes the window that much longer than its
 /// requests' cost, the running fit's error bound (`--model-max-error`'s
 /// default); io_ticks counts in jiffies (4 ms at HZ=250, 0.4 % of 1 s).
-pub const MAX_IDLE_SHARE: f64 = 0.05;
+const MAX_IDLE_SHARE: f64 = 0.05;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct FitConfig {
