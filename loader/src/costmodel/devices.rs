@@ -6,8 +6,8 @@
 //! io.cost.model (cgroup v2 with iocost initialised on the device), or the
 //! parameters blk-iocost.c assumes before any is set (autop: HDD for a
 //! rotational device, SSD otherwise). The BPF side counts what the model
-//! charges; each poll prices it with the model of the device, resolved at
-//! the poll that first sees the device, before its counts are priced.
+//! charges; each poll prices it with the model of the device as the host
+//! configures it at that poll, before its counts are priced.
 
 use std::collections::HashMap;
 
@@ -37,7 +37,7 @@ impl CostModels {
         default_model(self.flag)
     }
 
-    /// The model `devt` is charged with: its own once resolved, else the
+    /// The model `devt` is charged with: its own once followed, else the
     /// default.
     pub fn model_of(&self, devt: u32) -> LinearModel {
         self.per_dev
@@ -45,26 +45,30 @@ impl CostModels {
             .map_or_else(|| self.default_model(), |m| m.0)
     }
 
-    /// Whether `devt` has been given its model.
+    /// Whether --cost-model charges every device.
+    pub fn flagged(&self) -> bool {
+        self.flag.is_some()
+    }
+
+    /// Whether `devt` has its model.
     pub fn known(&self, devt: u32) -> bool {
         self.per_dev.contains_key(&devt)
     }
 
-    /// Decides (once) the model of a device and returns it: the flag's,
-    /// else the one `host` says the kernel charges (and where it is from).
-    pub fn resolve(
+    /// Follows the model the host charges `devt` with now: iocost charges
+    /// each request with the io.cost.model in force, which `tune --model`
+    /// or an operator may rewrite while iowarden runs. The flag's model
+    /// stays. True when the device's model is new or changed.
+    pub fn follow(
         &mut self,
         devt: u32,
         host: impl FnOnce() -> (LinearModel, &'static str),
-    ) -> LinearModel {
-        let flag = self.flag;
-        self.per_dev
-            .entry(devt)
-            .or_insert_with(|| match flag {
-                Some(m) => (m, "flag"),
-                None => host(),
-            })
-            .0
+    ) -> bool {
+        let now = match self.flag {
+            Some(m) => (m, "flag"),
+            None => host(),
+        };
+        self.per_dev.insert(devt, now) != Some(now)
     }
 
     /// The report of every device with a model or samples.
@@ -130,5 +134,36 @@ pub fn device_report(
                 fitted_error: fit.error(c),
             })
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::costmodel::model::AUTOP_SSD_DFL;
+
+    const FIT: LinearModel = LinearModel {
+        rbps: 21_946_646,
+        rseqiops: 504,
+        rrandiops: 504,
+        wbps: 21_946_646,
+        wseqiops: 504,
+        wrandiops: 504,
+    };
+
+    /// `tune --model` rewrites io.cost.model while iowarden runs: the next
+    /// poll prices with the new model, as iocost charges it (issue 56: a
+    /// 4 KiB read stayed priced at the default's 0.12 ms, not the fit's 2 ms).
+    #[test]
+    fn a_rewritten_model_is_followed_and_the_flags_is_kept() {
+        let mut m = CostModels::new(None);
+        assert!(m.follow(7, || (AUTOP_SSD_DFL, "default-ssd")));
+        assert!(!m.follow(7, || (AUTOP_SSD_DFL, "default-ssd")), "unchanged");
+        assert!(m.follow(7, || (FIT, "io.cost.model")));
+        assert_eq!(m.model_of(7), FIT);
+        let mut flagged = CostModels::new(Some(FIT));
+        assert!(flagged.follow(7, || (AUTOP_SSD_DFL, "io.cost.model")));
+        assert!(!flagged.follow(7, || (AUTOP_SSD_DFL, "io.cost.model")));
+        assert_eq!(flagged.model_of(7), FIT);
     }
 }

@@ -5,7 +5,8 @@
 # hweight_active matches the configured share, the cgroups' I/O shares follow
 # the weights within 20%, and its vrate equals io.stat's cost.vrate; the
 # fields the events carry read as the kernel holds them (the iocost status
-# stays active). A removed cgroup's records are released. Everything
+# stays active); the cost charged follows io.cost.model written while
+# iowarden runs. A removed cgroup's records are released. Everything
 # changed is restored.
 . "$(dirname "$0")/lib.sh"
 [ -x "$IOWARDEN_BIN" ] || { ok "iowarden binary at $IOWARDEN_BIN" false; return 0 2>/dev/null || exit 0; }
@@ -16,13 +17,16 @@ echo "  before: qos '${orig_qos}' model '${orig_model}'"
 mkdir -p $CG/ic-a $CG/ic-b
 echo "default 100" > $CG/ic-a/io.weight
 echo "default 500" > $CG/ic-b/io.weight
-echo "$MM ctrl=user model=linear rbps=209715200 rseqiops=500 rrandiops=500 wbps=209715200 wseqiops=500 wrandiops=500" > $CG/io.cost.model
-echo "$MM enable=1 ctrl=user rpct=95 rlat=20000 wpct=95 wlat=20000 min=100 max=100" > $CG/io.cost.qos
-echo "  iocost: $(qos)"
-
 "$IOWARDEN_BIN" run --listen 127.0.0.1:9621 --interval 500ms --device $DEV > $SCRATCH/iowarden-iocost.log 2>&1 &
 IW=$!
 ready http://127.0.0.1:9621/snapshot.json
+# The device is read and priced before its model is written: iowarden
+# follows io.cost.model as iocost charges it (tune --model rewrites it
+# while iowarden runs), which the cost check below compares.
+dd if=/dev/$DEV of=/dev/null bs=4k count=256 iflag=direct status=none; sleep 1.5
+echo "$MM ctrl=user model=linear rbps=209715200 rseqiops=500 rrandiops=500 wbps=209715200 wseqiops=500 wrandiops=500" > $CG/io.cost.model
+echo "$MM enable=1 ctrl=user rpct=95 rlat=20000 wpct=95 wlat=20000 min=100 max=100" > $CG/io.cost.qos
+echo "  iocost: $(qos)"
 snap() { get http://127.0.0.1:9621/snapshot.json > $SCRATCH/ic-$1.json; }
 job() { bash -c "echo \$\$ > $CG/$1/cgroup.procs; exec fio --name=$1 --filename=/dev/$DEV --direct=1 --ioengine=libaio --rw=randread --bs=4k --iodepth=32 --size=1G --time_based --runtime=16 --output=/dev/null"; }
 # top from the start, as a user would: it sees the cgroups activate.
@@ -82,7 +86,7 @@ cat $SCRATCH/iocost-check
 ok "iocost: hweight_active matches the configured 100:500 share" "grep -q '^OK hweight' $SCRATCH/iocost-check"
 ok "iocost: I/O shares follow the weights within 20%" "grep -q '^OK share' $SCRATCH/iocost-check"
 ok "iocost: iowarden's vrate equals io.stat cost.vrate" "grep -q '^OK vrate' $SCRATCH/iocost-check"
-ok "cost: io.cost.model charged per cgroup equals the kernel's cost.usage within 1%" "grep -q '^OK cost' $SCRATCH/iocost-check"
+ok "cost: io.cost.model, written after iowarden priced the device, charged per cgroup equals the kernel's cost.usage within 1%" "grep -q '^OK cost' $SCRATCH/iocost-check"
 get http://127.0.0.1:9621/metrics > $SCRATCH/iocost-metrics
 grep -E '^iowarden_iocost_(vrate_ratio|hweight_active|weight|usage)' $SCRATCH/iocost-metrics | head
 ok "iocost metrics exported" "grep -q '^iowarden_iocost_hweight_active_ratio' $SCRATCH/iocost-metrics && grep -q '^iowarden_iocost_vrate_ratio' $SCRATCH/iocost-metrics"

@@ -40,6 +40,10 @@ pub struct Block {
     /// Drains and replays the culprit account's log (once started; None
     /// when the account is off).
     drain: Option<Drain>,
+    /// Where io.cost.model is read (None: no cgroup v2, the defaults).
+    cgroup2: Option<std::path::PathBuf>,
+    /// io.cost.model's lines at the last poll, per MAJ:MIN.
+    model_lines: HashMap<String, String>,
 }
 
 impl Block {
@@ -59,21 +63,46 @@ impl Block {
             last_delays: Vec::new(),
             culprits: CulpritTotals::default(),
             said_table_full: false,
+            cgroup2: crate::host::cgroups::cgroup2_root(),
+            model_lines: HashMap::new(),
         })
     }
 
-    /// Gives the devices new in this read their cost model, before what
-    /// they were charged is priced.
-    fn resolve_new_devices(&mut self, raw: &RawSample, devices: &mut DeviceNames) {
+    /// Gives each device of this read the model the kernel charges it with
+    /// now, before what it was charged is priced: io.cost.model read once
+    /// a poll (`tune --model` rewrites it; iocost charges the new model
+    /// from then on). A line that does not parse is said when it appears.
+    fn follow_models(&mut self, raw: &RawSample, devices: &mut DeviceNames) {
         let Some(costs) = &mut self.costs else {
             return;
         };
-        for &(_, devt) in &raw.devs {
-            if !costs.known(devt) {
-                let dev = devices.get(devt);
-                costs.resolve(devt, || host_model(&dev));
+        // --cost-model charges every device with its model: nothing to read.
+        let lines = match costs.flagged() {
+            true => HashMap::new(),
+            false => self
+                .cgroup2
+                .as_deref()
+                .map(|r| crate::host::cgroups::read_root_knob(r, "io.cost.model"))
+                .unwrap_or_default(),
+        };
+        // The same lines as at the last poll: only new devices to resolve.
+        let same = lines == self.model_lines;
+        let devts: BTreeSet<u32> = raw
+            .devs
+            .iter()
+            .map(|&(_, d)| d)
+            .filter(|&d| !(same && costs.known(d)))
+            .collect();
+        for devt in devts {
+            let dev = devices.get(devt);
+            let (model, source, error) = host_model(&dev, lines.get(&dev.devt()));
+            if costs.follow(devt, || (model, source)) {
+                if let Some(e) = error {
+                    crate::say!("iowarden: error: {e}");
+                }
             }
         }
+        self.model_lines = lines;
     }
 
     /// Says once in the log that the series table filled up: from then on
@@ -124,7 +153,7 @@ impl Probe for Block {
             self.culprits.add(&pairs, &keys, &raw.devs);
             raw.culprit_untold = untold;
         }
-        self.resolve_new_devices(&raw, names.devices);
+        self.follow_models(&raw, names.devices);
         // Each device's coefficients once per read, not once per series.
         let costs = self.costs.as_ref();
         let coefs: HashMap<u32, [u64; 6]> = costs.map_or_else(HashMap::new, |c| {
@@ -247,27 +276,25 @@ fn throttle_stage_status((stamped, timed): (u64, u64)) -> Option<ProbeStatus> {
     ))
 }
 
-/// The model the host's kernel would charge on this device.
-fn host_model(dev: &DeviceRef) -> (LinearModel, &'static str) {
-    let line = crate::host::cgroups::cgroup2_root().and_then(|r| {
-        crate::host::cgroups::read_root_knob(&r, "io.cost.model").remove(&dev.devt())
-    });
-    if let Some(line) = line {
-        match parse_kernel_line(&line) {
-            Ok(m) => return (m, "io.cost.model"),
-            // Said once per device (the model is resolved once), not hidden.
-            Err(e) => crate::say!(
-                "iowarden: error: io.cost.model of {} does not parse ({e}): '{line}'; \
-                 charging it with the kernel's default model instead",
-                dev.name
-            ),
-        }
-    }
+/// The model the host's kernel charges on this device, given its
+/// io.cost.model line (None: iocost not configured there), and why a line
+/// was not taken.
+fn host_model(
+    dev: &DeviceRef,
+    line: Option<&String>,
+) -> (LinearModel, &'static str, Option<String>) {
+    let error = match line.map(|l| (l, parse_kernel_line(l))) {
+        Some((_, Ok(m))) => return (m, "io.cost.model", None),
+        Some((l, Err(e))) => Some(format!(
+            "io.cost.model of {} does not parse ({e}): '{l}'; charging it with the kernel's default model instead",
+            dev.name
+        )),
+        None => None,
+    };
     let rotational = std::fs::read_to_string(format!("/sys/block/{}/queue/rotational", dev.name))
         .is_ok_and(|s| s.trim() == "1");
-    if rotational {
-        (AUTOP_HDD, "default-hdd")
-    } else {
-        (AUTOP_SSD_DFL, "default-ssd")
+    match rotational {
+        true => (AUTOP_HDD, "default-hdd", error),
+        false => (AUTOP_SSD_DFL, "default-ssd", error),
     }
 }
