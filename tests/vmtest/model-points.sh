@@ -10,6 +10,9 @@
 # 4x either way. Guest logs under $OUT (default
 # /var/tmp/iowarden-model-points).
 #   POINTS='500:16777216 2000:67108864 8000:268435456'  requests/s:bytes/s
+#   a point of four fields, requests/s:bytes/s:write requests/s:write
+#   bytes/s, caps each direction instead (QEMU's iops-read, bps-read,
+#   iops-write, bps-write: writes dearer than reads, in buckets of their own)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/var/tmp/iowarden-model-points}
@@ -18,24 +21,27 @@ POINTS=${POINTS:-500:16777216 2000:67108864 8000:268435456}
 CACHE=${VMTEST_CACHE:-/var/cache/iowarden-vmtest}
 mkdir -p "$OUT"
 rc=0
+# A point's fields: requests/s, bytes/s, and writes' own caps if given.
+fields() { IFS=: read -r iops bps wiops wbps <<< "$1"; name=${1//:/-}; label=$iops${wiops:+/w$wiops}; }
 for p in $POINTS; do
-  iops=${p%%:*}; bps=${p#*:}
-  [[ $iops =~ ^[0-9]+$ && $bps =~ ^[0-9]+$ ]] || { echo "model-points: '$p' is not requests/s:bytes/s" >&2; exit 2; }
-  echo "== $iops requests/s, $bps bytes/s: $SCRIPT ($(date -u +%FT%TZ))"
-  VMTEST_ONLY=$SCRIPT KERNELS=6.1 VMTEST_DRIVE="throttling.iops-total=$iops,throttling.bps-total=$bps" \
-    tests/vmtest/run.sh > "$OUT/$iops-$bps.out" 2>&1 || rc=1
-  cp "$CACHE/vmtest-6.1.log" "$OUT/$iops-$bps.guest.log"
-  grep -E '^(PASS|FAIL):' "$OUT/$iops-$bps.guest.log"
+  fields "$p"
+  [[ $p =~ ^[0-9]+:[0-9]+(:[0-9]+:[0-9]+)?$ ]] || { echo "model-points: '$p' is not requests/s:bytes/s[:write requests/s:write bytes/s]" >&2; exit 2; }
+  drive="throttling.iops-total=$iops,throttling.bps-total=$bps"
+  [ -n "$wiops" ] && drive="throttling.iops-read=$iops,throttling.bps-read=$bps,throttling.iops-write=$wiops,throttling.bps-write=$wbps"
+  echo "== $drive: $SCRIPT ($(date -u +%FT%TZ))"
+  VMTEST_ONLY=$SCRIPT KERNELS=6.1 VMTEST_DRIVE="$drive" tests/vmtest/run.sh > "$OUT/$name.out" 2>&1 || rc=1
+  cp "$CACHE/vmtest-6.1.log" "$OUT/$name.guest.log"
+  grep -E '^(PASS|FAIL):' "$OUT/$name.guest.log"
 done
 echo
 printf '%-8s %-10s %-7s %-12s %-11s %-15s %-12s %s\n' IOPS MiB/s SLO missed converged "fit (caps')" "LC p99" "MB/s (tightest)"
 for p in $POINTS; do
-  iops=${p%%:*}; bps=${p#*:}
-  line=$(grep -h '^POINT ' "$OUT/$iops-$bps.guest.log" | tail -1)
-  if [ -z "$line" ]; then echo "$iops: no POINT line (see $OUT/$iops-$bps.guest.log)"; rc=1; continue; fi
+  fields "$p"
+  line=$(grep -h '^POINT ' "$OUT/$name.guest.log" | tail -1)
+  if [ -z "$line" ]; then echo "$iops: no POINT line (see $OUT/$name.guest.log)"; rc=1; continue; fi
   declare -A f=(); for kv in ${line#POINT }; do f[${kv%%=*}]=${kv#*=}; done
   fit="${f[fit_measured]} (${f[fit_caps]})"; [ "${f[fit_terms]}" = 0 ] && fit="no term"
-  printf '%-8s %-10s %-7s %-12s %-11s %-15s %-12s %s\n' "$iops" "$((bps / 1048576))" "${f[slo_ms]}ms" \
+  printf '%-8s %-10s %-7s %-12s %-11s %-15s %-12s %s\n' "$label" "$((bps / 1048576))" "${f[slo_ms]}ms" \
     "${f[missed]} of ${f[judged]}" "${f[converged_s]} s" "$fit" \
     "${f[lc_p99_ms]}/${f[fio_p99_ms]}" "${f[tuned_mbps]} (${f[tight_mbps]})"
 done
@@ -45,10 +51,10 @@ grep -qh '^FIT ' "$OUT"/*.guest.log 2>/dev/null || exit $rc
 echo
 printf '%-8s %-10s %-12s %-7s %-16s %-16s %s\n' IOPS MiB/s "from 4x" terms "fit (profiles)" "in force" "fit (caps')"
 for p in $POINTS; do
-  iops=${p%%:*}; bps=${p#*:}
-  grep -h '^FIT ' "$OUT/$iops-$bps.guest.log" | while read -r _ fields; do
-    declare -A f=(); for kv in $fields; do f[${kv%%=*}]=${kv#*=}; done
-    printf '%-8s %-10s %-12s %-7s %-16s %-16s %s\n' "$iops" "$((bps / 1048576))" "${f[start]}" \
+  fields "$p"
+  grep -h '^FIT ' "$OUT/$name.guest.log" | while read -r _ kvs; do
+    declare -A f=(); for kv in $kvs; do f[${kv%%=*}]=${kv#*=}; done
+    printf '%-8s %-10s %-12s %-7s %-16s %-16s %s\n' "$label" "$((bps / 1048576))" "${f[start]}" \
       "${f[terms]} of 6" "${f[profile]}" "${f[in_force]}" "${f[caps]} (${f[caps_terms]} terms)"
   done
 done

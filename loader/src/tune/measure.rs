@@ -31,6 +31,7 @@ pub fn measure(
         .any(|p| p.name == "throttle_stage" && p.active);
     let mut m = Measurement::default();
     for p in protected {
+        let need = own_need(delta, device, p.id);
         for slo in slos {
             let (mut h, mut held) = (Histogram::default(), Histogram::default());
             for s in delta
@@ -56,6 +57,7 @@ pub fn measure(
                     true => held.quantile(&delta.hist_lower_bounds_seconds, slo.quantile),
                     false => None,
                 },
+                own_need: need,
             });
         }
     }
@@ -72,6 +74,31 @@ pub fn measure(
         m.cost_rate = cost / delta.window_seconds;
     }
     m
+}
+
+/// The vrate (%) at which iocost's budget for cgroup `id` on the device
+/// (vrate × its active hierarchical weight) equals the cost its I/O of the
+/// period was charged; None where iocost's account of it is not traced.
+/// The cost is the model in force's, the one vrate scales.
+fn own_need(delta: &Snapshot, device: (u32, u32), id: u64) -> Option<f64> {
+    let share = delta
+        .iocost_cgroups
+        .iter()
+        .find(|c| (c.device.major, c.device.minor) == device && c.cgroup.id == id)
+        // Idle at the snapshot (a 50 reads/s reader goes idle 4 times a
+        // second): its share when last active, the kernel's cached one.
+        .map(|c| match c.hweight_active_ratio {
+            h if h > 0.0 => h,
+            _ => c.hweight_active_cached_ratio,
+        })
+        .filter(|&h| h > 0.0)?;
+    let cost: f64 = delta
+        .io
+        .iter()
+        .filter(|s| (s.device.major, s.device.minor) == device && s.cgroup.id == id)
+        .map(|s| s.cost_seconds)
+        .sum();
+    (delta.window_seconds > 0.0).then(|| 100.0 * cost / delta.window_seconds / share)
 }
 
 #[cfg(test)]
@@ -183,6 +210,48 @@ mod tests {
             with.throttled(),
             "2.5 ms held of a p99 below 4 ms: iocost's miss"
         );
+    }
+
+    /// Its own need: the cost its I/O was charged per second over its
+    /// active weight, as vrate's percent; none without iocost's account.
+    #[test]
+    fn own_need_is_the_cost_rate_over_the_active_weight() {
+        let mut reads = series(7, (259, 0), Op::Read, 0, 100, 100 * 4096);
+        reads.cost_seconds = 0.2; // 100 reads of 2 ms
+        let mut hog = series(9, (259, 0), Op::Read, 3, 100, 100 * 131072);
+        hog.cost_seconds = 0.75;
+        let mut snap = Snapshot {
+            window_seconds: 2.0,
+            hist_lower_bounds_seconds: vec![0.0, 0.001, 0.002, 0.004],
+            io: vec![reads, hog],
+            ..Default::default()
+        };
+        let protected = [Protected {
+            path: "/lc".into(),
+            id: 7,
+        }];
+        let slos = [parse_slo("read-p99=5ms").unwrap()];
+        assert_eq!(
+            measure(&snap, (259, 0), &protected, &slos).slos[0].own_need,
+            None
+        );
+        let cgroup = |id: u64, major: u32, share: f64| iowarden_exporters::IocostCgroup {
+            device: DeviceRef {
+                name: "nvme0n1".into(),
+                major,
+                minor: 0,
+            },
+            cgroup: CgroupRef {
+                id,
+                path: format!("/cg{id}"),
+            },
+            hweight_active_ratio: share,
+            ..Default::default()
+        };
+        snap.iocost_cgroups = vec![cgroup(7, 8, 1.0), cgroup(9, 259, 0.1), cgroup(7, 259, 0.8)];
+        let need = measure(&snap, (259, 0), &protected, &slos).slos[0].own_need;
+        // 0.1 s a second at 80 % of the device: 12.5 % of vrate.
+        assert!((need.unwrap() - 12.5).abs() < 1e-9, "{need:?}");
     }
 
     #[test]

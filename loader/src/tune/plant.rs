@@ -153,6 +153,7 @@ impl Plant {
                 throttle_seconds: self.throttle(vrate),
                 held_in_observed: false,
                 throttle_tail_seconds: None,
+                own_need: None,
             }],
             throughput_bytes_per_second: admitted * self.bytes_per_unit,
             iops: admitted,

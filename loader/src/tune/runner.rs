@@ -334,6 +334,7 @@ impl Tuner {
                 "samples": s.samples,
                 "throttle_seconds": s.throttle_seconds,
                 "throttle_tail_seconds": s.throttle_tail_seconds,
+                "own_need": s.own_need,
             })).collect::<Vec<_>>(),
             "throughput_bytes_per_second": m.throughput_bytes_per_second.round(),
             "iops": m.iops.round(),
@@ -497,6 +498,7 @@ mod tests {
             throttle_seconds: 0.0,
             held_in_observed: false,
             throttle_tail_seconds: None,
+            own_need: None,
         };
         let m = Measurement {
             slos: vec![slo(0.001, 500), slo(0.003, 500)],
@@ -517,6 +519,7 @@ mod tests {
             throttle_seconds: 0.0,
             held_in_observed: false,
             throttle_tail_seconds: None,
+            own_need: None,
         };
         let mut st = TunerSlo::default();
         // Searching: a miss, a hit; then converged: a hit, the worst miss, a

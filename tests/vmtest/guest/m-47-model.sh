@@ -60,12 +60,18 @@ echo "$MM enable=0 ctrl=auto" > $CG/io.cost.qos
 echo "$MM ctrl=auto" > $CG/io.cost.model
 pre_qos=$(qos); pre_model=$(model)
 nomerges=$(cat /sys/block/$DEV/queue/nomerges); echo 2 > /sys/block/$DEV/queue/nomerges
-# The device's caps, as run.sh gave them to QEMU.
-CAP_IOPS=$(sed -n 's/.*throttling\.iops-total=\([0-9]*\).*/\1/p' <<< "${VMTEST_DRIVE:-}")
-CAP_BPS=$(sed -n 's/.*throttling\.bps-total=\([0-9]*\).*/\1/p' <<< "${VMTEST_DRIVE:-}")
-echo "  device caps: ${CAP_IOPS:-none} requests/s, ${CAP_BPS:-none} bytes/s"
-# Six 128 MiB blocks per bandwidth case, 15 % to spare (14 s at 64 MiB/s).
-PROFILE_S=$(python3 -c "import math; print(max(14, math.ceil(6 * 128 * 1048576 / ${CAP_BPS:-67108864} * 1.15)))")
+# The device's caps, as run.sh gave them to QEMU: totals, or each
+# direction's own (QEMU takes one or the other, never both), where the read
+# caps stand for the totals and writes have theirs (dearer).
+cap() { sed -n "s/.*throttling\\.$1=\\([0-9]*\\).*/\\1/p" <<< "${VMTEST_DRIVE:-}"; }
+CAP_IOPS=$(cap iops-total); CAP_IOPS=${CAP_IOPS:-$(cap iops-read)}
+CAP_BPS=$(cap bps-total); CAP_BPS=${CAP_BPS:-$(cap bps-read)}
+CAP_WIOPS=$(cap iops-write)
+CAP_WBPS=$(cap bps-write)
+echo "  device caps: ${CAP_IOPS:-none} requests/s, ${CAP_BPS:-none} bytes/s; writes ${CAP_WIOPS:-the same} requests/s, ${CAP_WBPS:-the same} bytes/s"
+# Six 128 MiB blocks per bandwidth case, 15 % to spare (14 s at 64 MiB/s),
+# at the slower direction's bandwidth.
+PROFILE_S=$(python3 -c "import math; print(max(14, math.ceil(6 * 128 * 1048576 / min(${CAP_BPS:-67108864}, ${CAP_WBPS:-${CAP_BPS:-67108864}}) * 1.15)))")
 echo "  before: qos '$pre_qos' model '$pre_model'"
 
 # (1) the reference model, on the region the workload writes.
@@ -82,10 +88,11 @@ profile() { # NAME
 # IOPS terms 3010-3012 for 3000; 2026-12-02), and its six 23 s cases were
 # half of t-47's time. t-46 checks profile's model on every kernel line.
 if [ -n "${M47_QUICK:-}${M47_OFF:-}" ]; then
-  REF="$MM ctrl=user model=linear rbps=$CAP_BPS rseqiops=$CAP_IOPS rrandiops=$CAP_IOPS wbps=$CAP_BPS wseqiops=$CAP_IOPS wrandiops=$CAP_IOPS"
+  [ -n "$CAP_IOPS" ] && [ -n "$CAP_BPS" ] || { ok "t-47's drive has both caps (its vmtest-drive line)" false; exit 1; }
+  W_IOPS=${CAP_WIOPS:-$CAP_IOPS}; W_BPS=${CAP_WBPS:-$CAP_BPS}
+  REF="$MM ctrl=user model=linear rbps=$CAP_BPS rseqiops=$CAP_IOPS rrandiops=$CAP_IOPS wbps=$W_BPS wseqiops=$W_IOPS wrandiops=$W_IOPS"
   REF_NAME="the caps"
   echo "  reference: the caps: $REF"
-  [ -n "$CAP_IOPS" ] && [ -n "$CAP_BPS" ] || { ok "t-47's drive has both caps (its vmtest-drive line)" false; exit 1; }
 else
   REF_NAME="the profiles"
   profile profile1; prc=$?
@@ -158,7 +165,9 @@ PY
 # how far the measured time is from the caps'.
 judge_best() { # NAME
   local best
-  best=$("$IW" capped-model --iops "${CAP_IOPS:-0}" --bps "${CAP_BPS:-0}" $T/$1.jsonl 2>&1) || {
+  local caps="--iops ${CAP_IOPS:-0} --bps ${CAP_BPS:-0}"
+  [ -n "$CAP_WIOPS" ] && caps="--read-iops $CAP_IOPS --read-bps $CAP_BPS --write-iops $CAP_WIOPS --write-bps $CAP_WBPS"
+  best=$("$IW" capped-model $caps $T/$1.jsonl 2>&1) || {
     echo "    $1: $best" >&2; echo "0 nan nan"; return; }
   python3 - "$T/$1.jsonl" "$best" <<'PY'
 import json, sys
@@ -369,9 +378,10 @@ for d in ds:
     seen = seen or d["action"] == "converged"
     s = max(d["slos"], key=lambda s: ((s["observed_seconds"] or 0) + s["throttle_seconds"]) / s["target_seconds"])
     r = ((s["observed_seconds"] or 0) + s["throttle_seconds"]) / s["target_seconds"]
-    print("  period %6.1fs %-6s %-10s vrate %7.2f -> %7.2f  SLO %4.0f%% (throttled %.1f ms, %d I/Os)%s  model %-12s %s" % (
+    own = "-" if s.get("own_need") is None else "%.1f%%" % s["own_need"]
+    print("  period %6.1fs %-6s %-10s vrate %7.2f -> %7.2f  SLO %4.0f%% (throttled %.1f ms, %d I/Os, own need %s)%s  model %-12s %s" % (
           d["at_seconds"], "" if seen else "search", d["action"], d["vrate_from"], d["vrate_to"],
-          r * 100, s["throttle_seconds"] * 1e3, s["samples"], " MISS" if r > 1 else "     ", model,
+          r * 100, s["throttle_seconds"] * 1e3, s["samples"], own, " MISS" if r > 1 else "     ", model,
           d["reason"].split(": /")[0][:150]))
 PY
 grep -E 'model (scale|step|rollback|converged)|summary|converged after' $T/off.log | sed 's/^/  /' | cut -c1-220 | tail -6

@@ -15,11 +15,17 @@ use super::solve::{least_squares, used_columns};
 use super::windows::{is_page_col, param_value, Window, PARAMS};
 use crate::costmodel::units::PAGE_SIZE;
 
-/// A device with an IOPS cap and a bandwidth cap, both always in force.
+/// A device with an IOPS cap and a bandwidth cap, both always in force;
+/// or, as QEMU takes them instead of the totals (never both), caps of each
+/// direction's own (iops-read, bps-read, iops-write, bps-write: reads and
+/// writes drain buckets of their own). INFINITY: no such cap.
 #[derive(Clone, Copy, Debug)]
 pub struct CappedDevice {
     pub iops: f64,
     pub bps: f64,
+    /// [reads, writes]
+    pub dir_iops: [f64; 2],
+    pub dir_bps: [f64; 2],
 }
 
 /// Requests of one kind in a window.
@@ -32,9 +38,39 @@ pub struct Requests {
 }
 
 impl CappedDevice {
-    /// Seconds the saturated device takes for `ios` requests of `bytes` in all.
+    /// Total caps only.
+    pub const fn total(iops: f64, bps: f64) -> CappedDevice {
+        CappedDevice {
+            iops,
+            bps,
+            dir_iops: [f64::INFINITY; 2],
+            dir_bps: [f64::INFINITY; 2],
+        }
+    }
+
+    /// Each direction's own caps only ([reads, writes]).
+    pub const fn per_direction(iops: [f64; 2], bps: [f64; 2]) -> CappedDevice {
+        CappedDevice {
+            iops: f64::INFINITY,
+            bps: f64::INFINITY,
+            dir_iops: iops,
+            dir_bps: bps,
+        }
+    }
+
+    /// Seconds the saturated device takes for `ios` reads of `bytes` in all.
     pub fn seconds(&self, ios: f64, bytes: f64) -> f64 {
-        (ios / self.iops).max(bytes / self.bps)
+        self.seconds_of([ios, 0.0], [bytes, 0.0])
+    }
+
+    /// Seconds for reads and writes ([reads, writes]) together: the
+    /// slowest bucket's.
+    pub fn seconds_of(&self, ios: [f64; 2], bytes: [f64; 2]) -> f64 {
+        let total = ((ios[0] + ios[1]) / self.iops).max((bytes[0] + bytes[1]) / self.bps);
+        (0..2).fold(total, |t, d| {
+            t.max(ios[d] / self.dir_iops[d])
+                .max(bytes[d] / self.dir_bps[d])
+        })
     }
 
     /// The saturated window in which the device served `reqs`, in the
@@ -44,17 +80,17 @@ impl CappedDevice {
             mean_inflight: 32.0,
             ..Default::default()
         };
-        let (mut ios, mut bytes) = (0.0, 0.0);
+        let (mut ios, mut bytes) = ([0.0; 2], [0.0; 2]);
         for r in reqs {
             let o = if r.write { 3 } else { 0 };
             let base = o + 1 + r.random as usize;
             w.x[base] += r.count;
             w.x[o] += r.count * (r.bytes / PAGE_SIZE).max(1) as f64;
             w.bytes[base] += r.count * r.bytes as f64;
-            ios += r.count;
-            bytes += r.count * r.bytes as f64;
+            ios[r.write as usize] += r.count;
+            bytes[r.write as usize] += r.count * r.bytes as f64;
         }
-        w.seconds = self.seconds(ios, bytes);
+        w.seconds = self.seconds_of(ios, bytes);
         w
     }
 
@@ -62,12 +98,18 @@ impl CappedDevice {
     /// the same requests and bytes, the caps' time. The yardstick of a
     /// guest run is the best linear model of its windows so recharged.
     pub fn recharge(&self, w: &Window) -> Window {
-        let ios: f64 = (0..PARAMS)
-            .filter(|&c| !is_page_col(c))
-            .map(|c| w.x[c])
-            .sum();
+        // Columns 0-2 are reads', 3-5 writes'.
+        let of = |v: &[f64; PARAMS], d: usize, pages: bool| -> f64 {
+            (3 * d..3 * d + 3)
+                .filter(|&c| pages || !is_page_col(c))
+                .map(|c| v[c])
+                .sum()
+        };
         Window {
-            seconds: self.seconds(ios, w.bytes.iter().sum()),
+            seconds: self.seconds_of(
+                [of(&w.x, 0, false), of(&w.x, 1, false)],
+                [of(&w.bytes, 0, true), of(&w.bytes, 1, true)],
+            ),
             ..w.clone()
         }
     }
@@ -129,10 +171,7 @@ mod tests {
     const RBPS: usize = 0;
     const RRANDIOPS: usize = 2;
     /// The guest NVMe of the run: 1,500 requests/s, 64 MiB/s.
-    const DEV: CappedDevice = CappedDevice {
-        iops: 1500.0,
-        bps: 64.0 * 1048576.0,
-    };
+    const DEV: CappedDevice = CappedDevice::total(1500.0, 64.0 * 1048576.0);
 
     fn reads(bytes: u64, count: f64) -> Requests {
         Requests {
@@ -183,6 +222,36 @@ mod tests {
             count: 1000.0,
         }]);
         assert!((DEV.recharge(&writes).seconds - 1000.0 / 1500.0).abs() < 1e-12);
+    }
+
+    /// Caps of each direction (a device whose writes cost 3x its reads):
+    /// each direction's window takes its own caps' time, and reads beside
+    /// writes drain buckets of their own.
+    #[test]
+    fn each_direction_takes_its_own_caps() {
+        let dev = CappedDevice::per_direction([1500.0, 500.0], [DEV.bps, DEV.bps / 3.0]);
+        let writes = |bytes, count| Requests {
+            write: true,
+            random: true,
+            bytes,
+            count,
+        };
+        // 500 random 4 KiB writes: one second of the write IOPS cap.
+        let w = dev.window(&[writes(4096, 500.0)]);
+        assert!((w.seconds - 1.0).abs() < 1e-12, "{}", w.seconds);
+        // 128 KiB writes: a third of the read bandwidth.
+        let w = dev.window(&[writes(131072, 512.0)]);
+        assert!((w.seconds - 3.0).abs() < 1e-12, "{}", w.seconds);
+        // 1500 reads beside 500 writes: one second of each's own caps,
+        // not the 4/3 s a shared request cap would take; recharged alike.
+        let both = dev.window(&[reads(4096, 1500.0), writes(4096, 500.0)]);
+        assert!((both.seconds - 1.0).abs() < 1e-12, "{}", both.seconds);
+        let mut slow = both.clone();
+        slow.seconds = 2.0;
+        assert!((dev.recharge(&slow).seconds - 1.0).abs() < 1e-12);
+        // Reads alone: the read caps, as the total ones of DEV.
+        let w = dev.window(&[reads(131072, 512.0)]);
+        assert!((w.seconds - 1.0).abs() < 1e-12, "{}", w.seconds);
     }
 
     #[test]
@@ -311,10 +380,7 @@ mod tests {
     /// mixing both sizes, show bytes costing nothing.
     #[test]
     fn bytes_that_cost_nothing_leave_the_request_cost_determined() {
-        let dev = CappedDevice {
-            iops: 1000.0,
-            bps: 256.0 * 1048576.0,
-        };
+        let dev = CappedDevice::total(1000.0, 256.0 * 1048576.0);
         // One second each, timed within ±1 % (exact times leave no
         // residual to judge any error by).
         let ws: Vec<Window> = [0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0]

@@ -427,7 +427,7 @@ const FOLD_SIZE_RATIO: f64 = 2.0;
 /// returns (column, sibling, samples) for each moved. A class of its own,
 /// however sparse, stays: 1 MiB reads counted as 4 KiB random ones would
 /// price neither.
-fn fold_sparse_columns(rows: &mut [Window], min_samples: u64) -> Vec<(usize, usize, u64)> {
+pub fn fold_sparse_columns(rows: &mut [Window], min_samples: u64) -> Vec<(usize, usize, u64)> {
     let mut moved = Vec::new();
     for (a, b) in [(1, 2), (4, 5)] {
         let requests = |c: usize| rows.iter().map(|w| w.x[c]).sum::<f64>();

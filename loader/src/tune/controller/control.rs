@@ -216,15 +216,24 @@ impl Controller {
         // 128 KiB, 250 ms) drains in the period after the first pin: the
         // size of a miss there says little of the vrate pinned.
         let draining = std::mem::take(&mut self.draining);
-        if worst > 1.0 && worst_slo.is_some_and(|s| s.throttled()) {
-            let name = worst_slo.map_or("", |s| s.name.as_str());
-            return self.raise_out_of_throttle(from, worst, name);
+        // Held by iocost: the hold is most of the tail, or the cgroup's own
+        // I/O uses more of its budget than OWN_LOAD (then up to where it
+        // uses that much).
+        let over_budget = m.slos.iter().filter(|s| s.over_own_budget(from));
+        let own_floor = over_budget
+            .clone()
+            .filter_map(|s| s.own_floor())
+            .reduce(f64::max);
+        if worst > 1.0 && (worst_slo.is_some_and(|s| s.throttled()) || own_floor.is_some()) {
+            let held = over_budget.map(|s| s.name.as_str()).next();
+            let name = held.or(worst_slo.map(|s| s.name.as_str())).unwrap_or("");
+            return self.raise_out_of_throttle(from, worst, name, own_floor);
         }
         if let Some(verdict) = self.confirm_contradicting_miss(from, worst) {
             return verdict;
         }
         if worst > 1.0 {
-            return self.lower_after_miss(from, worst, draining);
+            return self.lower_after_miss(from, worst, draining, m.held_floor());
         }
         self.record_met(from);
         let has_slack = worst <= 1.0 - self.cfg.margin;
@@ -241,13 +250,16 @@ fn describe(m: &Measurement) -> String {
     for s in &m.slos {
         let _ = write!(
             why,
-            "{} {} + {:.3}ms throttled{} (target {}, {} I/Os); ",
+            "{} {} + {:.3}ms throttled{}{} (target {}, {} I/Os); ",
             s.name,
             s.observed_seconds
                 .map_or("-".to_string(), |o| format!("{:.3}ms", o * 1e3)),
             s.throttle_seconds * 1e3,
             s.throttle_tail_seconds
                 .map_or(String::new(), |t| format!(", its tail {:.3}ms", t * 1e3)),
+            s.own_need.map_or(String::new(), |n| format!(
+                ", its own I/O {n:.2}% of vrate at its weight"
+            )),
             format_args!("{:.3}ms", s.target_seconds * 1e3),
             s.samples
         );

@@ -3,6 +3,7 @@
 
 use super::control::{round2, Controller, FIRST_SHARE, FLOOR_ROOM, KNEE_SHARE, MOST_DOWN};
 use super::decision::{Action, Verdict};
+use super::measurement::OWN_LOAD;
 
 impl Controller {
     /// The first judged period, with iocost as the tuner found it (off, or
@@ -72,8 +73,16 @@ impl Controller {
     }
 
     /// iocost itself holds the protected cgroup back: vrate is too low for
-    /// its own I/O, and lowering it would make that worse. Raise it.
-    pub(super) fn raise_out_of_throttle(&mut self, from: f64, worst: f64, name: &str) -> Verdict {
+    /// its own I/O, and lowering it would make that worse. Raise it, to
+    /// `own_floor` at least where its own I/O uses more than `OWN_LOAD` of
+    /// its budget (a miss recorded below that floor was the hold's).
+    pub(super) fn raise_out_of_throttle(
+        &mut self,
+        from: f64,
+        worst: f64,
+        name: &str,
+        own_floor: Option<f64>,
+    ) -> Verdict {
         self.low_bad = Some(self.low_bad.map_or(from, |b| b.max(from)));
         if self.good.is_some_and(|g| g <= from) {
             self.good = None;
@@ -82,9 +91,10 @@ impl Controller {
         // contradicted: m-47 at 500 requests/s bisected up to 13.99 %
         // under a miss at 14 % that the hold had been part of, then held
         // there in the throttle for the rest of the run.
+        let floor = own_floor.unwrap_or(0.0);
         if self
             .bad
-            .is_some_and(|b| b <= from * (1.0 + self.cfg.resolution))
+            .is_some_and(|b| b <= (from * (1.0 + self.cfg.resolution)).max(floor))
         {
             self.bad = None;
         }
@@ -94,13 +104,34 @@ impl Controller {
             (None, Some(b)) => (from + b) / 2.0,
             (None, None) => from * self.cfg.increase,
         };
+        let held = match own_floor {
+            Some(_) => format!(
+                "{name} held by iocost, its own I/O over {:.0}% of its budget",
+                OWN_LOAD * 100.0
+            ),
+            None => format!("{name} mostly waiting in iocost's throttle"),
+        };
+        if let Some(f) = own_floor.filter(|&f| f > target) {
+            self.v = round2(f.clamp(self.cfg.vrate_min, self.cfg.vrate_max));
+            if self.v > from {
+                return (
+                    Action::Increase,
+                    self.v,
+                    format!(
+                        "SLO missed ({:.0}% of target), {held}: up to where it is {:.0}%",
+                        worst * 100.0,
+                        OWN_LOAD * 100.0
+                    ),
+                );
+            }
+        }
         self.v = self.step_to(target);
         if self.v <= from {
             return (
                 Action::Hold,
                 from,
                 format!(
-                    "SLO missed ({:.0}% of target), {name} mostly waiting in iocost's throttle, at the upper bound {}%: raise its io.weight (--protect-weight)",
+                    "SLO missed ({:.0}% of target), {held}, at the upper bound {}%: raise its io.weight (--protect-weight)",
                     worst * 100.0,
                     self.cfg.vrate_max
                 ),
@@ -110,7 +141,7 @@ impl Controller {
             Action::Increase,
             self.v,
             format!(
-                "SLO missed ({:.0}% of target), {name} mostly waiting in iocost's throttle: vrate too low for its own I/O",
+                "SLO missed ({:.0}% of target), {held}: vrate too low for its own I/O",
                 worst * 100.0
             ),
         )
@@ -165,7 +196,13 @@ impl Controller {
     /// of the run (converged at 8.56 %, 11 MB/s, where runs whose drain
     /// met climbed to 22-27 MB/s); the rate found and its knee still bound
     /// it, and a miss at the pin when the climb gets back there counts.
-    pub(super) fn lower_after_miss(&mut self, from: f64, worst: f64, draining: bool) -> Verdict {
+    pub(super) fn lower_after_miss(
+        &mut self,
+        from: f64,
+        worst: f64,
+        draining: bool,
+        held_floor: Option<f64>,
+    ) -> Verdict {
         if !draining {
             self.bad = Some(self.bad.map_or(from, |b| b.min(from)));
         }
@@ -201,6 +238,22 @@ impl Controller {
                 );
             }
             target = target.max((from + lb) / 2.0);
+        }
+        if let Some(f) = held_floor.filter(|&f| f > target) {
+            // Held already, though within its budget: no lower than where
+            // its own I/O would use more than OWN_LOAD of it.
+            if f >= from {
+                return (
+                    Action::Hold,
+                    from,
+                    format!(
+                        "SLO missed ({:.0}% of target) at {from}%, a protected cgroup held by iocost with its own I/O at {:.0}% of its budget: lower, iocost would hold it longer; no vrate meets it at this load; raise the protected cgroups' io.weight (--protect-weight) or relax the SLO",
+                        worst * 100.0,
+                        OWN_LOAD * 100.0 * from / f
+                    ),
+                );
+            }
+            target = f;
         }
         self.v = self.step_to(target);
         if self.v >= from {

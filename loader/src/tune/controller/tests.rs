@@ -19,6 +19,7 @@ pub(super) fn slo(observed: f64, target: f64, samples: u64) -> Measurement {
             throttle_seconds: 0.0,
             held_in_observed: false,
             throttle_tail_seconds: None,
+            own_need: None,
         }],
         throughput_bytes_per_second: 1e8,
         iops: 1000.0,
@@ -53,6 +54,59 @@ fn a_protected_cgroup_throttled_by_iocost_raises_vrate() {
     let d = c.decide(&m);
     assert_eq!(d.action, Action::Hold);
     assert!(d.reason.contains("raise its io.weight"), "{}", d.reason);
+}
+
+/// m-47 at 500 requests/s (issue 56): the reader missed its 5 ms target
+/// at 300-450 % with a 2-3 ms mean hold, not most of the tail, its own I/O
+/// at 85-95 % of its budget; taken for queueing, the search lowered vrate
+/// and iocost held the reader longer. Over its own budget, vrate rises to
+/// where the reader uses `OWN_LOAD` of it, past the miss recorded below.
+#[test]
+fn a_cgroup_held_over_its_own_budget_raises_vrate_to_its_floor() {
+    let held = |need: Option<f64>| {
+        let mut m = slo(0.0164, 0.005, 225);
+        m.slos[0].throttle_seconds = 0.002;
+        m.slos[0].own_need = need;
+        m
+    };
+    let mut c = starting_at(14.09);
+    let d = c.decide(&held(None));
+    assert_eq!(d.action, Action::Decrease, "without its need: {d:?}");
+    assert_eq!(c.bracket().1, Some(14.09));
+    let d = c.decide(&held(Some(11.9)));
+    assert_eq!((d.action, d.to), (Action::Increase, 23.8), "{d:?}");
+    assert!(
+        d.reason
+            .contains("held by iocost, its own I/O over 50% of its budget")
+            && d.reason
+                .contains("its own I/O 11.90% of vrate at its weight"),
+        "{}",
+        d.reason
+    );
+    assert_eq!(c.bracket().1, None, "the miss at 14.09 % was the hold's");
+    // Within its budget at 30 %, the same hold is left to the search.
+    let mut c = starting_at(30.0);
+    let d = c.decide(&held(Some(11.9)));
+    assert_eq!(d.action, Action::Decrease, "{d:?}");
+}
+
+/// A miss in the device queue while a protected cgroup is held lowers
+/// vrate no further than where its own I/O would use `OWN_LOAD` of its
+/// budget; not held, the floor does not bind.
+#[test]
+fn a_miss_lowers_no_further_than_a_held_cgroups_floor() {
+    let miss = |throttle: f64| {
+        let mut m = slo(0.015, 0.005, 300);
+        m.slos[0].throttle_seconds = throttle;
+        m.slos[0].own_need = Some(12.0);
+        m
+    };
+    let mut c = starting_at(40.0);
+    let d = c.decide(&miss(0.001));
+    assert_eq!((d.action, d.to), (Action::Decrease, 24.0), "{d:?}");
+    let mut c = starting_at(40.0);
+    let d = c.decide(&miss(0.0));
+    assert_eq!((d.action, d.to), (Action::Decrease, 20.0), "{d:?}");
 }
 
 #[test]
