@@ -219,14 +219,10 @@ impl Controller {
         // Held by iocost: the hold is most of the tail, or the cgroup's own
         // I/O uses more of its budget than OWN_LOAD (then up to where it
         // uses that much).
-        let over_budget = m.slos.iter().filter(|s| s.over_own_budget(from));
-        let own_floor = over_budget
-            .clone()
-            .filter_map(|s| s.own_floor())
-            .reduce(f64::max);
+        let own_floor = m.held_floor().filter(|&f| f > from);
         if worst > 1.0 && (worst_slo.is_some_and(|s| s.throttled()) || own_floor.is_some()) {
-            let held = over_budget.map(|s| s.name.as_str()).next();
-            let name = held.or(worst_slo.map(|s| s.name.as_str())).unwrap_or("");
+            let held = m.slos.iter().find(|s| s.over_own_budget(from));
+            let name = held.or(worst_slo).map_or("", |s| s.name.as_str());
             return self.raise_out_of_throttle(from, worst, name, own_floor);
         }
         if let Some(verdict) = self.confirm_contradicting_miss(from, worst) {

@@ -240,7 +240,8 @@ impl Controller {
             target = target.max((from + lb) / 2.0);
         }
         if let Some(f) = held_floor.filter(|&f| f > target) {
-            // Held already, though within its budget: no lower than where
+            // Held already, though within its budget (above it, at a
+            // floor over `from`, the miss raised v): no lower than where
             // its own I/O would use more than OWN_LOAD of it.
             if f >= from {
                 return (
