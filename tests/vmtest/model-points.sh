@@ -29,33 +29,35 @@ for p in $POINTS; do
   drive="throttling.iops-total=$iops,throttling.bps-total=$bps"
   [ -n "$wiops" ] && drive="throttling.iops-read=$iops,throttling.bps-read=$bps,throttling.iops-write=$wiops,throttling.bps-write=$wbps"
   echo "== $drive: $SCRIPT ($(date -u +%FT%TZ))"
-  VMTEST_ONLY=$SCRIPT KERNELS=6.1 VMTEST_DRIVE="$drive" tests/vmtest/run.sh > "$OUT/$name.out" 2>&1 || rc=1
+  VMTEST_TIMEOUT=${VMTEST_TIMEOUT:-2400} VMTEST_ONLY=$SCRIPT KERNELS=6.1 VMTEST_DRIVE="$drive" tests/vmtest/run.sh > "$OUT/$name.out" 2>&1 || rc=1
   cp "$CACHE/vmtest-6.1.log" "$OUT/$name.guest.log"
   grep -E '^(PASS|FAIL):' "$OUT/$name.guest.log"
 done
 echo
-printf '%-8s %-10s %-7s %-12s %-11s %-15s %-12s %s\n' IOPS MiB/s SLO missed converged "fit (caps')" "LC p99" "MB/s (tightest)"
+printf '%-10s %-10s %-7s %-12s %-11s %-15s %-12s %s\n' IOPS MiB/s SLO missed converged "fit (caps')" "LC p99" "MB/s (tightest)"
 for p in $POINTS; do
   fields "$p"
   line=$(grep -h '^POINT ' "$OUT/$name.guest.log" | tail -1)
   if [ -z "$line" ]; then echo "$iops: no POINT line (see $OUT/$name.guest.log)"; rc=1; continue; fi
   declare -A f=(); for kv in ${line#POINT }; do f[${kv%%=*}]=${kv#*=}; done
   fit="${f[fit_measured]} (${f[fit_caps]})"; [ "${f[fit_terms]}" = 0 ] && fit="no term"
-  printf '%-8s %-10s %-7s %-12s %-11s %-15s %-12s %s\n' "$label" "$((bps / 1048576))" "${f[slo_ms]}ms" \
+  printf '%-10s %-10s %-7s %-12s %-11s %-15s %-12s %s\n' "$label" "$((bps / 1048576))" "${f[slo_ms]}ms" \
     "${f[missed]} of ${f[judged]}" "${f[converged_s]} s" "$fit" \
     "${f[lc_p99_ms]}/${f[fio_p99_ms]}" "${f[tuned_mbps]} (${f[tight_mbps]})"
 done
 # The whole of m-47 (M47=m-47-model): the fit from a model 4x optimistic
-# and 4x pessimistic, against the profiles and the caps' best linear model.
+# and 4x pessimistic, against the profiles and the caps' best linear model;
+# last, how far that best model of the same windows is from the profiles
+# (the distance of a device exactly its caps, seen through a linear model).
 grep -qh '^FIT ' "$OUT"/*.guest.log 2>/dev/null || exit $rc
 echo
-printf '%-8s %-10s %-12s %-7s %-16s %-16s %s\n' IOPS MiB/s "from 4x" terms "fit (profiles)" "in force" "fit (caps')"
+printf '%-10s %-10s %-12s %-7s %-16s %-16s %-18s %s\n' IOPS MiB/s "from 4x" terms "fit (profiles)" "in force" "fit (caps')" "caps' (profiles)"
 for p in $POINTS; do
   fields "$p"
   grep -h '^FIT ' "$OUT/$name.guest.log" | while read -r _ kvs; do
     declare -A f=(); for kv in $kvs; do f[${kv%%=*}]=${kv#*=}; done
-    printf '%-8s %-10s %-12s %-7s %-16s %-16s %s\n' "$label" "$((bps / 1048576))" "${f[start]}" \
-      "${f[terms]} of 6" "${f[profile]}" "${f[in_force]}" "${f[caps]} (${f[caps_terms]} terms)"
+    printf '%-10s %-10s %-12s %-7s %-16s %-16s %-18s %s\n' "$label" "$((bps / 1048576))" "${f[start]}" \
+      "${f[terms]} of 6" "${f[profile]}" "${f[in_force]}" "${f[caps]} (${f[caps_terms]} terms)" "${f[caps_profile]:-?}"
   done
 done
 exit $rc

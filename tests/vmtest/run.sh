@@ -211,7 +211,8 @@ vcpu_stopped() {  # log
 # scripts may run beside another guest: a script may ask for more in its
 # lines 2-5, for the command line ("# vmtest-append: possible_cpus=192") or
 # QEMU's drive options ("# vmtest-drive: throttling.iops-total=2000"; a
-# throttling.bps-total there replaces the default), and runs in a guest of
+# throttling.bps-total or a direction's bps there replaces the default:
+# QEMU refuses totals beside read/write caps), and runs in a guest of
 # its own with them; "# vmtest-beside: yes" (below) puts it in the guest
 # of its line's scripts that say so.
 # Runs in a worker (below): adds its time to $job_took, returns non-zero
@@ -219,7 +220,7 @@ vcpu_stopped() {  # log
 boot() {  # line extra-cmdline extra-drive-options scripts expected log image [retried]
   local line=$1 extra=$2 drive=$3 list=$4 want=$5 log=$6 img=$7 retried=${8:-} rc summary start kernel=${image[$1]}
   local drive_opts=throttling.bps-total=268435456
-  [[ $drive == *throttling.bps-total=* ]] && drive_opts=""
+  [[ $drive =~ throttling\.(bps-total|bps-read|bps-write|iops-read|iops-write)= ]] && drive_opts=""
   drive_opts=$drive_opts${drive_opts:+${drive:+,}}$drive
   start=$(date +%s)
   echo "vmtest: [$line] booting $kernel (${accel[*]:-KVM}) ${extra:+with '$extra' }for $list; drive $drive_opts; timeout ${TIMEOUT}s; log in $log"
