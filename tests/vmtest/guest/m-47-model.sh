@@ -167,9 +167,9 @@ PY
 # in-order queue, which its caps do not model). capped-model's third line:
 # how far the measured time is from the caps'. Fourth: how far the caps'
 # best linear model itself is from the reference band (REF, REF2), the
-# largest over the terms: what the device, were it exactly its caps, lets
-# any linear model of these windows come to the profile (the caps act as a
-# maximum, the model as a sum; docs/validation/tune-model.md).
+# largest over the terms: how close to the profile a device exactly its
+# caps comes through a linear model of these windows (the caps act as a
+# maximum, the model as a sum; docs/validation/tune-model-fit.md).
 judge_best() { # NAME
   local best
   local caps="--iops ${CAP_IOPS:-0} --bps ${CAP_BPS:-0}"
@@ -214,10 +214,10 @@ MODEL_OPTS="--saturation-depth 8"
 RUN_S=175; [ -n "${M47_QUICK:-}" ] && RUN_S=120
 # The protected reader beside the six patterns: a hundredth of the device's
 # requests. Read as fast as QD1 goes, its 4 KiB reads were in every window:
-# 28 a second in the 1 MiB windows at 500/s, where QEMU's bytes bucket
+# 31-32 a second in the 1 MiB windows at 500/s, where QEMU's bytes bucket
 # binds and its requests bucket, which the reads take, idles. The caps act
 # as a maximum, so those reads cost the device nothing, where a linear
-# model charges each 1/iops: 5.6 % of those windows' time, taken from wbps
+# model charges each 1/iops: 6.4 % of those windows' time, taken from wbps
 # (the fit, and the caps' best linear model alike, 16-27 % above the
 # profile). With each direction capped apart the reads run beside the
 # writes in buckets of their own: 1,850 a second in the 4 KiB write
