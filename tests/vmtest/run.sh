@@ -211,8 +211,8 @@ vcpu_stopped() {  # log
 # scripts may run beside another guest: a script may ask for more in its
 # lines 2-5, for the command line ("# vmtest-append: possible_cpus=192") or
 # QEMU's drive options ("# vmtest-drive: throttling.iops-total=2000"; a
-# throttling.bps-total or a direction's bps there replaces the default:
-# QEMU refuses totals beside read/write caps), and runs in a guest of
+# throttling.bps-total, or any of a direction's caps, there replaces the
+# default: QEMU refuses totals beside read/write caps), and runs in a guest of
 # its own with them; "# vmtest-beside: yes" (below) puts it in the guest
 # of its line's scripts that say so.
 # Runs in a worker (below): adds its time to $job_took, returns non-zero
