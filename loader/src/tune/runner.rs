@@ -8,13 +8,13 @@
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use iowarden_exporters::{Snapshot, TunerDecision, TunerSlo, TunerStatus};
 use serde_json::json;
 
-use super::controller::{Action, Controller, Decision, Measurement, SloSample};
+use super::controller::{Action, Controller, Decision, Measurement, SloSample, LATE_AFTER_SECONDS};
 use super::decision_log::{put_write_outcome, written_or_would};
 use super::measure::{measure, Protected};
 use super::model_run::{self, ModelLoop};
@@ -47,6 +47,9 @@ pub struct Tuner {
     /// The QoS search raised vrate at the last decision (a model step
     /// waits for its climb).
     qos_raised: bool,
+    /// The period after the first pin: the snapshot `LATE_AFTER_SECONDS`
+    /// into it.
+    late_base: Option<Snapshot>,
 }
 
 /// A pin that did not take hold (no I/O completed while it settled, or the
@@ -94,6 +97,7 @@ impl Tuner {
             model,
             under_model_change: false,
             qos_raised: false,
+            late_base: None,
         })
     }
 
@@ -195,32 +199,23 @@ impl Tuner {
             snap.tuner = Some(self.status.clone());
             return Ok(());
         };
-        if self.period_started.elapsed() >= self.opts.period {
-            let delta = snap.delta_since(base);
-            let dev = (self.opts.device.major, self.opts.device.minor);
-            let mut m = measure(&delta, dev, &self.protected, &self.opts.slos);
+        let elapsed = self.period_started.elapsed();
+        let late = Duration::from_secs_f64(LATE_AFTER_SECONDS);
+        if self.controller.draining() && self.late_base.is_none() && elapsed >= late {
+            self.late_base = Some(snap.clone());
+        }
+        if elapsed >= self.opts.period {
             let waits = self.iocost_waits();
-            let per_cgroup = self.opts.slos.len();
-            for (i, ((p, now), then)) in self
-                .protected
-                .iter()
-                .zip(&waits)
-                .zip(&self.wait_base)
-                .enumerate()
-            {
-                let ios: u64 = delta
-                    .io
-                    .iter()
-                    .filter(|s| s.cgroup.id == p.id && (s.device.major, s.device.minor) == dev)
-                    .map(|s| s.ios)
-                    .sum();
-                if let (Some(now), Some(then), true) = (now, then, ios > 0) {
-                    let w = now.saturating_sub(*then) as f64 / 1e6 / ios as f64;
-                    // iocost's own count, where iowarden's hold is not measured.
-                    for s in &mut m.slos[i * per_cgroup..(i + 1) * per_cgroup] {
-                        if !s.held_in_observed {
-                            s.throttle_seconds = w;
-                        }
+            let mut m = self.measure_period(&snap.delta_since(base), &waits);
+            if let Some(late) = self.late_base.take() {
+                let dev = (self.opts.device.major, self.opts.device.minor);
+                let delta = snap.delta_since(&late);
+                m.late_slos = measure(&delta, dev, &self.protected, &self.opts.slos).slos;
+                // iocost's count is the period's: its mean hold stands for
+                // the later part's.
+                for (l, s) in m.late_slos.iter_mut().zip(&m.slos) {
+                    if !l.held_in_observed {
+                        l.throttle_seconds = s.throttle_seconds;
                     }
                 }
             }
@@ -231,6 +226,39 @@ impl Tuner {
         }
         snap.tuner = Some(self.status.clone());
         Ok(())
+    }
+
+    /// The protected cgroups' SLOs and the device over `delta`, each
+    /// cgroup's mean hold from iocost's count (`waits` against the period
+    /// start's) where iowarden's is not measured.
+    fn measure_period(&self, delta: &Snapshot, waits: &[Option<u64>]) -> Measurement {
+        let dev = (self.opts.device.major, self.opts.device.minor);
+        let mut m = measure(delta, dev, &self.protected, &self.opts.slos);
+        let per_cgroup = self.opts.slos.len();
+        for (i, ((p, now), then)) in self
+            .protected
+            .iter()
+            .zip(waits)
+            .zip(&self.wait_base)
+            .enumerate()
+        {
+            let ios: u64 = delta
+                .io
+                .iter()
+                .filter(|s| s.cgroup.id == p.id && (s.device.major, s.device.minor) == dev)
+                .map(|s| s.ios)
+                .sum();
+            if let (Some(now), Some(then), true) = (now, then, ios > 0) {
+                let w = now.saturating_sub(*then) as f64 / 1e6 / ios as f64;
+                // iocost's own count, where iowarden's hold is not measured.
+                for s in &mut m.slos[i * per_cgroup..(i + 1) * per_cgroup] {
+                    if !s.held_in_observed {
+                        s.throttle_seconds = w;
+                    }
+                }
+            }
+        }
+        m
     }
 
     fn decide(&mut self, m: &Measurement) -> Result<()> {

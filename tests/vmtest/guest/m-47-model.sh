@@ -119,15 +119,11 @@ lc() {
 }
 # "ok|bad n_determined worst_fit_err worst_model_err undetermined-list" of a run's decisions
 judge() {
-  python3 - "$T/$1.jsonl" "$REF" "$2" "$REF2" <<'PY'
+  python3 - "$T/$1.jsonl" "$REF" "$2" "$REF2" "$(dirname "$0")" <<'PY'
 import json, sys
-def parse(line):
-    return {k: int(v) for k, v in (t.split("=") for t in line.split()[3:])}
-refs = [parse(sys.argv[2])] + ([parse(sys.argv[4])] if sys.argv[4] else [])
-band = {k: (min(r[k] for r in refs), max(r[k] for r in refs)) for k in refs[0]}
-def err(v, k):
-    lo, hi = band[k]
-    return 0.0 if lo <= v <= hi else (v / hi - 1 if v > hi else v / lo - 1)
+sys.path.insert(0, sys.argv[5])
+from reference_band import band as reference_band, outside
+band = reference_band([sys.argv[2], sys.argv[4]])
 ds = [json.loads(l) for l in open(sys.argv[1]) if "model_action" in l]
 last = ds[-1]
 final = dict(t.split("=") for t in sys.argv[3].split()[3:])
@@ -138,10 +134,10 @@ for p in last["fit"]["params"]:
         und.append(f'{n} ({p["reason"]})')
         continue
     det += 1
-    fe = max(fe, abs(err(p["fitted"], n)))
-    me = max(me, abs(err(int(final[n]), n)))
-    print(f'    {n}: reference {band[n][0]}..{band[n][1]}, fit {p["fitted"]} ({err(p["fitted"], n):+.1%} outside), '
-          f'rse {p["relative_error"]:.1%}, {p["samples"]} samples, in force {final[n]} ({err(int(final[n]), n):+.1%} outside)',
+    fe = max(fe, abs(outside(band, p["fitted"], n)))
+    me = max(me, abs(outside(band, int(final[n]), n)))
+    print(f'    {n}: reference {band[n][0]}..{band[n][1]}, fit {p["fitted"]} ({outside(band, p["fitted"], n):+.1%} outside), '
+          f'rse {p["relative_error"]:.1%}, {p["samples"]} samples, in force {final[n]} ({outside(band, int(final[n]), n):+.1%} outside)',
           file=sys.stderr)
 for p in last["fit"]["params"]:
     if p["fitted"] is None:
@@ -176,15 +172,15 @@ judge_best() { # NAME
   [ -n "$CAP_WIOPS" ] && caps="--read-iops $CAP_IOPS --read-bps $CAP_BPS --write-iops $CAP_WIOPS --write-bps $CAP_WBPS"
   best=$("$IW" capped-model $caps $T/$1.jsonl 2>&1) || {
     echo "    $1: $best" >&2; echo "0 nan nan nan"; return; }
-  python3 - "$T/$1.jsonl" "$best" "$REF" "$REF2" <<'PY'
+  python3 - "$T/$1.jsonl" "$best" "$REF" "$REF2" "$(dirname "$0")" <<'PY'
 import json, sys
+sys.path.insert(0, sys.argv[5])
+from reference_band import band as reference_band, outside
 lines = {l.split()[0]: l for l in sys.argv[2].splitlines()}
-refs = [dict(t.split("=") for t in r.split()[3:]) for r in sys.argv[3:5] if r]
+refs = [r for r in sys.argv[3:5] if r]
+band = reference_band(refs) if refs else {}
 model = {k: dict(t.split("=") for t in lines[k].split()[1:]) for k in ("caps", "measured")}
 ds = [json.loads(l) for l in open(sys.argv[1]) if l.endswith("\n") and "model_action" in l]
-def outside(v, k):  # relative distance of v from the reference band on term k
-    lo, hi = min(int(r[k]) for r in refs), max(int(r[k]) for r in refs)
-    return v / hi - 1 if v > hi else (v / lo - 1 if v < lo else 0.0)
 n, worst_measured, worst_caps, caps_ref = 0, 0.0, 0.0, 0.0
 for p in ds[-1]["fit"]["params"] if ds else []:
     b, c = model["measured"].get(p["name"], "-"), model["caps"].get(p["name"], "-")
@@ -192,7 +188,7 @@ for p in ds[-1]["fit"]["params"] if ds else []:
         continue
     eb, ec = p["fitted"] / int(b) - 1, p["fitted"] / int(c) - 1
     n, worst_measured, worst_caps = n + 1, max(worst_measured, abs(eb)), max(worst_caps, abs(ec))
-    cr = outside(int(c), p["name"]) if refs else float("nan")
+    cr = outside(band, int(c), p["name"]) if refs else float("nan")
     caps_ref = max(caps_ref, abs(cr))
     print(f'    {p["name"]}: fit {p["fitted"]}, best linear model of the windows: caps\' {c} ({ec:+.1%}; {cr:+.1%} outside the reference), measured {b} ({eb:+.1%})', file=sys.stderr)
 print(f'    over {model["measured"]["windows"]} saturated windows; {lines["caps-time"]}', file=sys.stderr)

@@ -34,6 +34,11 @@ pub struct SloSample {
 /// tuner's periods at 84-100 % missed a 5 ms SLO at 300-450 %.
 pub const OWN_LOAD: f64 = 0.5;
 
+/// Where the later part of the period after the first pin starts: the
+/// queue built with iocost as found drains before it (m-47's hog, 32 reads
+/// of 128 KiB: 250 ms at 16 MiB/s, 62 ms at 64 MiB/s).
+pub const LATE_AFTER_SECONDS: f64 = 1.0;
+
 /// The share of the effective quantile iocost's mean hold must make up
 /// before a miss counts as held (1.3-3.7 ms of 15-24 ms in those misses).
 pub const HELD_SHARE: f64 = 0.05;
@@ -87,6 +92,10 @@ pub struct Measurement {
     /// Seconds of device time per second the cost model in force charged
     /// the device's completed I/O: at vrate v % iocost admits v / 100.
     pub cost_rate: f64,
+    /// The period after the first pin only (else empty): each SLO, in the
+    /// order of `slos`, over the period's later part, after the queue built
+    /// before the pin drained.
+    pub late_slos: Vec<SloSample>,
 }
 
 impl Measurement {

@@ -27,7 +27,7 @@ mod search;
 pub use config::ControllerConfig;
 pub use control::Controller;
 pub use decision::{Action, Decision};
-pub use measurement::{Measurement, SloSample};
+pub use measurement::{Measurement, SloSample, LATE_AFTER_SECONDS};
 
 #[cfg(test)]
 mod from_off_tests;
