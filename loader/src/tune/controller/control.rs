@@ -251,8 +251,10 @@ impl Controller {
         // 128 KiB, 250 ms) drains in the period after the first pin: the
         // size of a miss there says little of the vrate pinned.
         let draining = std::mem::take(&mut self.draining);
-        if let Some(verdict) = self.hold_if_drained(from, worst, m).filter(|_| draining) {
-            return verdict;
+        if draining {
+            if let Some(verdict) = self.hold_if_drained(from, worst, m) {
+                return verdict;
+            }
         }
         // Held by iocost: the hold is most of the tail, or the cgroup's own
         // I/O uses more of its budget than OWN_LOAD (then up to where it
