@@ -66,6 +66,8 @@ pub struct PinOutcome {
     /// Whether the kernel's vrate changed while the pin settled: periods
     /// with I/O ran, so iocost moved it, only not to the pin.
     pub moved: bool,
+    /// The first step was written: every cgroup was held while it lasted.
+    pub settled: bool,
 }
 
 impl PinOutcome {
@@ -122,6 +124,7 @@ impl VratePin {
                 held: true,
                 pin: v,
                 moved: false,
+                settled: false,
             });
         }
         if self.targets.is_none() {
@@ -138,7 +141,8 @@ impl VratePin {
             written = true;
             (kernel_vrate, moved) = self.wait_for(v, before, DIRECT_TIMEOUT);
         }
-        if !reached(kernel_vrate, v) {
+        let settled = !reached(kernel_vrate, v);
+        if settled {
             writer.set(&self.qos_path, &cost_qos::settling_vrate_line(&devnum, v))?;
             (kernel_vrate, moved) = self.wait_for(v, before, SETTLE_TIMEOUT);
             written = false;
@@ -154,6 +158,7 @@ impl VratePin {
             held,
             pin: v,
             moved,
+            settled,
         })
     }
 
@@ -228,6 +233,7 @@ mod tests {
             held: false,
             pin: 50.0,
             moved,
+            settled: true,
         };
         assert!(out(Some(100.0), false)
             .shortfall()

@@ -47,9 +47,13 @@ pub struct Tuner {
     /// The QoS search raised vrate at the last decision (a model step
     /// waits for its climb).
     qos_raised: bool,
-    /// The period after the first pin: the snapshot `LATE_AFTER_SECONDS`
-    /// into it.
+    /// The period after the first pin, or after a pin written with the
+    /// settling step: the snapshot `LATE_AFTER_SECONDS` into it.
     late_base: Option<Snapshot>,
+    /// The last pin was written with the settling step, which holds every
+    /// cgroup while it lasts: the period after it is judged on its later
+    /// part too.
+    settling: bool,
 }
 
 /// A pin that did not take hold (no I/O completed while it settled, or the
@@ -98,6 +102,7 @@ impl Tuner {
             under_model_change: false,
             qos_raised: false,
             late_base: None,
+            settling: false,
         })
     }
 
@@ -170,9 +175,12 @@ impl Tuner {
     /// Pins vrate at `v`; a write that fails because the device went away
     /// says so.
     fn pin(&mut self, v: f64) -> Result<PinOutcome> {
-        self.pin
+        let pinned = self
+            .pin
             .set(&mut self.writer, v)
-            .or_else(|e| self.check_device().and(Err(e)))
+            .or_else(|e| self.check_device().and(Err(e)))?;
+        self.settling |= pinned.settled;
+        Ok(pinned)
     }
 
     fn check_cgroups(&self) -> Result<()> {
@@ -201,12 +209,14 @@ impl Tuner {
         };
         let elapsed = self.period_started.elapsed();
         let late = Duration::from_secs_f64(LATE_AFTER_SECONDS);
-        if self.controller.draining() && self.late_base.is_none() && elapsed >= late {
+        let later_part = self.controller.draining() || self.settling;
+        if later_part && self.late_base.is_none() && elapsed >= late {
             self.late_base = Some(snap.clone());
         }
         if elapsed >= self.opts.period {
             let waits = self.iocost_waits();
             let mut m = self.measure_period(&snap.delta_since(base), &waits);
+            self.settling = false;
             if let Some(late) = self.late_base.take() {
                 let dev = (self.opts.device.major, self.opts.device.minor);
                 let delta = snap.delta_since(&late);
@@ -285,6 +295,7 @@ impl Tuner {
             // A period with I/O enough to judge has I/O for the pin to settle on.
             let retried = self.pin.retry(&mut self.writer);
             if let Some(pinned) = retried.or_else(|e| self.check_device().and(Err(e)))? {
+                self.settling |= pinned.settled;
                 say_not_held(pinned);
             }
         }

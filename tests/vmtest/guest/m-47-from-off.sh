@@ -1,4 +1,4 @@
-# vmtest-checks: 7
+# vmtest-checks: 8
 # vmtest-drive: throttling.iops-total=2000,throttling.bps-total=67108864
 # m-47's run from iocost off alone (part 3): `tune --model` without --start
 # beside a hog, its SLO from the tightest fixed QoS on the device's caps

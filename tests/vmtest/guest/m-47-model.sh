@@ -1,4 +1,4 @@
-# vmtest-checks: 15
+# vmtest-checks: 16
 # vmtest-drive: throttling.iops-total=2000,throttling.bps-total=67108864
 # `iowarden tune --model` on real iocost: io.cost.model fitted online from
 # device occupancy (saturated windows) and written back through the journal.
@@ -314,15 +314,27 @@ cleanup() {
 # most of the reader's share at the tightest QoS; its clat p99 there was
 # 1.3-2.0 ms, and the tuned run's clat 3.3-3.5 ms with iowarden's p99 from
 # submission 10-14 ms (2026-12-05).
+# The tightest QoS is measured as the tuned run is observed: with the
+# tuner beside it (--dry-run, its flags otherwise; it writes nothing). On
+# the guest's two TCG vCPUs its probes and polls slow the reader: at 500/s
+# and a fixed vrate of 40 %, the reader's p99 per 3.5 s window had a
+# median of 1.66 ms alone and 2.46 ms with the tuner beside it (3.89 with
+# `iowarden run`'s defaults; tests/vmtest/guest/m-56-tight-periods.sh,
+# 2026-12-06), and an SLO of twice the p99 measured alone (4 ms) was
+# missed at the tightest QoS's vrate in 2 of 12 of the tuner's periods.
 LC_RATE=${CAP_IOPS:+$((CAP_IOPS / 10))}
 HOG=("randread 4k 32" "randread 128k 32")
 echo "$REF" > $CG/io.cost.model
+"$IW" tune --device $DEV --protect /md-lc --slo read-p99=1s --vrate-min 1 --vrate-max 800 --period 3s \
+  --model $MODEL_OPTS --dry-run --listen 127.0.0.1:9633 --state-dir $ST-observer > $T/observer.jsonl 2> $T/observer.log & obs=$!
 cycle 40 "${HOG[@]}" & hog=$!; sleep 1; pin_vrate $MM 20; sleep 1; b0=$(dev_bytes); lc 24 0 tight $LC_RATE; b1=$(dev_bytes); stop_hog $hog
+kill -TERM $obs; wait $obs; obs_rc=$?
 tight_tot=$(python3 -c "print(f'{($b1 - $b0) / 24e6:.1f}')")
 tight=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["jobs"][0]["read"]; print(r["lat_ns"]["percentile"]["99.000000"]/1e6)' $T/tight.json)
 echo "$MM enable=0 ctrl=auto" > $CG/io.cost.qos; echo "$MM ctrl=auto" > $CG/io.cost.model
 SLO_MS=$(python3 -c "import math; print(max(1, math.ceil(2 * $tight)))")
-echo "  tightest fixed QoS (${REF_NAME}' model, vrate 20 %): LC (${LC_RATE:-QD1} reads/s) p99 $tight ms, $tight_tot MB/s -> SLO read-p99=${SLO_MS}ms"
+echo "  tightest fixed QoS (${REF_NAME}' model, vrate 20 %), the tuner observing (--dry-run, rc $obs_rc, $(grep -c '"action"' $T/observer.jsonl) periods): LC (${LC_RATE:-QD1} reads/s) p99 $tight ms, $tight_tot MB/s -> SLO read-p99=${SLO_MS}ms"
+ok "the tightest fixed QoS measured with the tuner observing, writing nothing (rc $obs_rc, $(grep -c '"action"' $T/observer.jsonl) periods judged or not)" "[ $obs_rc -eq 0 ] && [ \$(grep -c '\"action\"' $T/observer.jsonl) -ge 5 ] && ! grep -q '\"written\": *\"' $T/observer.jsonl"
 t0=$(date +%s)
 cycle 150 "${HOG[@]}" & hog=$!
 lc 80 60 tuned $LC_RATE & l=$!

@@ -248,11 +248,12 @@ impl Controller {
             return self.start_from_observation(m.cost_rate, worst, throttled);
         }
         // The queue iocost off left (m-47 at 500 requests/s: 32 reads of
-        // 128 KiB, 250 ms) drains in the period after the first pin: the
+        // 128 KiB, 250 ms) drains in the period after the first pin, and
+        // a pin's settling step holds every cgroup while it lasts: the
         // size of a miss there says little of the vrate pinned.
         let draining = std::mem::take(&mut self.draining);
-        if draining {
-            if let Some(verdict) = self.hold_if_drained(from, worst, m) {
+        if !m.late_slos.is_empty() {
+            if let Some(verdict) = self.hold_if_later_part_met(from, worst, m, draining) {
                 return verdict;
             }
         }
