@@ -41,6 +41,29 @@ cycle() {
   done
 }
 stop_hog() { touch $T/stop; wait $1 2>/dev/null; }
+# The drive's QEMU cap $1 (iops-total, bps-read, iops-write, ...), as
+# run.sh gave it; empty where the drive has none.
+cap() { sed -n "s/.*throttling\\.$1=\\([0-9]*\\).*/\\1/p" <<< "${VMTEST_DRIVE:-}"; }
+# The m-56 measurements' device and cgroups: the reader's (io.weight 1000)
+# and the hog's, nomerges 2 (the old value in $nomerges), and the device
+# charged as its total caps (CAP_IOPS, CAP_BPS: 500/s and 16 MiB/s where
+# the drive has none) in io.cost.model.
+caps_setup() {
+  echo +io > $CG/cgroup.subtree_control
+  mkdir -p $CG/md-lc $CG/md-hog
+  echo "default 1000" > $CG/md-lc/io.weight
+  nomerges=$(cat /sys/block/$DEV/queue/nomerges); echo 2 > /sys/block/$DEV/queue/nomerges
+  CAP_IOPS=$(cap iops-total); CAP_BPS=$(cap bps-total)
+  CAP_IOPS=${CAP_IOPS:-500}; CAP_BPS=${CAP_BPS:-16777216}
+  echo "$MM ctrl=user model=linear rbps=$CAP_BPS rseqiops=$CAP_IOPS rrandiops=$CAP_IOPS wbps=$CAP_BPS wseqiops=$CAP_IOPS wrandiops=$CAP_IOPS" > $CG/io.cost.model
+}
+# Undoes caps_setup: iocost off, the model automatic, nomerges back, the
+# cgroups gone.
+caps_cleanup() {
+  echo "$MM enable=0" > $CG/io.cost.qos; echo "$MM ctrl=auto" > $CG/io.cost.model
+  echo $nomerges > /sys/block/$DEV/queue/nomerges
+  rmdir $CG/md-lc $CG/md-hog 2>/dev/null
+}
 # The io.cost.qos and io.cost.model lines of the script's device $MM.
 qos() { grep "^$MM " $CG/io.cost.qos || true; }
 model() { grep "^$MM " $CG/io.cost.model || true; }

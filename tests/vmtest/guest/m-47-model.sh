@@ -65,8 +65,7 @@ pre_qos=$(qos); pre_model=$(model)
 nomerges=$(cat /sys/block/$DEV/queue/nomerges); echo 2 > /sys/block/$DEV/queue/nomerges
 # The device's caps, as run.sh gave them to QEMU: totals, or each
 # direction's own (QEMU takes one or the other, never both), where the read
-# caps stand for the totals and writes have theirs (dearer).
-cap() { sed -n "s/.*throttling\\.$1=\\([0-9]*\\).*/\\1/p" <<< "${VMTEST_DRIVE:-}"; }
+# caps stand for the totals and writes have theirs (dearer; lib.sh's cap).
 CAP_IOPS=$(cap iops-total); CAP_IOPS=${CAP_IOPS:-$(cap iops-read)}
 CAP_BPS=$(cap bps-total); CAP_BPS=${CAP_BPS:-$(cap bps-read)}
 CAP_WIOPS=$(cap iops-write)

@@ -12,15 +12,8 @@
 #   VMTEST_ONLY=m-56-own-budget KERNELS=6.1 tests/vmtest/run.sh
 . "$(dirname "$0")/lib.sh"
 T=$SCRATCH/own-budget; rm -rf $T; mkdir -p $T
-echo +io > $CG/cgroup.subtree_control
-mkdir -p $CG/md-lc $CG/md-hog
-echo "default 1000" > $CG/md-lc/io.weight
-nomerges=$(cat /sys/block/$DEV/queue/nomerges); echo 2 > /sys/block/$DEV/queue/nomerges
-CAP_IOPS=$(sed -n 's/.*throttling\.iops-total=\([0-9]*\).*/\1/p' <<< "${VMTEST_DRIVE:-}")
-CAP_BPS=$(sed -n 's/.*throttling\.bps-total=\([0-9]*\).*/\1/p' <<< "${VMTEST_DRIVE:-}")
-CAP_IOPS=${CAP_IOPS:-500}; CAP_BPS=${CAP_BPS:-16777216}
-pre_qos=$(qos); pre_model=$(model)
-echo "$MM ctrl=user model=linear rbps=$CAP_BPS rseqiops=$CAP_IOPS rrandiops=$CAP_IOPS wbps=$CAP_BPS wseqiops=$CAP_IOPS wrandiops=$CAP_IOPS" > $CG/io.cost.model
+pre_qos=$(qos)
+caps_setup
 # run BS VRATE RLAT_US: vrate pinned as the tuner pins it (lib.sh's
 # pin_vrate, with the latency target given).
 run() {
@@ -51,7 +44,5 @@ for bs in 128k 4k; do
 done
 for v in 15 30; do for rl in 1000 5000 250000; do run 128k $v $rl; done; done
 echo "$pre_qos" | sed 's/^/  before: /'
-echo "$MM enable=0" > $CG/io.cost.qos; echo "$MM ctrl=auto" > $CG/io.cost.model
-echo $nomerges > /sys/block/$DEV/queue/nomerges
-rmdir $CG/md-lc $CG/md-hog 2>/dev/null
+caps_cleanup
 ok "m-56-own-budget ran its $(( 2 * 5 + 6 )) fixed QoS (MAP lines above)" "[ -s $T/lc.json ]"

@@ -16,14 +16,7 @@
 #   VMTEST_ONLY=m-56-tight-periods KERNELS=6.1 tests/vmtest/run.sh
 . "$(dirname "$0")/lib.sh"
 T=$SCRATCH/tight-periods; rm -rf $T; mkdir -p $T
-echo +io > $CG/cgroup.subtree_control
-mkdir -p $CG/md-lc $CG/md-hog
-echo "default 1000" > $CG/md-lc/io.weight
-nomerges=$(cat /sys/block/$DEV/queue/nomerges); echo 2 > /sys/block/$DEV/queue/nomerges
-CAP_IOPS=$(sed -n 's/.*throttling\.iops-total=\([0-9]*\).*/\1/p' <<< "${VMTEST_DRIVE:-}")
-CAP_BPS=$(sed -n 's/.*throttling\.bps-total=\([0-9]*\).*/\1/p' <<< "${VMTEST_DRIVE:-}")
-CAP_IOPS=${CAP_IOPS:-500}; CAP_BPS=${CAP_BPS:-16777216}
-echo "$MM ctrl=user model=linear rbps=$CAP_BPS rseqiops=$CAP_IOPS rrandiops=$CAP_IOPS wbps=$CAP_BPS wseqiops=$CAP_IOPS wrandiops=$CAP_IOPS" > $CG/io.cost.model
+caps_setup
 echo "$MM enable=1 ctrl=auto" > $CG/io.cost.qos
 # window LABEL V: the reader's 70 s at fixed vrate V, the hog beside it.
 window() {
@@ -62,7 +55,5 @@ sleep 3; window run40 40; kill -TERM $iw; wait $iw
   --model --saturation-depth 8 --dry-run --listen 127.0.0.1:9642 --state-dir $T/st > $T/tune.jsonl 2> $T/tune.log & iw=$!
 sleep 3; window tune40 40; kill -TERM $iw; wait $iw
 tail -3 $T/tune.log | sed 's/^/  tune: /'
-echo "$MM enable=0" > $CG/io.cost.qos; echo "$MM ctrl=auto" > $CG/io.cost.model
-echo $nomerges > /sys/block/$DEV/queue/nomerges
-rmdir $CG/md-lc $CG/md-hog 2>/dev/null
+caps_cleanup
 ok "m-56-tight-periods ran its fixed vrates, with iowarden beside the last two (WINDOWS lines above)" "[ -s $T/tune40_lat.1.log ] && [ -s $T/run40_lat.1.log ]"
