@@ -314,13 +314,14 @@ cleanup() {
 # 1.3-2.0 ms, and the tuned run's clat 3.3-3.5 ms with iowarden's p99 from
 # submission 10-14 ms (2026-12-05).
 # The tightest QoS is measured as the tuned run is observed: with the
-# tuner beside it (--dry-run, its flags otherwise; it writes nothing). On
-# the guest's two TCG vCPUs its probes and polls slow the reader: at 500/s
-# and a fixed vrate of 40 %, the reader's p99 per 3.5 s window had a
-# median of 1.66 ms alone and 2.46 ms with the tuner beside it (3.89 with
-# `iowarden run`'s defaults; tests/vmtest/guest/m-56-tight-periods.sh,
-# 2026-12-06), and an SLO of twice the p99 measured alone (4 ms) was
-# missed at the tightest QoS's vrate in 2 of 12 of the tuner's periods.
+# tuner beside it (--dry-run, its flags otherwise; it writes nothing), so
+# that the SLO and the run it judges share the guest's two TCG vCPUs
+# alike. At 500/s and a fixed vrate of 40 %, the reader's p99 per 3.5 s
+# window had a median of 1.66 ms alone and 2.46 ms with the tuner beside
+# it in one run, 2.65 and 2.73 ms in a rerun
+# (tests/vmtest/guest/m-56-tight-periods.sh, 2026-12-06); an SLO of twice
+# the p99 measured alone (4 ms) was missed at the tightest QoS's vrate in
+# 2 of 12 of the tuner's periods.
 LC_RATE=${CAP_IOPS:+$((CAP_IOPS / 10))}
 HOG=("randread 4k 32" "randread 128k 32")
 echo "$REF" > $CG/io.cost.model
