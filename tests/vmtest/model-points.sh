@@ -1,6 +1,7 @@
 #!/bin/bash
 # make vmtest-model: m-47's run of `tune --model` from iocost off
-# (guest/m-47-from-off.sh; M47=m-47-model for the whole of m-47) at device
+# (guest/m-47-from-off.sh; M47=m-47-from-default or m-47-from-tight from a
+# configured but wrong QoS; M47=m-47-model for the whole of m-47) at device
 # points 4x apart in requests/s and in bandwidth, on Debian's 6.1, one
 # guest per point; then a table of what each point's POINT line measured:
 # the SLO's periods missed from the first (the observed one with iocost
@@ -34,6 +35,7 @@ for p in $POINTS; do
   grep -E '^(PASS|FAIL):' "$OUT/$name.guest.log"
 done
 echo
+echo "$SCRIPT:"
 printf '%-10s %-10s %-7s %-12s %-11s %-15s %-12s %s\n' IOPS MiB/s SLO missed converged "fit (caps')" "LC p99" "MB/s (tightest)"
 for p in $POINTS; do
   fields "$p"

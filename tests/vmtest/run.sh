@@ -269,7 +269,8 @@ boot() {  # line extra-cmdline extra-drive-options scripts expected log image [r
     return 1
   fi
   if [[ $rc -eq 124 || $rc -eq 137 ]]; then
-    echo "vmtest: [$line] the guest did not finish within ${TIMEOUT}s and was killed (see $log)" >&2
+    echo "vmtest: [$line] the guest did not finish within ${TIMEOUT}s and was killed (see $log); its last lines:" >&2
+    tail -n 30 "$log" | sed 's/^/  | /' >&2
     return 1
   fi
   # "|| true": without a summary line grep fails, and under pipefail the

@@ -62,5 +62,9 @@ try:
                 print("OK " if ok else "BAD", f"panel {d['title']} / {p['title']}: {len(r['data']['result'])} series" + ("" if ok else f" from {e}"))
 finally:
     prom.terminate()
-    prom.wait()
+    try:
+        prom.wait(timeout=30)
+    except subprocess.TimeoutExpired:  # never left to hang the script that runs it
+        prom.kill()
+        prom.wait()
     subprocess.run(["rm", "-rf", tsdb])
