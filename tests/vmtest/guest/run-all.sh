@@ -25,12 +25,13 @@ reported() { cat $PASSED $FAILED | wc -l; }
 LIMIT=600
 set -m   # each script in a process group of its own, to stop it whole
 overdue() {  # pid name limit
-  local pid=$1 p
+  local pid=$1 p tasks
   : > $SCRATCH/overdue-$pid
   fail "$2: still running after $3 s: stopped (where it waited follows)"
   echo "  $2 overdue: its processes (pid stat wchan elapsed command), then tasks in D state:"
-  ps -e -o pid=,pgid=,stat=,wchan:28=,etimes=,args= | awk -v g=$pid '$2 == g || $3 ~ /^D/' | cut -c1-200 | head -30 | sed 's/^/  | /'
-  for p in $(ps -e -o pid=,pgid=,stat= | awk -v g=$pid '$2 == g || $3 ~ /^D/ { print $1 }' | head -12); do
+  tasks=$(ps -e -o pid=,pgid=,stat=,wchan:28=,etimes=,args= | awk -v g=$pid '$2 == g || $3 ~ /^D/')
+  cut -c1-200 <<< "$tasks" | head -30 | sed 's/^/  | /'
+  for p in $(awk '{ print $1 }' <<< "$tasks" | head -12); do
     echo "  | stack of $p ($(cat /proc/$p/comm 2>/dev/null)): $(head -8 /proc/$p/stack 2>/dev/null | awk '{ print $2 }' | tr '\n' ' ')"
   done
   dmesg 2>/dev/null | tail -12 | sed 's/^/  | kernel: /'

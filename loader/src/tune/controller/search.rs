@@ -359,6 +359,13 @@ impl Controller {
         self.found.map(|found| found * KNEE_SHARE)
     }
 
+    /// The knee, where `from` is within one resolution step of it: no step
+    /// up is left.
+    fn knee_within_a_step(&self, from: f64) -> Option<f64> {
+        self.knee()
+            .filter(|&k| from * (1.0 + self.cfg.resolution) > k)
+    }
+
     /// Met while converged: hold, unless slack has lasted long enough that
     /// the load may be lighter now (and a step is left below the knee);
     /// then search upwards again in steps of one resolution (the
@@ -371,10 +378,7 @@ impl Controller {
             self.slack = 0;
         } else {
             self.slack += 1;
-            let room = from < self.cfg.vrate_max
-                && self
-                    .knee()
-                    .is_none_or(|k| from * (1.0 + self.cfg.resolution) <= k);
+            let room = from < self.cfg.vrate_max && self.knee_within_a_step(from).is_none();
             if self.slack >= self.cfg.reprobe_periods && room {
                 self.converged = false;
                 self.misses.clear();
@@ -430,10 +434,7 @@ impl Controller {
                 ),
             );
         }
-        if let Some(k) = self
-            .knee()
-            .filter(|&k| from * (1.0 + self.cfg.resolution) > k)
-        {
+        if let Some(k) = self.knee_within_a_step(from) {
             return self.converge_at_knee(from, worst, k);
         }
         if !has_slack || from >= self.cfg.vrate_max {
@@ -480,7 +481,8 @@ impl Controller {
     /// 1/(1 - load), so 1/ratio falls linearly in vrate, to 0 at the miss
     /// at the latest); where the device was found saturated with iocost
     /// off, not past `KNEE_SHARE` of that rate; and a step under the
-    /// resolution below either bound converges instead.
+    /// resolution below a known miss converges instead (within a step of
+    /// the knee, `search_while_met` converged before).
     fn raise_with_slack(&mut self, from: f64, worst: f64, aim: f64) -> Verdict {
         let c = &self.cfg;
         // At least one resolution step: with slack left, a smaller one
@@ -511,7 +513,7 @@ impl Controller {
                 k / KNEE_SHARE
             );
         }
-        if (self.bad().is_some() || knee.is_some()) && target < from * (1.0 + c.resolution) {
+        if self.bad().is_some() && target < from * (1.0 + c.resolution) {
             self.converged = true;
             self.good = Some(from);
             return (
