@@ -1,13 +1,14 @@
 //! Turns one decision period's snapshot delta into what the controller
 //! judges: each protected cgroup's quantile per SLO (submission →
 //! completion where the throttle stage is measured, else allocation →
-//! completion; from iowarden's own histograms) with its mean hold, and the
-//! device's aggregate throughput.
+//! completion; from iowarden's own histograms) with its mean hold, the
+//! device's aggregate throughput and cost rate, and whether it saturated.
 
 use iowarden_exporters::{Histogram, Snapshot, Stage};
 
 use super::controller::{Measurement, SloSample};
 use super::slo::Slo;
+use crate::costmodel::online::windows::Window;
 
 /// A protected cgroup: its path and id on the io controller's hierarchy.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,6 +75,25 @@ pub fn measure(
         m.cost_rate = cost / delta.window_seconds;
     }
     m
+}
+
+/// The device saturated over `delta` as the cost-model fitter counts a
+/// window (requests queued inside it, a mean depth of at least `depth`, and
+/// busy nearly throughout): its completed rate is its pace, not the load's.
+pub fn device_saturated(delta: &Snapshot, device: (u32, u32), depth: f64) -> bool {
+    let is_dev = |d: &iowarden_exporters::DeviceRef| (d.major, d.minor) == device;
+    let classes = delta
+        .cost_models
+        .iter()
+        .find(|m| is_dev(&m.device))
+        .map(|m| m.classes.as_slice())
+        .unwrap_or_default();
+    let busy = delta
+        .kernel_diskstats
+        .iter()
+        .find(|k| is_dev(&k.device))
+        .map(|k| k.busy_ms as f64 / 1e3);
+    Window::between(&[], classes, delta.window_seconds, busy).saturated(depth)
 }
 
 /// The vrate (%) at which iocost's budget for cgroup `id` on the device
@@ -252,6 +272,43 @@ mod tests {
         let need = measure(&snap, (259, 0), &protected, &slos).slos[0].own_need;
         // 0.1 s a second at 80 % of the device: 12.5 % of vrate.
         assert!((need.unwrap() - 12.5).abs() < 1e-9, "{need:?}");
+    }
+
+    /// Saturated as the fitter counts it: requests deep in the device (20 s
+    /// of issue-to-completion time in 2 s: a depth of 10) and busy nearly
+    /// throughout; not when it idled a quarter of the window, nor with
+    /// the depth under the threshold, nor on another device.
+    #[test]
+    fn the_device_is_saturated_when_deep_and_busy_throughout() {
+        let dev = DeviceRef {
+            name: "nvme0n1".into(),
+            major: 259,
+            minor: 0,
+        };
+        let snap = |busy_ms: u64| Snapshot {
+            window_seconds: 2.0,
+            cost_models: vec![iowarden_exporters::DeviceCostModel {
+                device: dev.clone(),
+                classes: vec![iowarden_exporters::CostClass {
+                    ios: 4000,
+                    bytes: 4000 * 4096,
+                    device_seconds: 20.0,
+                    random: true,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            kernel_diskstats: vec![iowarden_exporters::KernelDiskStats {
+                device: dev.clone(),
+                busy_ms,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        assert!(device_saturated(&snap(1990), (259, 0), 8.0));
+        assert!(!device_saturated(&snap(1500), (259, 0), 8.0));
+        assert!(!device_saturated(&snap(1990), (259, 0), 16.0));
+        assert!(!device_saturated(&snap(1990), (8, 0), 8.0));
     }
 
     #[test]

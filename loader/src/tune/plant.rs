@@ -158,6 +158,8 @@ impl Plant {
             throughput_bytes_per_second: admitted * self.bytes_per_unit,
             iops: admitted,
             cost_rate: completed / self.model_units_per_second,
+            admitted: Some(vrate),
+            device_saturated: admitted >= self.capacity_units_per_second,
             late_slos: Vec::new(),
         }
     }

@@ -16,11 +16,12 @@ use serde_json::json;
 
 use super::controller::{Action, Controller, Decision, Measurement, SloSample, LATE_AFTER_SECONDS};
 use super::decision_log::{put_write_outcome, written_or_would};
-use super::measure::{measure, Protected};
+use super::measure::{device_saturated, measure, Protected};
 use super::model_run::{self, ModelLoop};
 pub use super::setup::TuneOptions;
 use super::setup::{check_options, initial_status, iocost_qos_path, resolve_protected};
 use crate::costmodel::online::guard::QosPeriod;
+use crate::costmodel::online::windows::FitConfig;
 use crate::host::cgroups::CgroupResolver;
 use crate::knobs::vrate_pin::{PinOutcome, VratePin};
 use crate::knobs::writer::Writer;
@@ -244,6 +245,14 @@ impl Tuner {
     fn measure_period(&self, delta: &Snapshot, waits: &[Option<u64>]) -> Measurement {
         let dev = (self.opts.device.major, self.opts.device.minor);
         let mut m = measure(delta, dev, &self.protected, &self.opts.slos);
+        if self.controller.observing() {
+            m.admitted = self.admitted_as_found();
+        }
+        let fit = self.opts.model.as_ref().map(|mo| &mo.fit);
+        let depth = fit.map_or(FitConfig::default().saturation_depth, |f| {
+            f.saturation_depth
+        });
+        m.device_saturated = device_saturated(delta, dev, depth);
         let per_cgroup = self.opts.slos.len();
         for (i, ((p, now), then)) in self
             .protected
@@ -269,6 +278,15 @@ impl Tuner {
             }
         }
         m
+    }
+
+    /// The vrate iocost admits at on the device as the tuner found it
+    /// (`admitted_vrate`): whether it, or the device, limited the first
+    /// period.
+    fn admitted_as_found(&self) -> Option<f64> {
+        let read = |f: &str| std::fs::read_to_string(self.root.join(f)).ok();
+        let (qos, stat) = (read("io.cost.qos")?, read("io.stat")?);
+        crate::knobs::lines::admitted_vrate(&qos, &stat, &self.devnum())
     }
 
     fn decide(&mut self, m: &Measurement) -> Result<()> {
@@ -377,6 +395,8 @@ impl Tuner {
             })).collect::<Vec<_>>(),
             "throughput_bytes_per_second": m.throughput_bytes_per_second.round(),
             "iops": m.iops.round(),
+            "cost_rate": (m.cost_rate * 1e4).round() / 1e4,
+            "device_saturated": m.device_saturated,
         });
         put_write_outcome(&mut line, dry_run, written, would_write.clone());
         let mut out = std::io::stdout().lock();
@@ -522,74 +542,5 @@ fn record_period(st: &mut TunerSlo, s: &SloSample, settled: bool, under_model_ch
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tune::controller::ControllerConfig;
-
-    #[test]
-    fn the_model_judges_the_worst_slo_or_nothing() {
-        use crate::tune::controller::SloSample;
-        let slo = |observed: f64, samples: u64| SloSample {
-            name: "/lc read-p99=2ms".into(),
-            target_seconds: 0.002,
-            observed_seconds: Some(observed),
-            samples,
-            throttle_seconds: 0.0,
-            held_in_observed: false,
-            throttle_tail_seconds: None,
-            own_need: None,
-        };
-        let m = Measurement {
-            slos: vec![slo(0.001, 500), slo(0.003, 500)],
-            ..Default::default()
-        };
-        assert_eq!(worst_slo_ratio(&m, 100), Some(1.5));
-        assert_eq!(worst_slo_ratio(&m, 501), None);
-    }
-
-    #[test]
-    fn misses_after_the_first_convergence_are_counted_apart() {
-        use crate::tune::controller::SloSample;
-        let slo = |observed: f64| SloSample {
-            name: "/lc read-p99=2ms".into(),
-            target_seconds: 0.002,
-            observed_seconds: Some(observed),
-            samples: 500,
-            throttle_seconds: 0.0,
-            held_in_observed: false,
-            throttle_tail_seconds: None,
-            own_need: None,
-        };
-        let mut st = TunerSlo::default();
-        // Searching: a miss, a hit; then converged: a hit, the worst miss, a
-        // smaller one.
-        // The first miss and the last hit ran under a model change.
-        for (observed, settled, model_change) in [
-            (0.004, false, true),
-            (0.001, false, false),
-            (0.001, true, true),
-            (0.009, true, false),
-            (0.003, true, false),
-        ] {
-            record_period(&mut st, &slo(observed), settled, model_change);
-        }
-        assert_eq!((st.periods, st.periods_met), (5, 2));
-        assert_eq!(st.periods_after_convergence, 3);
-        assert_eq!(st.periods_missed_after_convergence, 2);
-        assert_eq!(st.worst_after_convergence_seconds, Some(0.009));
-        assert_eq!(st.periods_missed_under_model_change, 1);
-        assert!(!st.met);
-    }
-
-    #[test]
-    fn a_model_change_rescales_the_qos_search() {
-        let mut c = Controller::new(ControllerConfig {
-            start: 80.0,
-            ..Default::default()
-        });
-        assert_eq!(c.rescale(0.5), 40.0);
-        // Bounded like every other vrate the tuner writes.
-        assert_eq!(c.rescale(10.0), 100.0);
-        assert_eq!(c.rescale(0.001), 5.0);
-    }
-}
+#[path = "runner_tests.rs"]
+mod tests;

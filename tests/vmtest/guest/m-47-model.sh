@@ -440,10 +440,11 @@ for d in ds:
     s = max(d["slos"], key=lambda s: ((s["observed_seconds"] or 0) + s["throttle_seconds"]) / s["target_seconds"])
     r = ((s["observed_seconds"] or 0) + s["throttle_seconds"]) / s["target_seconds"]
     own = "-" if s.get("own_need") is None else "%.1f%%" % s["own_need"]
-    print("  period %6.1fs %-6s %-10s vrate %7.2f -> %7.2f  SLO %4.0f%% (throttled %.1f ms, %d I/Os, own need %s)%s  device %5.1f MB/s %5.0f IOPS  model %-12s %s" % (
+    print("  period %6.1fs %-6s %-10s vrate %7.2f -> %7.2f  SLO %4.0f%% (throttled %.1f ms, %d I/Os, own need %s)%s  device %5.1f MB/s %5.0f IOPS cost %5.1f%%%s  model %-12s %s" % (
           d["at_seconds"], "" if seen else "search", d["action"], d["vrate_from"], d["vrate_to"],
           r * 100, s["throttle_seconds"] * 1e3, s["samples"], own, " MISS" if r > 1 else "     ",
-          d["throughput_bytes_per_second"] / 1e6, d["iops"], model,
+          d["throughput_bytes_per_second"] / 1e6, d["iops"], 100 * d.get("cost_rate", 0),
+          " sat" if d.get("device_saturated") else "    ", model,
           d["reason"].split(": /")[0][:150]))
 PY
 grep -E 'model (scale|step|rollback|converged)|summary|converged after' $T/off.log | sed 's/^/  /' | cut -c1-220 | tail -6

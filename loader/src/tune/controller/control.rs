@@ -47,8 +47,9 @@ pub struct Controller {
     /// The last decision was the first pin, below a load the SLOs missed
     /// at: the next period drains the queue built before it.
     pub(super) draining: bool,
-    /// The vrate that admitted what the device completed with iocost as
-    /// found, where the SLOs were missed there.
+    /// The device's pace as found: the vrate that admits what it
+    /// completed with iocost as found, where the SLOs were missed there or
+    /// the device saturated with iocost not the limit.
     pub(super) found: Option<f64>,
     /// The value the last step up left, held with slack there: where a
     /// miss above returns when `good` was the value missed at.
@@ -245,7 +246,7 @@ impl Controller {
         let (worst, worst_slo) = worst_ratio(m);
         if self.observing {
             let throttled = worst_slo.is_some_and(|s| s.throttled());
-            return self.start_from_observation(m.cost_rate, worst, throttled);
+            return self.start_from_observation(m, worst, throttled);
         }
         // The queue iocost off left (m-47 at 500 requests/s: 32 reads of
         // 128 KiB, 250 ms) drains in the period after the first pin, and
@@ -303,9 +304,10 @@ fn describe(m: &Measurement) -> String {
     }
     let _ = write!(
         why,
-        "device {:.1} MB/s {:.0} IOPS",
+        "device {:.1} MB/s {:.0} IOPS, {:.1}% of the cost model's capacity",
         m.throughput_bytes_per_second / 1e6,
-        m.iops
+        m.iops,
+        m.cost_rate * 100.0
     );
     why
 }

@@ -150,6 +150,52 @@ fn without_start_the_first_period_observes_the_device_as_found() {
     assert!(d.reason.contains("throttle"), "{}", d.reason);
 }
 
+/// Met with iocost not the limit (off, or admitting over a resolution more
+/// than the device completed) and the device saturated: that rate is the
+/// device's pace, the start
+/// is its knee, where the search converges at once and stays, a probe
+/// after long slack included (m-47 at 8000/s from iocost off met at
+/// 88.6 %, started at 96.61 % and missed at once, then again at 87 %).
+/// Met with iocost the limit, the start is that rate up for the headroom.
+#[test]
+fn met_with_iocost_not_the_limit_starts_at_the_knee_and_climbs_no_further() {
+    let met = |admitted: f64, cost_rate: f64| {
+        let mut m = found(0.001, cost_rate);
+        m.admitted = Some(admitted);
+        m.device_saturated = true;
+        m
+    };
+    let mut c = observing();
+    let d = c.decide(&met(f64::INFINITY, 0.886));
+    assert_eq!((d.action, d.to), (Action::Start, 70.88), "{d:?}");
+    assert!(
+        d.reason
+            .contains("met, iocost off, the device saturated: start at the knee, 80%"),
+        "{}",
+        d.reason
+    );
+    let d = c.decide(&slo(0.0002, 0.002, 1000));
+    assert_eq!((d.action, d.to), (Action::Converged, 70.88), "{d:?}");
+    for _ in 0..30 {
+        let d = c.decide(&slo(0.0002, 0.002, 1000));
+        assert_eq!((d.action, d.to), (Action::Hold, 70.88), "{d:?}");
+    }
+    let d = observing().decide(&met(80.0, 0.6));
+    assert_eq!((d.action, d.to), (Action::Start, 48.0), "{d:?}");
+    assert!(d.reason.contains("iocost admitting 80.0%"), "{}", d.reason);
+    // Within a resolution of what iocost admitted: iocost was the limit.
+    let d = observing().decide(&met(61.2, 0.6));
+    assert_eq!((d.action, d.to), (Action::Start, 67.41), "{d:?}");
+    // Not known, or the device not saturated (the load lighter than it):
+    // as with iocost the limit.
+    let d = observing().decide(&found(0.001, 0.6));
+    assert_eq!((d.action, d.to), (Action::Start, 67.41), "{d:?}");
+    let mut light = met(f64::INFINITY, 0.6);
+    light.device_saturated = false;
+    let d = observing().decide(&light);
+    assert_eq!((d.action, d.to), (Action::Start, 67.41), "{d:?}");
+}
+
 /// Where iowarden measures the hold, the hold's own tail decides whether a
 /// miss is iocost's doing: a 5 ms mean hold in a 15 ms p99 whose holds
 /// reach 12 ms is (m-47 at 500 requests/s took it for queueing, and

@@ -92,6 +92,13 @@ pub struct Measurement {
     /// Seconds of device time per second the cost model in force charged
     /// the device's completed I/O: at vrate v % iocost admits v / 100.
     pub cost_rate: f64,
+    /// The vrate (%) iocost admitted at on the device, read at the
+    /// period's end (first period only): infinite where iocost is off
+    /// there, None where not known.
+    pub admitted: Option<f64>,
+    /// The device saturated over the period, as the cost-model fitter
+    /// counts a window.
+    pub device_saturated: bool,
     /// The period after the first pin only (else empty): each SLO, in the
     /// order of `slos`, over the period's later part, after the queue built
     /// before the pin drained.

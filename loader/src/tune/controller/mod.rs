@@ -22,7 +22,9 @@ mod config;
 mod control;
 mod decision;
 mod measurement;
+mod pace;
 mod search;
+mod start;
 
 pub use config::ControllerConfig;
 pub use control::Controller;

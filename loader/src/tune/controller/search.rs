@@ -1,122 +1,11 @@
 //! The search's steps: each records what one kind of period says about the
 //! vrates tried so far and picks the next one.
 
-use super::control::{round2, Controller, FIRST_SHARE, FLOOR_ROOM, KNEE_SHARE, MOST_DOWN};
+use super::control::{round2, Controller, KNEE_SHARE, MOST_DOWN};
 use super::decision::{Action, Verdict};
-use super::measurement::{Measurement, SloSample, LATE_AFTER_SECONDS, OWN_LOAD};
+use super::measurement::OWN_LOAD;
 
 impl Controller {
-    /// The first judged period, with iocost as the tuner found it (off, or
-    /// a QoS configured before): where the SLOs were missed there, the
-    /// device's completed cost rate, admitted in full, is a known bad
-    /// vrate, and the search starts at `FIRST_SHARE` of it; where they
-    /// held, at that rate up by the headroom left; else (the protected
-    /// cgroup held in iocost's throttle, or nothing charged) at `start`.
-    pub(super) fn start_from_observation(
-        &mut self,
-        cost_rate: f64,
-        worst: f64,
-        throttled: bool,
-    ) -> Verdict {
-        self.observing = false;
-        let c = &self.cfg;
-        let found = 100.0 * cost_rate;
-        let head = format!(
-            "with iocost as found the SLO was at {:.0}% of target, the device completing {found:.1}% of the cost model's capacity",
-            worst * 100.0
-        );
-        // Met: what the device did, up by the headroom left (m-47 at
-        // 8000/s met at 87 % with iocost off, then missed four periods in a
-        // row from --vrate-max 800 % down).
-        if worst <= 1.0 && found > 0.0 {
-            let f = self.headroom_factor(worst);
-            self.v = round2((found * f).clamp(c.vrate_min, c.vrate_max));
-            return (
-                Action::Start,
-                self.v,
-                format!("{head}: met, start there, up x{f:.2} for the headroom"),
-            );
-        }
-        if worst <= 1.0 || throttled || found <= 0.0 {
-            let why = match (worst <= 1.0, throttled) {
-                (true, _) => "met, the model charging nothing",
-                (false, true) => "missed in iocost's throttle",
-                (false, false) => "missed, the model charging nothing",
-            };
-            return (
-                Action::Start,
-                self.v,
-                format!("{head}: {why}, start at {}%", self.v),
-            );
-        }
-        if found < c.vrate_max {
-            // The first miss: nothing is known yet.
-            self.misses = vec![round2(found)];
-        }
-        self.draining = true;
-        self.found = Some(found);
-        self.v = round2((found * FIRST_SHARE).clamp(c.vrate_min, c.vrate_max));
-        let floor = match found * FIRST_SHARE < FLOOR_ROOM * c.vrate_min {
-            true => format!(
-                " (within {FLOOR_ROOM}x of --vrate-min {}%: the cost model in force is too optimistic for this device to leave the search room below; with --model it is scaled to the device, else profile it: iowarden profile)",
-                c.vrate_min
-            ),
-            false => String::new(),
-        };
-        (
-            Action::Start,
-            self.v,
-            format!(
-                "{head}: missed, start at {:.0}% of that{floor}",
-                FIRST_SHARE * 100.0
-            ),
-        )
-    }
-
-    /// The period after the first pin (`draining`), or after a pin written
-    /// with the settling step, missed, but its later part met every SLO on
-    /// samples enough to judge: the miss is the queue built before the
-    /// first pin draining, or the step's hold, and the pin is held a
-    /// period. Lowered x0.7 instead, m-47's write point (2000 reads and
-    /// 700 writes a second) missed there at 137 % of the target, and the
-    /// climb back to the pin took 30 s (converged at 66 s); at 500/s a
-    /// decrease from 44 % that iocost did not follow within 1 s took the
-    /// settling step, the reader was held 1.1 ms on average, and the miss
-    /// lowered v twice more, to 20 %, each period missed (issue 56).
-    pub(super) fn hold_if_later_part_met(
-        &self,
-        from: f64,
-        worst: f64,
-        m: &Measurement,
-        draining: bool,
-    ) -> Option<Verdict> {
-        let late = |s: &SloSample| s.effective() / s.target_seconds;
-        let judged = m
-            .late_slos
-            .iter()
-            .all(|s| s.samples >= self.cfg.min_samples);
-        let late_worst = m.late_slos.iter().map(late).fold(0.0, f64::max);
-        if worst <= 1.0 || !judged || late_worst > 1.0 {
-            return None;
-        }
-        let (after, cause) = match draining {
-            true => ("the first pin", "the queue built before the pin draining"),
-            false => (
-                "a pin iocost reached only through the settling step",
-                "the step's hold on every cgroup",
-            ),
-        };
-        Some((
-            Action::Hold,
-            from,
-            format!(
-                "SLO missed ({:.0}% of target) in the period after {after}, met after its first {LATE_AFTER_SECONDS} s ({:.0}%): {cause}; held at the pin",
-                worst * 100.0,
-                late_worst * 100.0
-            ),
-        ))
-    }
-
     /// iocost itself holds the protected cgroup back: vrate is too low for
     /// its own I/O, and lowering it would make that worse. Raise it, to
     /// `own_floor` at least where its own I/O uses more than `OWN_LOAD` of
@@ -351,21 +240,6 @@ impl Controller {
         }
     }
 
-    /// `KNEE_SHARE` of the rate the device completed saturated with
-    /// iocost as found: no step up, a probe's included, goes past it (at
-    /// 2000 requests/s a probe from the knee tipped the device at 1161 %
-    /// of the target, and the queue missed again where it had held).
-    fn knee(&self) -> Option<f64> {
-        self.found.map(|found| found * KNEE_SHARE)
-    }
-
-    /// The knee, where `from` is within one resolution step of it: no step
-    /// up is left.
-    fn knee_within_a_step(&self, from: f64) -> Option<f64> {
-        self.knee()
-            .filter(|&k| from * (1.0 + self.cfg.resolution) > k)
-    }
-
     /// Met while converged: hold, unless slack has lasted long enough that
     /// the load may be lighter now (and a step is left below the knee);
     /// then search upwards again in steps of one resolution (the
@@ -467,7 +341,7 @@ impl Controller {
 
     /// The factor up that the SLO's headroom allows: the whole increase
     /// with none of the target used, none at the aim (the margin).
-    fn headroom_factor(&self, worst: f64) -> f64 {
+    pub(super) fn headroom_factor(&self, worst: f64) -> f64 {
         let aim = 1.0 - self.cfg.margin;
         1.0 + (self.cfg.increase - 1.0) * ((aim - worst) / aim).clamp(0.0, 1.0)
     }
@@ -535,26 +409,6 @@ impl Controller {
             format!(
                 "SLO met with slack ({:.0}% of target): {how}",
                 worst * 100.0
-            ),
-        )
-    }
-
-    /// Met within one resolution step of the knee: no step up is left, so
-    /// the search is done (m-47 at 2000/s from the kernel's default QoS
-    /// reached 18.92 %, under the knee at 19.36 %, at 45 s, and converged
-    /// at 55 s, after two periods within the margin and two with slack).
-    fn converge_at_knee(&mut self, from: f64, worst: f64, knee: f64) -> Verdict {
-        self.converged = true;
-        self.probe_base = None;
-        (
-            Action::Converged,
-            from,
-            format!(
-                "converged: SLO met ({:.0}% of target) within {:.0}% of at most {:.0}% of the {:.2}% the device completed with iocost as found ({knee:.2}%)",
-                worst * 100.0,
-                self.cfg.resolution * 100.0,
-                KNEE_SHARE * 100.0,
-                knee / KNEE_SHARE
             ),
         )
     }

@@ -24,6 +24,8 @@ pub(super) fn slo(observed: f64, target: f64, samples: u64) -> Measurement {
         throughput_bytes_per_second: 1e8,
         iops: 1000.0,
         cost_rate: 0.5,
+        admitted: None,
+        device_saturated: false,
         late_slos: Vec::new(),
     }
 }
