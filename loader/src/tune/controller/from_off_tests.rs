@@ -194,6 +194,9 @@ fn met_with_iocost_not_the_limit_starts_at_the_knee_and_climbs_no_further() {
     light.device_saturated = false;
     let d = observing().decide(&light);
     assert_eq!((d.action, d.to), (Action::Start, 67.41), "{d:?}");
+    // Nothing charged: the configured start.
+    let d = observing().decide(&met(f64::INFINITY, 0.0));
+    assert_eq!((d.action, d.to), (Action::Start, 100.0), "{d:?}");
 }
 
 /// Where iowarden measures the hold, the hold's own tail decides whether a

@@ -29,13 +29,14 @@ impl Controller {
             "with iocost as found the SLO was at {:.0}% of target, the device completing {found:.1}% of the cost model's capacity",
             worst * 100.0
         );
-        // Met with iocost not the limit: the device's own pace, or the
-        // load's. Started above it (x1.09), m-47 at 8000/s from iocost off
-        // missed at once, and the climb to 87 % missed again: nothing but
-        // a miss bounded it (issue 56).
-        // A load lighter than the device is not its pace: as below.
+        // Met on a saturated device iocost did not limit: its own pace.
+        // Started above it (x1.09), m-47 at 8000/s from iocost off missed
+        // at once, and the climb to 87 % missed again: nothing but a miss
+        // bounded it (issue 56). A lighter load's rate is not the device's
+        // pace: as below.
         let unlimited = m.admitted.filter(|&a| found < a * (1.0 - c.resolution));
-        if let (true, Some(a)) = (worst <= 1.0 && m.device_saturated, unlimited) {
+        let paced = worst <= 1.0 && found > 0.0 && m.device_saturated;
+        if let (true, Some(a)) = (paced, unlimited) {
             self.found = Some(found);
             self.v = round2((found * KNEE_SHARE).clamp(c.vrate_min, c.vrate_max));
             let by = match a.is_finite() {
