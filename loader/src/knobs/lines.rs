@@ -16,19 +16,6 @@ pub fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
         .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
 }
 
-/// The vrate (%) iocost admits at on MAJ:MIN, from the root's io.cost.qos
-/// and io.stat: infinite where iocost is off there (no line, or
-/// enable=0), None where it is on and io.stat has no cost.vrate.
-pub fn admitted_vrate(qos: &str, root_stat: &str, majmin: &str) -> Option<f64> {
-    let on = device_line(qos, majmin).and_then(|l| field(l, "enable")) == Some("1");
-    if !on {
-        return Some(f64::INFINITY);
-    }
-    device_line(root_stat, majmin)
-        .and_then(|l| field(l, "cost.vrate"))
-        .and_then(|v| v.parse().ok())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -46,17 +33,5 @@ mod tests {
             field("enable=1 ctrl=user min=50.00 max=150.00", "min"),
             Some("50.00")
         );
-    }
-
-    #[test]
-    fn the_vrate_admitted_is_infinite_with_iocost_off_and_unknown_without_its_stat() {
-        let stat = "259:0 rbytes=0 cost.vrate=61.20 cost.usage=0\n";
-        let on = "259:0 enable=1 ctrl=auto rpct=95.00 rlat=25000 wpct=95.00 wlat=25000 min=50.00 max=150.00\n";
-        assert_eq!(admitted_vrate(on, stat, "259:0"), Some(61.2));
-        assert_eq!(admitted_vrate(on, "259:0 rbytes=0\n", "259:0"), None);
-        let off = on.replace("enable=1", "enable=0");
-        assert_eq!(admitted_vrate(&off, stat, "259:0"), Some(f64::INFINITY));
-        assert_eq!(admitted_vrate("", "", "259:0"), Some(f64::INFINITY));
-        assert_eq!(admitted_vrate(on, stat, "8:0"), Some(f64::INFINITY));
     }
 }

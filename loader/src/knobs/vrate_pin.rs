@@ -184,6 +184,21 @@ impl VratePin {
         line.cost_vrate.map(|f| f.0 as f64 / 100.0)
     }
 
+    /// The vrate (%) iocost admits at on the device now: infinite where
+    /// iocost is off there (no line in io.cost.qos, or enable=0), else the
+    /// kernel's (None where io.stat has none, or a file does not read).
+    pub fn admitted(&self) -> Option<f64> {
+        let text = std::fs::read_to_string(&self.qos_path).ok()?;
+        let on = cost_qos::parse_all(&text)
+            .ok()?
+            .into_iter()
+            .any(|q| q.dev == self.dev && q.enable == Some(true));
+        match on {
+            true => self.kernel_vrate(),
+            false => Some(f64::INFINITY),
+        }
+    }
+
     /// Waits for the kernel's vrate to reach `v`; returns the last one read
     /// and whether it ever differed from `before`.
     fn wait_for(&self, v: f64, before: Option<f64>, timeout: Duration) -> (Option<f64>, bool) {
@@ -284,6 +299,27 @@ mod tests {
         )
         .unwrap();
         assert_eq!(current_targets(&p, dev), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_vrate_admitted_is_infinite_with_iocost_off_and_unknown_without_its_stat() {
+        let dir = std::env::temp_dir().join(format!("iow-admitted-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (qos, stat) = (dir.join("io.cost.qos"), dir.join("io.stat"));
+        let pin = |dev| VratePin::new(&dir, dev);
+        let on = "259:0 enable=1 ctrl=auto rpct=95.00 rlat=25000 wpct=95.00 wlat=25000 min=50.00 max=150.00\n";
+        std::fs::write(&qos, on).unwrap();
+        std::fs::write(&stat, "259:0 rbytes=0 cost.vrate=61.20 cost.usage=0\n").unwrap();
+        assert_eq!(pin(DevNum::new(259, 0)).admitted(), Some(61.2));
+        assert_eq!(pin(DevNum::new(8, 0)).admitted(), Some(f64::INFINITY));
+        std::fs::write(&qos, on.replace("enable=1", "enable=0")).unwrap();
+        assert_eq!(pin(DevNum::new(259, 0)).admitted(), Some(f64::INFINITY));
+        std::fs::write(&qos, "").unwrap();
+        assert_eq!(pin(DevNum::new(259, 0)).admitted(), Some(f64::INFINITY));
+        std::fs::write(&qos, on).unwrap();
+        std::fs::write(&stat, "259:0 rbytes=0\n").unwrap();
+        assert_eq!(pin(DevNum::new(259, 0)).admitted(), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -246,7 +246,7 @@ impl Tuner {
         let dev = (self.opts.device.major, self.opts.device.minor);
         let mut m = measure(delta, dev, &self.protected, &self.opts.slos);
         if self.controller.observing() {
-            m.admitted = self.admitted_as_found();
+            m.admitted = self.pin.admitted();
         }
         let fit = self.opts.model.as_ref().map(|mo| &mo.fit);
         let depth = fit.map_or(FitConfig::default().saturation_depth, |f| {
@@ -278,15 +278,6 @@ impl Tuner {
             }
         }
         m
-    }
-
-    /// The vrate iocost admits at on the device as the tuner found it
-    /// (`admitted_vrate`): whether it, or the device, limited the first
-    /// period.
-    fn admitted_as_found(&self) -> Option<f64> {
-        let read = |f: &str| std::fs::read_to_string(self.root.join(f)).ok();
-        let (qos, stat) = (read("io.cost.qos")?, read("io.stat")?);
-        crate::knobs::lines::admitted_vrate(&qos, &stat, &self.devnum())
     }
 
     fn decide(&mut self, m: &Measurement) -> Result<()> {
