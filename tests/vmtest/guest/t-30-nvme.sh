@@ -35,7 +35,8 @@ rmdir $(seq -f "$CG/nv-big%g" 8)
 # done, however long their start takes (in one CI run a loaded guest took
 # so long that a hog of 20 s had ended under most of the first victim's
 # reads: 59 of 769 behind it).
-in_cg nv-hog 0 --name=hog --rw=randread --bs=256k --iodepth=32 --time_based --runtime=600 & H=$!
+rm -f $SCRATCH/nv-hog.stop
+in_cg nv-hog 0 --name=hog --rw=randread --bs=256k --iodepth=32 --time_based --runtime=600 --trigger-file=$SCRATCH/nv-hog.stop --aux-path=$SCRATCH & H=$!
 # Start the victim once the hog's large requests flow (fio starts slowly here).
 for _ in $(seq 100); do
   get http://127.0.0.1:9620/snapshot.json | python3 -c 'import json,sys; s=json.load(sys.stdin); sys.exit(0 if sum(x["large_commands"] for x in s["nvme_queue_cgroups"] if x["cgroup"]["path"] == "/nv-hog") > 64 else 1)' && break
@@ -45,7 +46,7 @@ in_cg nv-vic 0 --name=vic0 --rw=randread --bs=4k --iodepth=1 --time_based --runt
 snap 3
 in_cg nv-vic 1 --name=vic1 --rw=randread --bs=4k --iodepth=1 --time_based --runtime=5
 snap 4
-pkill -INT -f -- '--name=hog '; wait $H   # $H is in_cg's subshell: fio is signalled by name
+stop_fio $SCRATCH/nv-hog.stop; wait $H
 python3 - $SCRATCH /sys/block/$DEV/mq > $SCRATCH/nvme-check 2>&1 <<'PY'
 import json, os, sys
 scratch, mq = sys.argv[1:3]
