@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::cost_qos::{self, pinned_vrate_line, LatencyTargets};
+use super::cost_qos::{self, pinned_vrate_line, CostQos, LatencyTargets};
 use super::devnum::DevNum;
 use super::stat;
 use super::writer::Writer;
@@ -188,11 +188,7 @@ impl VratePin {
     /// iocost is off there (no line in io.cost.qos, or enable=0), else the
     /// kernel's (None where io.stat has none, or a file does not read).
     pub fn admitted(&self) -> Option<f64> {
-        let text = std::fs::read_to_string(&self.qos_path).ok()?;
-        let on = cost_qos::parse_all(&text)
-            .ok()?
-            .into_iter()
-            .any(|q| q.dev == self.dev && q.enable == Some(true));
+        let on = device_qos(&self.qos_path, self.dev)?.is_some_and(|q| q.enable == Some(true));
         match on {
             true => self.kernel_vrate(),
             false => Some(f64::INFINITY),
@@ -224,16 +220,20 @@ fn reached(kernel: Option<f64>, v: f64) -> bool {
 /// The device's rlat/wlat in io.cost.qos, unless the file has no line for
 /// it (iocost never enabled there) or holds the first step's.
 fn current_targets(qos_path: &Path, dev: DevNum) -> Option<LatencyTargets> {
-    let text = std::fs::read_to_string(qos_path).ok()?;
-    let q = cost_qos::parse_all(&text)
-        .ok()?
-        .into_iter()
-        .find(|q| q.dev == dev)?;
+    let q = device_qos(qos_path, dev)??;
     let t = LatencyTargets {
         rlat: q.rlat?,
         wlat: q.wlat?,
     };
     (t != cost_qos::SETTLING_TARGETS).then_some(t)
+}
+
+/// The device's line in io.cost.qos: None where the file does not read or
+/// parse, Some(None) where it has no line for the device.
+fn device_qos(qos_path: &Path, dev: DevNum) -> Option<Option<CostQos>> {
+    let text = std::fs::read_to_string(qos_path).ok()?;
+    let lines = cost_qos::parse_all(&text).ok()?;
+    Some(lines.into_iter().find(|q| q.dev == dev))
 }
 
 #[cfg(test)]
