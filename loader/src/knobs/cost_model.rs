@@ -6,6 +6,7 @@
 //! model ctrl=user. Newer kernels may add keys: kept, in order.
 
 use std::fmt;
+use std::path::Path;
 
 use super::cost_qos::Ctrl;
 use super::devnum::DevNum;
@@ -121,6 +122,19 @@ pub fn parse_all(content: &str) -> Result<Vec<CostModel>, KnobError> {
     fields::lines(content).map(CostModel::parse).collect()
 }
 
+/// The device's model in `path` (the root's io.cost.model) was set by the
+/// user (ctrl=user); false where the file does not read or parse, or has
+/// no line for the device.
+pub fn user_set(path: &Path, dev: DevNum) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    parse_all(&text)
+        .ok()
+        .and_then(|v| v.into_iter().find(|m| m.dev == dev))
+        .is_some_and(|m| m.ctrl == Some(Ctrl::User))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,6 +177,24 @@ mod tests {
         );
         assert!(e("8:0 wbps=-1").contains("not a number"));
         assert!(e("8:0 wbps=18446744073709551616").contains("not a number"));
+    }
+
+    #[test]
+    fn user_set_reads_the_devices_ctrl() {
+        let dir = std::env::temp_dir().join(format!("iow-model-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("io.cost.model");
+        let dev = DevNum::new(259, 0);
+        assert!(!user_set(&p, dev), "no file");
+        let user = "259:0 ctrl=user model=linear rbps=1 rseqiops=2 rrandiops=3 wbps=4 wseqiops=5 wrandiops=6\n";
+        std::fs::write(&p, KERNEL.replace("259:0", "8:0") + user).unwrap();
+        assert!(user_set(&p, dev));
+        assert!(!user_set(&p, DevNum::new(8, 0)), "another device's line");
+        std::fs::write(&p, KERNEL).unwrap();
+        assert!(!user_set(&p, dev), "ctrl=auto");
+        std::fs::write(&p, "259:0 model=quadratic\n").unwrap();
+        assert!(!user_set(&p, dev), "does not parse");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

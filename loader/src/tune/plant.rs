@@ -160,6 +160,7 @@ impl Plant {
             cost_rate: completed / self.model_units_per_second,
             admitted: Some(vrate),
             device_saturated: admitted >= self.capacity_units_per_second,
+            model_declared: false,
             late_slos: Vec::new(),
         }
     }

@@ -23,6 +23,7 @@ use super::setup::{check_options, initial_status, iocost_qos_path, resolve_prote
 use crate::costmodel::online::guard::QosPeriod;
 use crate::costmodel::online::windows::FitConfig;
 use crate::host::cgroups::CgroupResolver;
+use crate::knobs::cost_model;
 use crate::knobs::vrate_pin::{PinOutcome, VratePin};
 use crate::knobs::writer::Writer;
 use crate::knobs::DevNum;
@@ -247,6 +248,8 @@ impl Tuner {
         let mut m = measure(delta, dev, &self.protected, &self.opts.slos);
         if self.controller.observing() {
             m.admitted = self.pin.admitted();
+            let model = self.root.join("io.cost.model");
+            m.model_declared = cost_model::user_set(&model, DevNum::new(dev.0, dev.1));
         }
         let fit = self.opts.model.as_ref().map(|mo| &mo.fit);
         let depth = fit.map_or(FitConfig::default().saturation_depth, |f| {

@@ -45,12 +45,16 @@ pub struct Controller {
     /// Nothing written yet: the first judged period decides where to start.
     pub(super) observing: bool,
     /// The last decision was the first pin, below a load the SLOs missed
-    /// at: the next period drains the queue built before it.
+    /// at, or above a QoS that was the limit: the next period drains the
+    /// queue built before it, or the I/O iocost held back.
     pub(super) draining: bool,
     /// The device's pace as found: the vrate that admits what it
     /// completed with iocost as found, where the SLOs were missed there or
     /// the device saturated with iocost not the limit.
     pub(super) found: Option<f64>,
+    /// `found` is the capacity of the cost model the user set, not a rate
+    /// measured: no period has measured the device's pace.
+    pub(super) declared: bool,
     /// The value the last step up left, held with slack there: where a
     /// miss above returns when `good` was the value missed at.
     pub(super) left: Option<f64>,
@@ -107,6 +111,7 @@ impl Controller {
             observing: cfg.observe_first,
             draining: false,
             found: None,
+            declared: false,
             left: None,
             cfg,
         }

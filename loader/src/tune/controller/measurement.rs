@@ -99,6 +99,10 @@ pub struct Measurement {
     /// The device saturated over the period, as the cost-model fitter
     /// counts a window.
     pub device_saturated: bool,
+    /// The cost model in force was set by the user (io.cost.model
+    /// ctrl=user), read at the period's end (first period only): its
+    /// capacity, 100 %, is taken for the device's pace.
+    pub model_declared: bool,
     /// The period after the first pin only (else empty): each SLO, in the
     /// order of `slos`, over the period's later part, after the queue built
     /// before the pin drained.

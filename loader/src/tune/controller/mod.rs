@@ -32,6 +32,8 @@ pub use decision::{Action, Decision};
 pub use measurement::{Measurement, SloSample, LATE_AFTER_SECONDS};
 
 #[cfg(test)]
+mod from_configured_tests;
+#[cfg(test)]
 mod from_off_tests;
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,7 @@
 //! The device's pace as found (`found`): the cost rate it completed with
 //! iocost as found where the SLOs were missed there, or where it was
-//! saturated and iocost not the limit. Its knee bounds the climb.
+//! saturated and iocost not the limit; else, met with iocost the limit on
+//! a model the user set, that model's capacity. Its knee bounds the climb.
 
 use super::control::{Controller, KNEE_SHARE};
 use super::decision::{Action, Verdict};
@@ -21,6 +22,16 @@ impl Controller {
             .filter(|&k| from * (1.0 + self.cfg.resolution) > k)
     }
 
+    /// What `found` is, for reasons: a rate measured, or the capacity of
+    /// the model the user set.
+    pub(super) fn pace_words(&self) -> String {
+        let found = self.found.unwrap_or(f64::NAN);
+        match self.declared {
+            true => format!("{found:.2}%, the capacity of the cost model the user set"),
+            false => format!("the {found:.2}% the device completed with iocost as found"),
+        }
+    }
+
     /// Met within one resolution step of the knee: no step up is left, so
     /// the search is done (m-47 at 2000/s from the kernel's default QoS
     /// reached 18.92 %, under the knee at 19.36 %, at 45 s, and converged
@@ -32,11 +43,11 @@ impl Controller {
             Action::Converged,
             from,
             format!(
-                "converged: SLO met ({:.0}% of target) within {:.0}% of at most {:.0}% of the {:.2}% the device completed with iocost as found ({knee:.2}%)",
+                "converged: SLO met ({:.0}% of target) within {:.0}% of at most {:.0}% of {} ({knee:.2}%)",
                 worst * 100.0,
                 self.cfg.resolution * 100.0,
                 KNEE_SHARE * 100.0,
-                knee / KNEE_SHARE
+                self.pace_words()
             ),
         )
     }

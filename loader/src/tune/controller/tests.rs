@@ -26,6 +26,7 @@ pub(super) fn slo(observed: f64, target: f64, samples: u64) -> Measurement {
         cost_rate: 0.5,
         admitted: None,
         device_saturated: false,
+        model_declared: false,
         late_slos: Vec::new(),
     }
 }
