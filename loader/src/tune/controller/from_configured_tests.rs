@@ -1,16 +1,8 @@
 //! The search from a QoS already configured on a cost model the user set
 //! (issue 56: from the tightest fixed QoS, m-47 converged after 61-117 s).
 
-use super::tests::slo;
+use super::tests::{climb, observing, slo};
 use super::*;
-
-/// `iowarden tune` without --start.
-fn observing() -> Controller {
-    Controller::new(ControllerConfig {
-        observe_first: true,
-        ..Default::default()
-    })
-}
 
 /// The first period under a QoS admitting `admitted` %: the SLO at
 /// `ratio` of its 2 ms target, the device completing `cost_rate` of the
@@ -38,14 +30,7 @@ fn a_model_the_user_set_bounds_the_climb_at_its_knee() {
         "{}",
         d.reason
     );
-    let mut ups = Vec::new();
-    let d = loop {
-        let d = c.decide(&slo(0.0002, 0.002, 1000));
-        if d.action != Action::Increase || ups.len() > 10 {
-            break d;
-        }
-        ups.push(d.to);
-    };
+    let (ups, d) = climb(&mut c, &slo(0.0002, 0.002, 1000));
     assert_eq!(ups, [56.57, 71.54, 80.0]);
     assert_eq!((d.action, d.to), (Action::Converged, 80.0), "{d:?}");
     assert!(
@@ -100,12 +85,7 @@ fn the_models_capacity_counts_only_where_the_user_set_it() {
     // Missed as found: the rate measured is the pace, not the capacity.
     let mut c = observing();
     assert_eq!(c.decide(&as_found(5.0, 1.0, true)).to, 40.0);
-    let d = loop {
-        let d = c.decide(&slo(0.0002, 0.002, 1000));
-        if d.action != Action::Increase {
-            break d;
-        }
-    };
+    let (_, d) = climb(&mut c, &slo(0.0002, 0.002, 1000));
     assert_eq!((d.action, d.to), (Action::Converged, 80.0), "{d:?}");
     assert!(
         d.reason

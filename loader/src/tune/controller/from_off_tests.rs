@@ -3,16 +3,8 @@
 //! against m-47's plant.
 
 use super::super::plant::Plant;
-use super::tests::{slo, starting_at};
+use super::tests::{climb, observing, slo, starting_at};
 use super::*;
-
-/// `iowarden tune` without --start (start 100 %, --vrate-min 5 %).
-fn observing() -> Controller {
-    Controller::new(ControllerConfig {
-        observe_first: true,
-        ..Default::default()
-    })
-}
 
 /// A period at `observed` against a 2 ms target, the device completing
 /// `cost_rate` of the cost model's capacity.
@@ -325,15 +317,11 @@ fn a_miss_after_a_step_up_returns_to_the_value_it_left() {
 fn the_climb_stops_short_of_the_rate_found_saturated() {
     let mut c = observing();
     assert_eq!(c.decide(&found(0.1, 1.0)).to, 40.0);
-    let mut ups = Vec::new();
-    let d = loop {
-        let d = c.decide(&slo(0.0002, 0.002, 1000));
-        assert!(d.to <= 80.0, "{d:?}");
-        if d.action != Action::Increase || ups.len() > 10 {
-            break d;
-        }
-        ups.push(d.to);
-    };
+    let (ups, d) = climb(&mut c, &slo(0.0002, 0.002, 1000));
+    assert!(
+        ups.iter().chain([&d.to]).all(|&v| v <= 80.0),
+        "{ups:?} {d:?}"
+    );
     assert_eq!(ups, [50.59, 63.98, 80.0]);
     assert_eq!((d.action, d.to), (Action::Converged, 80.0), "{d:?}");
     assert!(

@@ -38,7 +38,6 @@ impl Controller {
         let paced = worst <= 1.0 && found > 0.0 && m.device_saturated;
         if let (true, Some(a)) = (paced, unlimited) {
             self.found = Some(found);
-            self.declared = false;
             self.v = round2((found * KNEE_SHARE).clamp(c.vrate_min, c.vrate_max));
             let by = match a.is_finite() {
                 true => format!("iocost admitting {a:.1}%"),
@@ -60,7 +59,10 @@ impl Controller {
             let f = self.headroom_factor(worst);
             let (v, how) = match m.model_declared && found < KNEE_SHARE * 100.0 {
                 true => self.start_on_declared(found * f, worst),
-                false => (found * f, String::new()),
+                false => (
+                    found * f,
+                    format!("start there, up x{f:.2} for the headroom"),
+                ),
             };
             let c = &self.cfg;
             self.v = round2(v.clamp(c.vrate_min, c.vrate_max));
@@ -68,10 +70,6 @@ impl Controller {
             // reader, held at the tightest QoS, sent 275 reads in the next
             // period and missed at 119-156 % (issue 56).
             self.draining = self.v > round2(found);
-            let how = match how.is_empty() {
-                true => format!("start there, up x{f:.2} for the headroom"),
-                false => how,
-            };
             return (Action::Start, self.v, format!("{head}: met, {how}"));
         }
         if worst <= 1.0 || throttled || found <= 0.0 {
@@ -92,7 +90,6 @@ impl Controller {
         }
         self.draining = true;
         self.found = Some(found);
-        self.declared = false;
         self.v = round2((found * FIRST_SHARE).clamp(c.vrate_min, c.vrate_max));
         let floor = match found * FIRST_SHARE < FLOOR_ROOM * c.vrate_min {
             true => format!(

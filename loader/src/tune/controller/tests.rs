@@ -9,6 +9,27 @@ pub(super) fn starting_at(start: f64) -> Controller {
     })
 }
 
+/// `iowarden tune` without --start (start 100 %, --vrate-min 5 %).
+pub(super) fn observing() -> Controller {
+    Controller::new(ControllerConfig {
+        observe_first: true,
+        ..Default::default()
+    })
+}
+
+/// Decides on `m` while the controller steps up (at most 11 steps): the
+/// values it stepped to, and the first decision that was not a step up.
+pub(super) fn climb(c: &mut Controller, m: &Measurement) -> (Vec<f64>, Decision) {
+    let mut ups = Vec::new();
+    loop {
+        let d = c.decide(m);
+        if d.action != Action::Increase || ups.len() > 10 {
+            return (ups, d);
+        }
+        ups.push(d.to);
+    }
+}
+
 pub(super) fn slo(observed: f64, target: f64, samples: u64) -> Measurement {
     Measurement {
         slos: vec![SloSample {
